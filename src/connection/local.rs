@@ -1,0 +1,95 @@
+//! `ansible_connection: local`: commands run on the controller itself.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::{Connection, ConnectionError, ExecOutput};
+
+#[derive(Debug, Default)]
+pub struct LocalConnection;
+
+#[async_trait::async_trait]
+impl Connection for LocalConnection {
+    async fn exec(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| ConnectionError::Transport(format!("cannot start /bin/sh: {e}")))?;
+        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            // A command that does not read its stdin closes the pipe early; that is not our failure.
+            let _ = pipe.write_all(data).await;
+        }
+        let pid = child.id();
+        let wait = child.wait_with_output();
+        let output = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, wait).await {
+                Ok(out) => out,
+                Err(_) => {
+                    if let Some(pid) = pid {
+                        // The whole process group, so children of the shell stop too.
+                        let _ = std::process::Command::new("kill").arg("-KILL").arg(format!("-{pid}")).status();
+                    }
+                    return Err(ConnectionError::Timeout(limit));
+                }
+            },
+            None => wait.await,
+        }
+        .map_err(|e| ConnectionError::Transport(e.to_string()))?;
+        let status = output.status.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            128 + output.status.signal().unwrap_or(0)
+        });
+        Ok(ExecOutput { status, stdout: output.stdout, stderr: output.stderr })
+    }
+
+    async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {
+        use std::os::unix::fs::PermissionsExt;
+        let target = std::path::Path::new(path);
+        let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let tmp = dir.join(format!(".{}.upgrade-tmp", target.file_name().and_then(|n| n.to_str()).unwrap_or("file")));
+        let io = |e: std::io::Error| ConnectionError::Transport(format!("cannot write {path}: {e}"));
+        tokio::fs::write(&tmp, data).await.map_err(io)?;
+        tokio::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).await.map_err(io)?;
+        tokio::fs::rename(&tmp, target).await.map_err(io)
+    }
+
+    async fn fetch(&self, path: &str) -> Result<Vec<u8>, ConnectionError> {
+        tokio::fs::read(path).await.map_err(|e| ConnectionError::Transport(format!("cannot read {path}: {e}")))
+    }
+
+    async fn close(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn runs_commands_and_reports_status() {
+        let c = LocalConnection;
+        let out = c.exec("echo hi; echo err >&2; exit 3", None, None).await.unwrap();
+        assert_eq!((out.status, out.stdout.as_slice(), out.stderr.as_slice()), (3, &b"hi\n"[..], &b"err\n"[..]));
+        let out = c.exec("cat", Some(b"piped"), None).await.unwrap();
+        assert_eq!(out.stdout, b"piped");
+    }
+
+    #[tokio::test]
+    async fn timeout_stops_the_command() {
+        let err = LocalConnection.exec("sleep 5", None, Some(Duration::from_millis(200))).await.unwrap_err();
+        assert_eq!(err, ConnectionError::Timeout(Duration::from_millis(200)));
+    }
+}

@@ -1,0 +1,1 @@
+//! Events flow from the executor to reporters; the executor never prints.
