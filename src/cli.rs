@@ -1,1 +1,181 @@
-//! TODO
+//! The command line. Every flag is declared here; the modules that act on them read this struct.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "upgrade",
+    version,
+    about = "Upgrade a Kubernetes/OpenShift cluster described by an Ansible inventory, phase by phase, over SSH",
+    long_about = "Reads an Ansible inventory (YAML or INI, with group_vars/ and host_vars/), then runs the phases \
+preflight, etcd-backup, control-plane, nodes and verify, running the operator's hook task files around each host.\n\n\
+Exit codes: 0 success; 1 hosts failed or the run stopped on the failure threshold; 2 bad input or usage \
+(nothing on any host was touched); 130 interrupted.",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub upgrade: UpgradeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate the inventory, the settings and every hook and playbook task file, without connecting to any host.
+    Check(CheckArgs),
+    /// Run one Ansible task file on inventory hosts (for hook authors), and print a recap.
+    RunTasks(RunTasksArgs),
+}
+
+/// What every command needs to read the inventory.
+#[derive(Debug, Args, Clone)]
+pub struct InventoryArgs {
+    /// The Ansible inventory: a YAML or INI file, or a directory of them (with group_vars/ and host_vars/).
+    #[arg(short = 'i', long, value_name = "PATH", required = true)]
+    pub inventory: Option<PathBuf>,
+
+    /// Extra variables, highest precedence: KEY=VALUE, a JSON/YAML mapping, or @FILE. Repeatable.
+    #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]
+    pub extra_vars: Vec<String>,
+
+    /// Only these hosts: an Ansible host pattern (names, groups, `a:b`, `a:&b`, `a:!b`, wildcards).
+    #[arg(short = 'l', long, value_name = "PATTERN")]
+    pub limit: Option<String>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct UpgradeArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// Run only these phases (comma-separated or repeated): etcd-backup, control-plane, nodes, verify.
+    /// Preflight always runs.
+    #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
+    pub phase: Vec<String>,
+
+    /// Nodes upgraded at once: a number, a percentage ("25%"), or a list ("1,20%,-1"). Overrides upgrade_nodes_serial.
+    #[arg(long, value_name = "S")]
+    pub serial: Option<String>,
+
+    /// Upgrade only nodes matching this Kubernetes equality selector (e.g. "region=group1,env!=dev").
+    #[arg(long, value_name = "SELECTOR")]
+    pub label: Option<String>,
+
+    /// Stop when a batch's failures exceed this percentage of the batch (0-100).
+    #[arg(long, value_name = "P")]
+    pub max_fail_percentage: Option<String>,
+
+    /// Mark a node failed when its drain takes longer than this (seconds, or "10m", "1h30m"; 0 waits for ever).
+    #[arg(long, value_name = "D")]
+    pub drain_timeout: Option<String>,
+
+    /// The version to upgrade to ("v1.29.1" or "1.29.1"). Overrides upgrade_target_version.
+    #[arg(long, value_name = "V")]
+    pub target_version: Option<String>,
+
+    /// Allow skipping a minor version (e.g. 1.28 -> 1.30).
+    #[arg(long)]
+    pub allow_skip_minor: bool,
+
+    /// Print the plan and exit without contacting any host.
+    #[arg(long)]
+    pub plan: bool,
+
+    /// Output format: text for people, json for CI (with --plan one JSON document, otherwise JSON lines).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Where the journal, lock and per-host logs live (default: .upgrade-state next to the inventory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Ignore the journal of an earlier run and start from the beginning.
+    #[arg(long)]
+    pub fresh: bool,
+
+    /// Write a JUnit XML report (one test case per host and phase) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// How tasks are run on hosts; shared by the upgrade and `run-tasks`.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Trust and record host keys not seen before (a changed key is still refused).
+    #[arg(long)]
+    pub accept_new_host_keys: bool,
+
+    /// Seconds to wait for an SSH connection.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub connect_timeout: u64,
+
+    /// Answer yes to `pause` prompts (needed to run prompting hooks without a terminal).
+    #[arg(long)]
+    pub yes: bool,
+
+    /// Show task output (stdout/stderr) as well as task results.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// Extra task files to validate besides the hooks the inventory names.
+    #[arg(value_name = "TASK_FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunTasksArgs {
+    /// The Ansible task file to run (a list of tasks, not a playbook).
+    #[arg(value_name = "TASK_FILE")]
+    pub file: PathBuf,
+
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// How many hosts run at once.
+    #[arg(short, long, default_value_t = 20)]
+    pub forks: usize,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn subcommands_and_the_upgrade_parse() {
+        let cli = Cli::try_parse_from(["upgrade", "-i", "hosts", "--plan", "--phase", "nodes,verify"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.upgrade.phase, ["nodes", "verify"]);
+        let cli = Cli::try_parse_from(["upgrade", "run-tasks", "t.yml", "-i", "hosts", "--limit", "n1"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::RunTasks(_))));
+        assert!(Cli::try_parse_from(["upgrade", "--plan"]).is_err());
+    }
+}

@@ -8,11 +8,41 @@ pub mod executor;
 pub mod inventory;
 pub mod plan;
 pub mod settings;
+pub mod tasks;
 pub mod yaml;
 
 use std::ffi::OsString;
 
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::Error;
+
 /// Runs the command line and returns the process exit code. Errors are rendered here, once.
-pub fn run<I: IntoIterator<Item = OsString>>(_args: I) -> i32 {
-    0
+pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            // --help and --version are not failures; every usage error exits 2, like any bad input.
+            return if err.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let outcome = match &cli.command {
+        Some(Command::Check(args)) => tasks::check_command(args),
+        Some(Command::RunTasks(args)) => tasks::run_tasks_command(args),
+        None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
+        None => executor::upgrade_command(&cli.upgrade),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            report_error(&err);
+            err.exit_code()
+        }
+    }
+}
+
+fn report_error(err: &Error) {
+    eprintln!("error: {err}");
 }
