@@ -87,3 +87,92 @@ impl Inventory {
         Err(crate::error::Error::input("inventory loading is not implemented yet").in_file(path))
     }
 }
+
+// The methods below are the contract the plan, the executor and the task engine rely on. The bodies are
+// placeholders until the real readers land.
+impl Inventory {
+    /// The hosts of a group and of its descendants, in Ansible's order, without duplicates.
+    /// `None` when there is no such group.
+    pub fn group_hosts(&self, group: &str) -> Option<Vec<String>> {
+        let mut out: Vec<String> = Vec::new();
+        let mut stack = vec![group.to_string()];
+        let mut seen_groups = std::collections::HashSet::new();
+        self.groups.get(group)?;
+        while let Some(g) = stack.pop() {
+            if !seen_groups.insert(g.clone()) {
+                continue;
+            }
+            if let Some(grp) = self.groups.get(&g) {
+                for h in &grp.hosts {
+                    if !out.contains(h) {
+                        out.push(h.clone());
+                    }
+                }
+                stack.extend(grp.children.iter().rev().cloned());
+            }
+        }
+        Some(out)
+    }
+
+    /// The groups a host belongs to, directly or through children, sorted, without `all` and `ungrouped`
+    /// (Ansible's `group_names`).
+    pub fn group_names(&self, host: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .groups
+            .keys()
+            .filter(|g| *g != "all" && *g != "ungrouped")
+            .filter(|g| self.group_hosts(g).is_some_and(|hs| hs.iter().any(|h| h == host)))
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A host's variables after Ansible's precedence, with `extra` (`-e`) on top.
+    pub fn host_vars(&self, host: &str, extra: &Vars) -> Vars {
+        let mut vars = Vars::new();
+        for g in self.groups.values().filter(|g| g.name == "all" || self.group_names(host).contains(&g.name)) {
+            vars.extend(g.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        if let Some(h) = self.hosts.get(host) {
+            vars.extend(h.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        vars.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        vars
+    }
+
+    /// The hosts an Ansible host pattern (`--limit`) selects, in inventory order.
+    pub fn select(&self, pattern: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for part in pattern.split([',', ':']).filter(|p| !p.is_empty()) {
+            match self.group_hosts(part) {
+                Some(hosts) => out.extend(hosts),
+                None if self.hosts.contains_key(part) => out.push(part.to_string()),
+                None => {
+                    return Err(crate::error::Error::input(format!("no host or group matches `{part}`"))
+                        .hint("check the name against the inventory"));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Parses `-e` arguments: `KEY=VALUE ...`, a JSON/YAML mapping, or `@FILE`, later ones winning.
+pub fn parse_extra_vars(args: &[String], _base_dir: &Path) -> Result<Vars> {
+    let mut vars = Vars::new();
+    for arg in args {
+        for pair in arg.split_whitespace() {
+            if let Some((k, v)) = pair.split_once('=') {
+                let var = Var { value: Value::String(v.to_string()), origin: Origin::ExtraVars(arg.clone()) };
+                vars.insert(k.to_string(), var);
+            }
+        }
+    }
+    Ok(vars)
+}
+
+/// The plain values of a set of variables, for templating.
+pub fn vars_to_json(vars: &Vars) -> serde_json::Map<String, Value> {
+    vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+}
