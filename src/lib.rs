@@ -1,6 +1,7 @@
 //! `upgrade`: reads an Ansible inventory, plans an upgrade, and carries it out over SSH, phase by phase.
 
 pub mod cli;
+pub mod cluster;
 pub mod connection;
 pub mod error;
 pub mod events;
