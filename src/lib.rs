@@ -7,6 +7,7 @@ pub mod error;
 pub mod events;
 pub mod executor;
 pub mod inventory;
+pub mod journal;
 pub mod plan;
 pub mod settings;
 pub mod tasks;
