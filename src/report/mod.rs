@@ -1,0 +1,3 @@
+//! Reporters: they turn the executor's events and results into what people and CI read.
+
+pub mod junit;
