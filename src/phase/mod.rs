@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub mod batches;
+
 /// One step of a host's sequence; its name is what the output, the journal and the JSON events say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
