@@ -581,6 +581,19 @@ impl HookPoint {
         }
     }
 
+    /// Stable key for machine-readable output.
+    pub fn key(self) -> &'static str {
+        match self {
+            HookPoint::MasterPre => "master_pre",
+            HookPoint::MasterMid => "master_mid",
+            HookPoint::MasterPost => "master_post",
+            HookPoint::NodePreDrain => "node_pre_drain",
+            HookPoint::NodePre => "node_pre",
+            HookPoint::NodeMid => "node_mid",
+            HookPoint::NodePost => "node_post",
+        }
+    }
+
     /// The canonical variable and the openshift-ansible alias.
     pub fn variables(self) -> (&'static str, &'static str) {
         match self {
