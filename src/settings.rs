@@ -720,7 +720,7 @@ impl Default for Settings {
 }
 
 /// The variables of one host after precedence (`Inventory::host_vars`), by host name.
-pub type HostVarsRef<'a> = &'a [(String, Vars)];
+pub type HostVarsRef<'a> = &'a [(&'a str, &'a Vars)];
 
 /// Resolves the run-wide settings: a flag wins; otherwise the hosts of the phase a setting governs (`node_hosts`
 /// for serial, label, max-fail-percentage and drain-timeout; `all_hosts` for the target version) must agree on the

@@ -161,8 +161,8 @@ impl Plan {
                 host_vars.insert(host.clone(), inventory.host_vars(host, extra));
             }
         }
-        let vars_of = |hosts: &[String]| -> Vec<(String, Vars)> {
-            hosts.iter().filter_map(|h| host_vars.get(h).map(|v| (h.clone(), v.clone()))).collect()
+        let vars_of = |hosts: &[String]| -> Vec<(&str, &Vars)> {
+            hosts.iter().filter_map(|h| host_vars.get_key_value(h).map(|(k, v)| (k.as_str(), v))).collect()
         };
         let node_vars = vars_of(&candidates);
 
@@ -175,12 +175,13 @@ impl Plan {
         // The label filter needs the label setting, which is read over the candidate nodes.
         let provisional_all: Vec<String> =
             hosts.iter().chain(if wants(Phase::Nodes) { candidates.as_slice() } else { &[] }).cloned().collect();
-        let settings = settings::resolve(args, &node_vars, &vars_of(&dedup(provisional_all)), extra)?;
+        let provisional_all = dedup(provisional_all);
+        let settings = settings::resolve(args, &node_vars, &vars_of(&provisional_all), extra)?;
 
         let mut node_labels = IndexMap::new();
         let mut groups_cache = NodeGroupsCache::default();
-        for (host, vars) in &node_vars {
-            node_labels.insert(host.clone(), offline_labels(host, vars, &mut groups_cache)?);
+        for &(host, vars) in &node_vars {
+            node_labels.insert(host.to_string(), offline_labels(host, vars, &mut groups_cache)?);
         }
         let (nodes, nodes_not_selected) = match &settings.label.value {
             Some(selector) => {
