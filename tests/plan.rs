@@ -25,7 +25,7 @@ fn the_openshift_example_plan_upgrades_masters_one_at_a_time_then_the_nodes() {
         .stdout_has("nodes: 4 host(s) in 4 batch(es), serial 1")
         .stdout_has("ose3-infra1.test.example.com")
         .stdout_has("ose3-node2.test.example.com")
-        .stdout_has("serial                 1");
+        .stdout_has("serial               1 ");
     for (i, master) in MASTERS.iter().enumerate() {
         let line = format!("batch {}: {master}\n", i + 1);
         out = out.check(&format!("control-plane batch line {line:?}"), |o| o.stdout.contains(&line));
@@ -102,7 +102,7 @@ n[1:5] node_labels=\"{'region': 'east'}\"
 [all:vars]
 ";
 
-/// An INI cluster with one extra line in `[all:vars]` (line 9).
+/// An INI cluster with one extra line in `[all:vars]` (line 11).
 fn cluster_with(var_line: &str) -> Scenario {
     Scenario::new().file("hosts.ini", &format!("{CLUSTER}{var_line}\n")).args(["-i", "hosts.ini", "--plan"])
 }
@@ -113,7 +113,7 @@ fn settings_come_from_the_inventory_with_their_place() {
     let plan = out.json();
     assert_eq!(batches(&plan, "nodes"), json!([["n1"], ["n2"], ["n3", "n4", "n5"]]));
     assert_eq!(plan["settings"]["serial"], json!([1, "20%", -1]));
-    cluster_with("upgrade_nodes_serial=2").success().stdout_has("upgrade_nodes_serial at hosts.ini:9");
+    cluster_with("upgrade_nodes_serial=2").success().stdout_has("upgrade_nodes_serial at hosts.ini:11");
     // -e beats the inventory; the flag beats -e.
     cluster_with("upgrade_nodes_serial=2")
         .args(["-e", "upgrade_nodes_serial=5"])
@@ -137,7 +137,7 @@ fn bad_settings_in_the_inventory_name_the_line_and_exit_2() {
         ("upgrade_nodes_label=region=west", "matches none of the 5 nodes"),
         ("upgrade_node_pre_hook=hooks/missing.yml", "does not exist"),
     ] {
-        cluster_with(line).failure(2).stderr_has("hosts.ini:9").stderr_has(message).stderr_has("hint:");
+        cluster_with(line).failure(2).stderr_has("hosts.ini:11").stderr_has(message).stderr_has("hint:");
     }
 }
 

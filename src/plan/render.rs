@@ -75,22 +75,24 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     let _ = writeln!(out, "Upgrade plan for {} (no host is contacted)", inventory.path.display());
     let _ = writeln!(out);
     let _ = writeln!(out, "Settings:");
-    let mut setting = |name: &str, value: String, from: String| {
-        let _ = writeln!(out, "  {name:<22} {value:<28} from {from}");
-    };
-    setting("serial", s.serial.value.to_string(), describe(&s.serial));
-    setting("max-fail-percentage", s.max_fail_percentage.value.to_string(), describe(&s.max_fail_percentage));
+    let mut rows: Vec<(&str, String, String)> = Vec::new();
+    rows.push(("serial", s.serial.value.to_string(), describe(&s.serial)));
+    rows.push(("max-fail-percentage", s.max_fail_percentage.value.to_string(), describe(&s.max_fail_percentage)));
     let drain = match s.drain_timeout.value.seconds() {
         0 => "0 (wait for ever)".to_string(),
         secs => format!("{} ({secs}s)", s.drain_timeout.value),
     };
-    setting("drain-timeout", drain, describe(&s.drain_timeout));
+    rows.push(("drain-timeout", drain, describe(&s.drain_timeout)));
     let label = s.label.value.as_ref().map_or("none (all nodes)".to_string(), ToString::to_string);
-    setting("label", label, describe(&s.label));
+    rows.push(("label", label, describe(&s.label)));
     let target = s.target_version.value.as_ref().map_or("not set".to_string(), ToString::to_string);
-    setting("target-version", target, describe(&s.target_version));
+    rows.push(("target-version", target, describe(&s.target_version)));
     if let Some(limit) = &plan.limit {
-        setting("limit", limit.clone(), "--limit (applies to the nodes phase)".into());
+        rows.push(("limit", limit.clone(), "--limit (applies to the nodes phase)".into()));
+    }
+    let width = rows.iter().map(|(_, value, _)| value.len()).max().unwrap_or(0).max(20);
+    for (name, value, from) in rows {
+        let _ = writeln!(out, "  {name:<20} {value:<width$}  from {from}");
     }
 
     let _ = writeln!(out);
@@ -140,7 +142,11 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
 fn write_hooks(out: &mut String, plan: &Plan, host: &str) {
     let Some(hooks) = plan.hooks.get(host) else { return };
     for (point, Hook { path, variable, origin }) in hooks {
-        let _ = writeln!(out, "      {host} {} hook: {} ({variable} at {origin})", point.name(), path.display());
+        let from = match origin {
+            Origin::ExtraVars(arg) => format!("from -e {arg}"),
+            other => format!("at {other}"),
+        };
+        let _ = writeln!(out, "      {host} {} hook: {} ({variable} {from})", point.name(), path.display());
     }
 }
 
