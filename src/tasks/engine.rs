@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tokio::sync::OnceCell;
 
-use super::Templar;
 use super::connect::ConnectionPool;
 use super::model::{Action, Module, ModuleCall, Task};
 use super::modules::{self, ModuleContext};
+use super::{Templar, Vars};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 
@@ -65,8 +65,8 @@ impl Engine {
         let mut run = HostRun {
             engine: self,
             host: host.to_string(),
-            base: vars,
-            extra: extra_vars,
+            base: Vars::new(Value::Object(vars)),
+            extra: Value::Object(extra_vars),
             facts: Map::new(),
             seen: HashMap::new(),
             last_failure: None,
@@ -133,8 +133,8 @@ struct Scope {
 struct HostRun<'e> {
     engine: &'e Engine,
     host: String,
-    base: Map<String, Value>,
-    extra: Map<String, Value>,
+    base: Vars,
+    extra: Value,
     facts: Map<String, Value>,
     /// How often this host reached each task, to tell repeated run_once tasks apart.
     seen: HashMap<(PathBuf, usize, usize), u32>,
@@ -212,24 +212,18 @@ fn skipped(false_condition: &str) -> Map<String, Value> {
 impl HostRun<'_> {
     /// The variables a task sees, lowest precedence first: inventory, block and task vars, facts and registered
     /// results, extra vars.
-    fn context(&self, scope: &Scope, task_vars: &Map<String, Value>) -> Value {
-        let mut ctx = Value::Object(self.base.clone());
+    fn context(&self, scope: &Scope, task_vars: &Map<String, Value>) -> Vars {
         let templar = &self.engine.templar;
+        let mut ctx = self.base.clone();
         // Block and task vars may refer to other variables; resolve them once, in order.
         for (k, v) in scope.vars.iter().chain(task_vars) {
             let resolved = templar.render_value(v, &ctx).unwrap_or_else(|_| v.clone());
-            if let Value::Object(m) = &mut ctx {
-                m.insert(k.clone(), resolved);
-            }
+            ctx = ctx.with(k, &resolved);
         }
-        if let Value::Object(m) = &mut ctx {
-            m.extend(self.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
-            m.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        ctx
+        ctx.with_map(&Value::Object(self.facts.clone())).with_map(&self.extra)
     }
 
-    fn task_ref(&self, task: &Task, ctx: &Value) -> TaskRef {
+    fn task_ref(&self, task: &Task, ctx: &Vars) -> TaskRef {
         let name = match &task.name {
             Some(name) => match self.engine.templar.render(name, ctx) {
                 Ok(Value::String(s)) => s,
@@ -353,11 +347,11 @@ impl HostRun<'_> {
     }
 
     /// `Ok(None)` when every condition holds, `Ok(Some(cond))` with the first false one, `Err` on a template error.
-    fn conditions_hold(&self, conditions: &[Value], ctx: &Value) -> Result<Option<String>, String> {
+    fn conditions_hold(&self, conditions: &[Value], ctx: &Vars) -> Result<Option<String>, String> {
         for cond in conditions {
             let (holds, text) = match cond {
                 Value::Bool(b) => (*b, if *b { "True".to_string() } else { "False".to_string() }),
-                Value::String(s) => match self.engine.templar.eval_condition(s, ctx) {
+                Value::String(s) => match self.engine.templar.eval_condition(cond, ctx) {
                     Ok(b) => (b, s.clone()),
                     Err(e) => return Err(format!("the conditional check '{s}' failed: {}", e.message)),
                 },
@@ -476,7 +470,7 @@ impl HostRun<'_> {
     }
 
     /// Runs a module task (loop, when, retries, conditions) and records its registered result and facts.
-    async fn execute(&mut self, task: &Task, call: &ModuleCall, scope: &Scope, ctx: &Value) -> Map<String, Value> {
+    async fn execute(&mut self, task: &Task, call: &ModuleCall, scope: &Scope, ctx: &Vars) -> Map<String, Value> {
         let result = match &task.loop_items {
             None => self.execute_once(task, call, scope, ctx.clone()).await,
             Some(items) => self.execute_loop(task, call, scope, ctx, items).await,
@@ -492,7 +486,7 @@ impl HostRun<'_> {
         task: &Task,
         call: &ModuleCall,
         scope: &Scope,
-        ctx: &Value,
+        ctx: &Vars,
         items: &Value,
     ) -> Map<String, Value> {
         let rendered = match self.engine.templar.render_value(items, ctx) {
@@ -524,11 +518,7 @@ impl HostRun<'_> {
         let mut results = Vec::new();
         let (mut changed, mut any_failed, mut all_skipped) = (false, false, true);
         for item in list {
-            let mut item_ctx = ctx.clone();
-            if let Value::Object(m) = &mut item_ctx {
-                m.insert("ansible_loop_var".into(), Value::String(loop_var.clone()));
-                m.insert(loop_var.clone(), item.clone());
-            }
+            let item_ctx = ctx.with("ansible_loop_var", &Value::String(loop_var.clone())).with(&loop_var, &item);
             let mut res = self.execute_once(task, call, scope, item_ctx.clone()).await;
             res.insert(loop_var.clone(), item.clone());
             res.insert("ansible_loop_var".into(), Value::String(loop_var.clone()));
@@ -559,7 +549,7 @@ impl HostRun<'_> {
     }
 
     /// One run of the task (one loop item): when, args, the module with retries, changed_when/failed_when.
-    async fn execute_once(&mut self, task: &Task, call: &ModuleCall, scope: &Scope, ctx: Value) -> Map<String, Value> {
+    async fn execute_once(&mut self, task: &Task, call: &ModuleCall, scope: &Scope, ctx: Vars) -> Map<String, Value> {
         let templar = self.engine.templar.clone();
         let mut conditions = scope.when.clone();
         conditions.extend(task.when.iter().cloned());
@@ -614,12 +604,11 @@ impl HostRun<'_> {
                 result.insert("attempts".into(), json!(attempt));
             }
             result.entry("changed").or_insert(Value::Bool(false));
-            if let (Some(facts), Value::Object(m)) = (result.get("ansible_facts").and_then(Value::as_object), &mut vars)
-            {
-                m.extend(facts.clone());
+            if let Some(facts) = result.get("ansible_facts") {
+                vars = vars.with_map(facts);
             }
-            if let (Some(name), Value::Object(m)) = (&task.register, &mut vars) {
-                m.insert(name.clone(), clean(&result));
+            if let Some(name) = &task.register {
+                vars = vars.with(name, &clean(&result));
             }
             if !result.contains_key("skipped") {
                 if !task.changed_when.is_empty() {
@@ -645,8 +634,8 @@ impl HostRun<'_> {
                         }
                     }
                 }
-                if let (Some(name), Value::Object(m)) = (&task.register, &mut vars) {
-                    m.insert(name.clone(), clean(&result));
+                if let Some(name) = &task.register {
+                    vars = vars.with(name, &clean(&result));
                 }
             }
             if retries <= 1 {
@@ -693,7 +682,7 @@ impl HostRun<'_> {
         result
     }
 
-    fn all_true(&self, conditions: &[Value], vars: &Value) -> Result<bool, String> {
+    fn all_true(&self, conditions: &[Value], vars: &Vars) -> Result<bool, String> {
         self.conditions_hold(conditions, vars).map(|first_false| first_false.is_none())
     }
 
@@ -702,7 +691,7 @@ impl HostRun<'_> {
         &self,
         task: &Task,
         scope: &Scope,
-        ctx: &Value,
+        ctx: &Vars,
     ) -> Result<ModuleContext, Map<String, Value>> {
         let templar = &self.engine.templar;
         let place = Self::place(task);
@@ -718,7 +707,7 @@ impl HostRun<'_> {
             None => None,
         };
         let target = delegate.clone().unwrap_or_else(|| self.host.clone());
-        let var = |name: &str| ctx.get(name).cloned();
+        let var = |name: &str| ctx.get(name);
         let become_value = task.become_.clone().or_else(|| scope.become_.clone()).or_else(|| var("ansible_become"));
         let become_on = match become_value {
             Some(v) => templar.render_value(&v, ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false),
@@ -792,7 +781,7 @@ fn call_module(task: &Task) -> Option<Module> {
 }
 
 /// Templates a module's arguments. `assert: that` and `debug: var` hold bare expressions, evaluated by the module.
-fn render_args(templar: &Templar, call: &ModuleCall, vars: &Value) -> Result<Map<String, Value>, String> {
+fn render_args(templar: &Templar, call: &ModuleCall, vars: &Vars) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
     for (k, v) in &call.args {
         let bare = matches!((call.module, k.as_str()), (Module::Assert, "that") | (Module::Debug, "var"));

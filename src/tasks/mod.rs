@@ -7,7 +7,7 @@ pub mod modules;
 pub mod report;
 mod template_stub;
 
-pub use template_stub::Templar;
+pub use template_stub::{Templar, Vars};
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::cli::{CheckArgs, RunTasksArgs};
 use crate::error::{Error, Result};
 use crate::events::{EventSink, SharedSink};
-use crate::inventory::{Inventory, Vars, parse_extra_vars, vars_to_json};
+use crate::inventory::{self, Inventory, parse_extra_vars, vars_to_json};
 use connect::{ConnectOptions, ConnectionPool};
 use engine::{Engine, EngineOptions, HostOutcome};
 use model::{Action, Task};
@@ -44,7 +44,7 @@ pub const HOOK_VARIABLES: &[&str] = &[
 
 /// A host's variables for templating: inventory vars after precedence (with `-e` on top) plus Ansible's magic
 /// variables `inventory_hostname`, `group_names`, `groups`, `hostvars` and friends.
-pub fn host_task_vars(inventory: &Inventory, host: &str, extra: &Vars) -> Map<String, Value> {
+pub fn host_task_vars(inventory: &Inventory, host: &str, extra: &inventory::Vars) -> Map<String, Value> {
     let mut vars = vars_to_json(&inventory.host_vars(host, extra));
     let mut groups = Map::new();
     for name in inventory.groups.keys() {
@@ -83,7 +83,7 @@ pub fn host_task_vars(inventory: &Inventory, host: &str, extra: &Vars) -> Map<St
 /// Runs `tasks` on `hosts` concurrently (at most `forks` at once), sending events to `sink`.
 pub async fn run_tasks(
     inventory: &Inventory,
-    extra: &Vars,
+    extra: &inventory::Vars,
     hosts: &[String],
     tasks: &[Task],
     forks: usize,
@@ -186,8 +186,8 @@ pub fn check_task_file(path: &Path) -> Vec<Error> {
 fn check_tasks(tasks: &[Task], templar: &Templar, errors: &mut Vec<Error>) {
     for task in tasks {
         for (text, bare) in task.templated_strings() {
-            let template = if bare { format!("{{% if {text} %}}{{% endif %}}") } else { text.clone() };
-            if let Err(e) = templar.check_syntax(&template) {
+            let checked = if bare { templar.check_condition_syntax(&text) } else { templar.check_syntax(&text) };
+            if let Err(e) = checked {
                 errors.push(
                     Error::input(format!("task \"{}\": bad template `{text}`: {}", task.display_name(), e.message))
                         .at(task.location.clone())
@@ -224,7 +224,7 @@ fn check_tasks(tasks: &[Task], templar: &Templar, errors: &mut Vec<Error>) {
 }
 
 /// The hook files the inventory's hosts name, resolved against the inventory's directory, without duplicates.
-pub fn hook_files(inventory: &Inventory, extra: &Vars) -> Vec<PathBuf> {
+pub fn hook_files(inventory: &Inventory, extra: &inventory::Vars) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = Vec::new();
     for host in inventory.hosts.keys() {
         let vars = inventory.host_vars(host, extra);

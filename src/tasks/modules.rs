@@ -9,9 +9,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
-use super::Templar;
 use super::engine::{EngineOptions, failed, parse_bool, resolve_local};
 use super::model::Module;
+use super::{Templar, Vars};
 use crate::connection::{ConnectionError, ExecOutput, SharedConnection, shell_quote};
 
 type ModuleResult = Result<Map<String, Value>, ConnectionError>;
@@ -110,7 +110,7 @@ fn arg_int(args: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> 
     }
 }
 
-pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>, vars: &Value) -> ModuleResult {
+pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>, vars: &Vars) -> ModuleResult {
     match module {
         Module::Command => command(ctx, args, false).await,
         Module::Shell => command(ctx, args, true).await,
@@ -456,37 +456,53 @@ async fn copy(ctx: &ModuleContext, args: &Map<String, Value>, rendered: Option<V
         _ => return Ok(failed("src (or content) is required")),
     };
     let checksum = sha1_hex(&data);
-    let q = shell_quote(&dest);
-    let probe = ctx
-        .exec(&format!("if [ -d {q} ]; then echo dir; elif [ -e {q} ]; then sha1sum < {q} | cut -c1-40; stat -c %a {q}; else echo absent; fi"), None)
-        .await?;
-    let probe_out = String::from_utf8_lossy(&probe.stdout).into_owned();
-    let mut probe_lines = probe_out.lines();
-    let first = probe_lines.next().unwrap_or("absent").trim().to_string();
-    if first == "dir" {
-        let base = src_name.as_deref().and_then(|s| std::path::Path::new(s).file_name()).and_then(|n| n.to_str());
+    let base = src_name.as_deref().and_then(|s| std::path::Path::new(s).file_name()).and_then(|n| n.to_str());
+    if dest.ends_with('/') {
         match base {
-            Some(base) => {
-                dest = format!("{}/{base}", dest.trim_end_matches('/'));
-                return Box::pin(copy_to(ctx, args, data, dest, checksum)).await;
-            }
+            Some(base) => dest.push_str(base),
             None => return Ok(failed(format!("dest {dest} is a directory; content needs a file name"))),
         }
     }
-    let _ = probe_lines;
-    copy_to(ctx, args, data, dest, checksum).await
+    match copy_to(ctx, args, &data, &dest, &checksum).await? {
+        CopyOutcome::Done(r) => Ok(r),
+        CopyOutcome::IsDir => match base {
+            Some(base) => {
+                let inner = format!("{}/{base}", dest.trim_end_matches('/'));
+                match copy_to(ctx, args, &data, &inner, &checksum).await? {
+                    CopyOutcome::Done(r) => Ok(r),
+                    CopyOutcome::IsDir => Ok(failed(format!("{inner} is a directory"))),
+                }
+            }
+            None => Ok(failed(format!("dest {dest} is a directory; content needs a file name"))),
+        },
+    }
+}
+
+enum CopyOutcome {
+    Done(Map<String, Value>),
+    IsDir,
 }
 
 async fn copy_to(
     ctx: &ModuleContext,
     args: &Map<String, Value>,
-    data: Vec<u8>,
-    dest: String,
-    checksum: String,
-) -> ModuleResult {
-    let q = shell_quote(&dest);
-    let probe = ctx.exec(&format!("if [ -e {q} ]; then sha1sum < {q} | cut -c1-40; stat -c %a {q}; fi"), None).await?;
+    data: &[u8],
+    dest: &str,
+    checksum: &str,
+) -> Result<CopyOutcome, ConnectionError> {
+    let q = shell_quote(dest);
+    let probe = ctx
+        .exec(
+            &format!(
+                "if [ -d {q} ]; then echo dir; elif [ -e {q} ]; then sha1sum < {q} | cut -c1-40; stat -c %a {q}; fi"
+            ),
+            None,
+        )
+        .await?;
     let probe_out = String::from_utf8_lossy(&probe.stdout).into_owned();
+    if probe_out.trim() == "dir" {
+        return Ok(CopyOutcome::IsDir);
+    }
     let mut it = probe_out.lines();
     let remote_sum = it.next().map(|s| s.trim().to_string());
     let remote_mode = it.next().map(|s| s.trim().to_string());
@@ -494,7 +510,7 @@ async fn copy_to(
     let force = arg_bool(args, "force", true);
     let mut changed = false;
     let exists = remote_sum.is_some();
-    if remote_sum.as_deref() != Some(checksum.as_str()) && (force || !exists) {
+    if remote_sum.as_deref() != Some(checksum) && (force || !exists) {
         let tmp = format!("{dest}.upgrade-tmp");
         let t = shell_quote(&tmp);
         let mut line = format!("cat > {t}");
@@ -504,9 +520,12 @@ async fn copy_to(
             line.push_str(&format!(" && chmod {} {t}", shell_quote(existing)));
         }
         line.push_str(&format!(" && mv -f {t} {q} || {{ rc=$?; rm -f {t}; exit $rc; }}"));
-        let out = ctx.exec(&line, Some(&data)).await?;
+        let out = ctx.exec(&line, Some(data)).await?;
         if out.status != 0 {
-            return Ok(failed(format!("cannot write {dest}: {}", String::from_utf8_lossy(&out.stderr).trim())));
+            return Ok(CopyOutcome::Done(failed(format!(
+                "cannot write {dest}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))));
         }
         changed = true;
     } else if let Some(m) = &mode {
@@ -515,7 +534,10 @@ async fn copy_to(
         if wanted.is_none() || wanted != current {
             let out = ctx.exec(&format!("chmod {} {q}", shell_quote(m)), None).await?;
             if out.status != 0 {
-                return Ok(failed(format!("cannot chmod {dest}: {}", String::from_utf8_lossy(&out.stderr).trim())));
+                return Ok(CopyOutcome::Done(failed(format!(
+                    "cannot chmod {dest}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))));
             }
             changed = wanted.is_none() || wanted != current;
         }
@@ -525,7 +547,10 @@ async fn copy_to(
             let flag = if key == "owner" { "" } else { ":" };
             let out = ctx.exec(&format!("chown {flag}{} {q}", shell_quote(&who)), None).await?;
             if out.status != 0 {
-                return Ok(failed(format!("cannot chown {dest}: {}", String::from_utf8_lossy(&out.stderr).trim())));
+                return Ok(CopyOutcome::Done(failed(format!(
+                    "cannot chown {dest}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))));
             }
         }
     }
@@ -534,19 +559,18 @@ async fn copy_to(
     if let Some(m) = mode {
         r.insert("mode".into(), Value::String(m));
     }
-    Ok(r)
+    Ok(CopyOutcome::Done(r))
 }
 
-async fn template(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Value) -> ModuleResult {
+async fn template(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> ModuleResult {
     let Some(src) = arg_str(args, "src") else { return Ok(failed("src is required")) };
     let (path, data) = match read_local(ctx, &src, "templates") {
         Ok(found) => found,
         Err(r) => return Ok(r),
     };
     let source = String::from_utf8_lossy(&data).into_owned();
-    let rendered = match ctx.templar.render(&source, vars) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => text(&other),
+    let rendered = match ctx.templar.render_str(&source, vars) {
+        Ok(s) => s,
         Err(e) => return Ok(failed(format!("{}: {}", path.display(), e.message))),
     };
     copy(ctx, args, Some(rendered.into_bytes())).await
@@ -598,13 +622,13 @@ async fn fetch(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResult {
     })))
 }
 
-fn debug(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Value) -> Map<String, Value> {
+fn debug(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<String, Value> {
     let verbosity = arg_int(args, "verbosity").ok().flatten().unwrap_or(0);
     if i64::from(ctx.options.verbosity) < verbosity {
         return obj(json!({"skipped_reason": "Verbosity threshold not met.", "skipped": true, "changed": false}));
     }
     if let Some(var) = arg_str(args, "var") {
-        let value = match ctx.templar.render(&format!("{{{{ {var} }}}}"), vars) {
+        let value = match ctx.templar.eval_expression(&var, vars) {
             Ok(v) => v,
             Err(_) => Value::String("VARIABLE IS NOT DEFINED!".into()),
         };
@@ -667,7 +691,7 @@ async fn pause(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Va
     }))
 }
 
-fn assert(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Value) -> Map<String, Value> {
+fn assert(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<String, Value> {
     let conditions: Vec<Value> = match args.get("that") {
         Some(Value::Array(items)) => items.clone(),
         Some(other) => vec![other.clone()],
@@ -676,7 +700,7 @@ fn assert(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Value) -> Map<S
     for cond in conditions {
         let (holds, text) = match &cond {
             Value::Bool(b) => (*b, if *b { "True".into() } else { "False".into() }),
-            Value::String(s) => match ctx.templar.eval_condition(s, vars) {
+            Value::String(s) => match ctx.templar.eval_condition(&cond, vars) {
                 Ok(b) => (b, s.clone()),
                 Err(e) => return failed(format!("The conditional check '{s}' failed. The error was: {}", e.message)),
             },
