@@ -99,6 +99,11 @@ impl Templar {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.add_filter("bool", ansible_bool);
+        let mut syntax = minijinja::syntax::SyntaxConfig::builder();
+        syntax.trim_blocks(true).keep_trailing_newline(true);
+        if let Ok(config) = syntax.build() {
+            env.set_syntax(config);
+        }
         Templar { env }
     }
 
