@@ -1,0 +1,4 @@
+mod support;
+
+mod etcd_backup;
+mod fake_cluster;

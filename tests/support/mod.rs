@@ -1,0 +1,2 @@
+pub mod etcd;
+pub mod fake_cluster;
