@@ -288,6 +288,47 @@ fn the_state_directory_can_come_from_the_environment() {
 }
 
 #[test]
+fn a_seed_file_creates_the_state_on_first_use_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let seed = dir.path().join("cluster.txt");
+    std::fs::write(&seed, "node-1 v1.28.5 region=a\nnode-2 v1.28.5 -\n").expect("seed");
+    let state = dir.path().join("state");
+    let kubectl = |args: &[&str]| {
+        std::process::Command::new(FakeCluster::script_dir().join("kubectl"))
+            .arg("--state")
+            .arg(&state)
+            .arg("--seed")
+            .arg(&seed)
+            .args(args)
+            .env_remove("FAKE_CLUSTER_DIR")
+            .output()
+            .expect("run")
+    };
+    ok(&kubectl(&["cordon", "node-1"]));
+    let text = ok(&kubectl(&["get", "nodes", "-o", "json"]));
+    let list: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(2));
+    assert_eq!(list["items"][0]["spec"]["unschedulable"], true, "the second call did not re-seed");
+}
+
+#[test]
+fn the_demo_etcdctl_answers_the_playbook_shapes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let etcdctl = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("inventories/demo/bin/etcdctl");
+    let run = |args: &[&str]| std::process::Command::new(&etcdctl).args(args).output().expect("run");
+    let status: Value =
+        serde_json::from_str(&ok(&run(&["--endpoints=http://127.0.0.1:2379", "endpoint", "status", "-w", "json"])))
+            .expect("JSON");
+    assert!(status[0]["Status"]["dbSize"].as_u64().unwrap_or(0) > 0);
+    let snapshot = dir.path().join("snapshot.db").display().to_string();
+    ok(&run(&["--endpoints=http://127.0.0.1:2379", "snapshot", "save", &snapshot]));
+    let check: Value = serde_json::from_str(&ok(&run(&["snapshot", "status", &snapshot, "-w", "json"]))).expect("JSON");
+    assert!(check["totalSize"].as_u64().unwrap_or(0) > 0 && check["revision"].as_u64().unwrap_or(0) > 0, "{check}");
+    std::fs::write(&snapshot, "garbage").expect("write");
+    failed(&run(&["snapshot", "status", &snapshot, "-w", "json"]));
+}
+
+#[test]
 fn init_rejects_bad_lines() {
     for bad in ["node-1\n", "node-1 v1.28.5 region\n", "node-1 v1.28.5 - sleepy\n", "a b\"c v1.28.5 -\n"] {
         let dir = tempfile::tempdir().expect("temp dir");
