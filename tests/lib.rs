@@ -2,4 +2,6 @@
 
 mod support;
 
+mod etcd_backup;
+mod fake_cluster;
 mod plan;
