@@ -38,6 +38,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex};
 
+// `merge_maps` looks keys up from the last map to the first: the top layer goes last.
 use minijinja::value::{Enumerator, Object, Serde, Value, ValueKind, merge_maps};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde_json::Value as Json;
@@ -160,21 +161,21 @@ impl Vars {
 
     /// These variables with one more on top (`item`, a registered result, ...).
     pub fn with(&self, name: &str, value: &Json) -> Vars {
-        let top = Value::from_iter([(name.to_owned(), Value::from(Serde(value)))]);
-        Vars(merge_maps([top, self.0.clone()]))
+        let top = Value::from_pairs([(name.to_owned(), Value::from(Serde(value)))]);
+        Vars(merge_maps([self.0.clone(), top]))
     }
 
     /// These variables with every entry of a JSON object on top (task `vars:`, `set_fact`s).
     pub fn with_map(&self, map: &Json) -> Vars {
         match map.as_object() {
-            Some(m) if !m.is_empty() => Vars(merge_maps([Value::from(Serde(map)), self.0.clone()])),
+            Some(m) if !m.is_empty() => Vars(merge_maps([self.0.clone(), Value::from(Serde(map))])),
             _ => self.clone(),
         }
     }
 
     /// These variables with `top` over them.
     pub fn layered_under(&self, top: &Vars) -> Vars {
-        Vars(merge_maps([top.0.clone(), self.0.clone()]))
+        Vars(merge_maps([self.0.clone(), top.0.clone()]))
     }
 
     /// One variable as JSON, if it is defined.
@@ -228,8 +229,82 @@ fn strip_builtin_prefix(source: &str) -> Cow<'_, str> {
     if source.contains("ansible.builtin.") { BUILTIN_PREFIX.replace_all(source, "$1") } else { Cow::Borrowed(source) }
 }
 
-/// The expression inside a template that is exactly one `{{ ... }}`, whitespace-control markers removed.
+/// Ansible's `escape_backslashes`: string literals inside `{{ }}` of a task argument keep their backslashes as
+/// written (YAML already handled escapes), so `regex_replace('(\\d+)', '\\1')` means what it says. Each such
+/// literal is rewritten so that minijinja's unescaping gives back exactly the characters between the quotes.
+fn escape_backslashes(source: &str) -> Cow<'_, str> {
+    if !source.contains('\\') {
+        return Cow::Borrowed(source);
+    }
+    let mut out = String::with_capacity(source.len() + 8);
+    let mut rest = source;
+    while let Some(start) = rest.find(['{']) {
+        let (before, from) = rest.split_at(start);
+        out.push_str(before);
+        let close = if from.starts_with("{{") {
+            "}}"
+        } else if from.starts_with("{%") {
+            "%}"
+        } else if from.starts_with("{#") {
+            "#}"
+        } else {
+            out.push('{');
+            rest = &from[1..];
+            continue;
+        };
+        if close != "}}" {
+            // Statements and comments are copied as they are (Ansible leaves them alone too).
+            let end = from[2..].find(close).map(|i| i + 4).unwrap_or(from.len());
+            out.push_str(&from[..end]);
+            rest = &from[end..];
+            continue;
+        }
+        out.push_str("{{");
+        let mut chars = from[2..].char_indices().peekable();
+        let mut consumed = from.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\'' | '"' => {
+                    out.push(c);
+                    while let Some((_, d)) = chars.next() {
+                        if d == '\\' {
+                            out.push_str("\\\\");
+                            if let Some((_, escaped)) = chars.next() {
+                                if escaped == '\\' {
+                                    out.push_str("\\\\");
+                                } else if escaped == c {
+                                    out.push('\\');
+                                    out.push(escaped);
+                                } else {
+                                    out.push(escaped);
+                                }
+                            }
+                        } else {
+                            out.push(d);
+                            if d == c {
+                                break;
+                            }
+                        }
+                    }
+                }
+                '}' if from[2 + i..].starts_with("}}") => {
+                    out.push_str("}}");
+                    consumed = 2 + i + 2;
+                    break;
+                }
+                c => out.push(c),
+            }
+        }
+        rest = &from[consumed.min(from.len())..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The expression inside a template that is exactly one `{{ ... }}`, whitespace-control markers removed. Like
+/// Jinja, one trailing newline does not count.
 fn single_expression(source: &str) -> Option<&str> {
+    let source = source.strip_suffix('\n').map(|s| s.strip_suffix('\r').unwrap_or(s)).unwrap_or(source);
     let inner = source.strip_prefix("{{")?.strip_suffix("}}")?;
     let inner = inner.strip_prefix(['-', '+']).unwrap_or(inner);
     let inner = inner.strip_suffix('-').unwrap_or(inner);
@@ -276,14 +351,15 @@ impl Templar {
         if !is_template(template) {
             return Ok(Json::String(template.to_owned()));
         }
-        let source = strip_builtin_prefix(template);
+        let stripped = strip_builtin_prefix(template);
+        let source = escape_backslashes(&stripped);
         if let Some(expr) = single_expression(&source) {
             if let Ok(compiled) = self.env.compile_expression(expr) {
                 let value = compiled.eval(vars.0.clone()).map_err(|e| self.error(e, expr, true, vars))?;
                 return self.native(value, expr, vars);
             }
         }
-        self.render_str(template, vars).map(Json::String)
+        self.render_text(&source, vars).map(Json::String)
     }
 
     /// Renders a template to text (the `template` module, command lines, messages).
@@ -291,8 +367,12 @@ impl Templar {
         if !is_template(template) {
             return Ok(template.to_owned());
         }
-        let source = strip_builtin_prefix(template);
-        self.env.render_str(&source, vars.0.clone()).map_err(|e| self.error(e, &source, false, vars))
+        let stripped = strip_builtin_prefix(template);
+        self.render_text(&escape_backslashes(&stripped), vars)
+    }
+
+    fn render_text(&self, source: &str, vars: &Vars) -> Result<String, TemplateError> {
+        self.env.render_str(source, vars.0.clone()).map_err(|e| self.error(e, source, false, vars))
     }
 
     /// Renders every string inside a value, map keys included; other scalars are returned as they are.
@@ -363,6 +443,10 @@ impl Templar {
                 Json::String(s) => s.trim().to_owned(),
                 other => return self.require_bool(&other),
             }
+        } else if is_template(condition) {
+            // ansible-core renders templates embedded in a conditional's string constants (with a warning):
+            // `x == "{{ y }}"` compares with y's value.
+            self.render_text(&strip_builtin_prefix(condition), vars)?
         } else {
             condition.to_owned()
         };

@@ -20,8 +20,9 @@ pub fn dump(value: &J, nice: bool) -> String {
             out.push('\n');
         }
         scalar => {
+            // Ansible's dumper leaves out PyYAML's `...` document end after a lone scalar.
             out.push_str(&scalar_text(scalar));
-            out.push_str("\n...\n");
+            out.push('\n');
         }
     }
     out
@@ -83,12 +84,20 @@ fn write_block_seq(out: &mut String, items: &[J], col: usize, indent: usize, nic
         if i > 0 {
             out.push_str(&" ".repeat(col));
         }
-        out.push('-');
-        out.push_str(&" ".repeat(indent - 1));
         match v {
-            J::Object(inner) if is_block(v, nice) => write_block_map(out, inner, col + indent, indent, nice),
-            J::Array(inner) if is_block(v, nice) => write_block_seq(out, inner, col + indent, indent, nice),
+            // PyYAML pads the `-` of a block collection to the indent, but writes `- scalar` with one space.
+            J::Object(inner) if is_block(v, nice) => {
+                out.push('-');
+                out.push_str(&" ".repeat(indent - 1));
+                write_block_map(out, inner, col + indent, indent, nice)
+            }
+            J::Array(inner) if is_block(v, nice) => {
+                out.push('-');
+                out.push_str(&" ".repeat(indent - 1));
+                write_block_seq(out, inner, col + indent, indent, nice)
+            }
             other => {
+                out.push_str("- ");
                 out.push_str(&inline(other));
                 out.push('\n');
             }
@@ -139,8 +148,10 @@ fn scalar_text(value: &J) -> String {
 }
 
 fn reads_as_other_type(s: &str) -> bool {
+    // PyYAML's resolver: these words in lower, Title or UPPER case only.
     let lower = s.to_ascii_lowercase();
-    if matches!(lower.as_str(), "y" | "n" | "yes" | "no" | "true" | "false" | "on" | "off" | "null" | "~") {
+    let cased = s == lower || s == s.to_ascii_uppercase() || s == capitalized(&lower);
+    if cased && matches!(lower.as_str(), "yes" | "no" | "true" | "false" | "on" | "off" | "null") || s == "~" {
         return true;
     }
     let t = s.trim_start_matches(['+', '-']).replace('_', "");
@@ -154,6 +165,11 @@ fn reads_as_other_type(s: &str) -> bool {
         || (t.starts_with("0o") && t.len() > 2)
         || t.contains(':') && t.split(':').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '.'));
     numeric
+}
+
+fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
 }
 
 fn yaml_string(s: &str) -> String {
@@ -199,7 +215,7 @@ mod tests {
     fn dumps_like_pyyaml() {
         assert_eq!(dump(&json!({"b": [1, 2], "a": "x"}), false), "a: x\nb: [1, 2]\n");
         assert_eq!(dump(&json!({"a": 1}), false), "{a: 1}\n");
-        assert_eq!(dump(&json!("abc"), false), "abc\n...\n");
+        assert_eq!(dump(&json!("abc"), false), "abc\n");
         assert_eq!(dump(&json!({"a": {"b": "yes"}}), true), "a:\n    b: 'yes'\n");
     }
 }
