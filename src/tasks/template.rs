@@ -22,8 +22,10 @@
 //!   None); any other template renders to a string where values print as Python prints them (`True`, `None` prints
 //!   as nothing at the top level, `[1, 'a']`, `{'a': 1}`). Strings without `{{`, `{%` or `{#` come back untouched.
 //! - Undefined variables are errors, except under `default`, `is defined`/`is undefined`, `mandatory`.
-//!   Known gap: minijinja cannot chain through an undefined value, so `a.missing.b | default(1)` and
-//!   `a.missing.b is defined` are errors here where Ansible gives the default / false.
+//!   Lookups chain through undefined values as in Ansible (`a.missing.b | default(1)`, `a.missing.b is defined`):
+//!   a template using `default`/`defined`/`mandatory`/`omit` that fails on an undefined value is tried once more
+//!   in a chainable environment. Known gap: in that second try an undefined value that is tested with `if` or
+//!   iterated counts as false / empty instead of failing.
 //! - Jinja settings as Ansible's: trim_blocks on, lstrip_blocks off, trailing newlines kept.
 //! - Conditionals: a bare expression (or one `{{ }}` template that gives an expression or a bool); the result must
 //!   be a boolean, as ansible-core 2.19 requires, unless [`Templar::set_allow_broken_conditionals`] is on (Ansible's
@@ -204,7 +206,15 @@ impl From<Json> for Vars {
 /// The templating engine: one minijinja environment set up like Ansible's, shared by every host.
 pub struct Templar {
     env: Environment<'static>,
+    /// The same environment with chainable undefined values, for a second try when a template that guards with
+    /// `default`/`defined`/`mandatory` failed on an undefined value: `a.missing.b | default(1)` works in Ansible.
+    chain_env: Environment<'static>,
     allow_broken_conditionals: bool,
+}
+
+/// Whether a template uses something that accepts an undefined value, so a chained lookup may be fine.
+fn guards_undefined(source: &str) -> bool {
+    ["default", "d(", "defined", "mandatory", "omit"].iter().any(|w| source.contains(w))
 }
 
 impl Default for Templar {
@@ -321,8 +331,16 @@ fn starts_and_ends_as_template(s: &str) -> bool {
 
 impl Templar {
     pub fn new() -> Templar {
+        Templar {
+            env: Self::environment(UndefinedBehavior::Strict),
+            chain_env: Self::environment(UndefinedBehavior::Chainable),
+            allow_broken_conditionals: false,
+        }
+    }
+
+    fn environment(undefined: UndefinedBehavior) -> Environment<'static> {
         let mut env = Environment::new();
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_undefined_behavior(undefined);
         let mut syntax = minijinja::syntax::SyntaxConfig::builder();
         syntax.trim_blocks(true).lstrip_blocks(false).keep_trailing_newline(true);
         if let Ok(config) = syntax.build() {
@@ -337,7 +355,7 @@ impl Templar {
             _ => out.write_str(&py_str(value)).map_err(|_| minijinja::Error::from(ErrorKind::WriteFailure)),
         });
         filters::register(&mut env);
-        Templar { env, allow_broken_conditionals: false }
+        env
     }
 
     /// Ansible's `ALLOW_BROKEN_CONDITIONALS`: accept non-boolean conditional results by their truthiness.
@@ -355,7 +373,10 @@ impl Templar {
         let source = escape_backslashes(&stripped);
         if let Some(expr) = single_expression(&source) {
             if let Ok(compiled) = self.env.compile_expression(expr) {
-                let value = compiled.eval(vars.0.clone()).map_err(|e| self.error(e, expr, true, vars))?;
+                let value = match compiled.eval(vars.0.clone()) {
+                    Ok(value) => value,
+                    Err(e) => self.retry_chained(e, expr, true, vars)?,
+                };
                 return self.native(value, expr, vars);
             }
         }
@@ -372,7 +393,34 @@ impl Templar {
     }
 
     fn render_text(&self, source: &str, vars: &Vars) -> Result<String, TemplateError> {
-        self.env.render_str(source, vars.0.clone()).map_err(|e| self.error(e, source, false, vars))
+        match self.env.render_str(source, vars.0.clone()) {
+            Ok(text) => Ok(text),
+            Err(e) => {
+                let value = self.retry_chained(e, source, false, vars)?;
+                Ok(value.as_str().unwrap_or_default().to_owned())
+            }
+        }
+    }
+
+    /// After an undefined-value failure in a template that guards against undefined values, evaluates it again
+    /// letting lookups chain through undefined values (printing one is still an error). Any other failure, or one
+    /// in a template without such guards, is reported as it is.
+    fn retry_chained(
+        &self,
+        e: minijinja::Error,
+        source: &str,
+        is_expression: bool,
+        vars: &Vars,
+    ) -> Result<Value, TemplateError> {
+        if e.kind() != ErrorKind::UndefinedError || !guards_undefined(source) {
+            return Err(self.error(e, source, is_expression, vars));
+        }
+        let retried = if is_expression {
+            self.chain_env.compile_expression(source).and_then(|c| c.eval(vars.0.clone()))
+        } else {
+            self.chain_env.render_str(source, vars.0.clone()).map(Value::from)
+        };
+        retried.map_err(|_| self.error(e, source, is_expression, vars))
     }
 
     /// Renders every string inside a value, map keys included; other scalars are returned as they are.
@@ -398,7 +446,10 @@ impl Templar {
     pub fn eval_expression(&self, expr: &str, vars: &Vars) -> Result<Json, TemplateError> {
         let source = strip_builtin_prefix(expr);
         let compiled = self.env.compile_expression(&source).map_err(|e| self.error(e, &source, true, vars))?;
-        let value = compiled.eval(vars.0.clone()).map_err(|e| self.error(e, &source, true, vars))?;
+        let value = match compiled.eval(vars.0.clone()) {
+            Ok(value) => value,
+            Err(e) => self.retry_chained(e, &source, true, vars)?,
+        };
         self.native(value, &source, vars)
     }
 

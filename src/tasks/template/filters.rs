@@ -142,9 +142,19 @@ pub fn register(env: &mut Environment<'static>) {
 
 // ---- filters ----
 
-fn default(value: &Value, default: Option<Value>, boolean: Option<bool>) -> Value {
-    let default = default.unwrap_or_else(|| Value::from(""));
-    if value.is_undefined() || (boolean.unwrap_or(false) && !value.is_true()) { default } else { value.clone() }
+/// `default(default_value='', boolean=False)`. The arguments are taken raw so that an undefined default stays
+/// undefined (and fails when used) instead of turning into "no argument".
+fn default(value: &Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let default = match args.first() {
+        Some(d) => d.clone(),
+        None => kwargs.get::<Option<Value>>("default_value")?.unwrap_or_else(|| Value::from("")),
+    };
+    let boolean = match args.get(1) {
+        Some(b) => b.is_true(),
+        None => kwargs.get::<Option<bool>>("boolean")?.unwrap_or(false),
+    };
+    kwargs.assert_all_used()?;
+    Ok(if value.is_undefined() || (boolean && !value.is_true()) { default } else { value.clone() })
 }
 
 /// Ansible's `bool`: 'yes', 'on', 'true', '1' (any case), 1 and True are true; everything else is false.

@@ -5,10 +5,7 @@ use serde_json::json;
 const TRUTH: &str = include_str!("testdata/ansible_truth.json");
 
 /// Cases where we knowingly differ from Ansible, and why.
-const KNOWN_GAPS: &[(&str, &str)] = &[
-    ("{{ d.nope | default('dflt') }}", "minijinja cannot chain through an undefined attribute"),
-    ("{{ d.nope is defined }}", "minijinja cannot chain through an undefined attribute"),
-];
+const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 fn truth_vars(truth: &Json) -> Vars {
     Vars::new(truth["vars"].clone())
@@ -140,6 +137,21 @@ fn undefined_errors_name_the_variable() {
     assert_eq!(e.message, "object of type 'dict' has no attribute 'stdout_lines'");
     let e = t.render_str("{% for x in items %}{{ x }}{% endfor %}", &v).unwrap_err();
     assert_eq!(e.message, "'items' is undefined");
+}
+
+#[test]
+fn lookups_chain_through_undefined_values_where_guarded() {
+    let t = Templar::new();
+    let v = Vars::new(json!({"facts": {"os": "linux"}}));
+    assert_eq!(t.render("{{ facts.kernel.version | default('unknown') }}", &v).unwrap(), json!("unknown"));
+    assert_eq!(t.render("v={{ facts.kernel.version | default('unknown') }}", &v).unwrap(), json!("v=unknown"));
+    assert!(!t.eval_condition(&json!("facts.kernel.version is defined"), &v).unwrap());
+    assert!(t.eval_condition(&json!("nope.x is undefined"), &v).unwrap());
+    // Without a guard, the first missing attribute is the error.
+    let e = t.render("{{ facts.kernel.version }}", &v).unwrap_err();
+    assert_eq!(e.message, "object of type 'dict' has no attribute 'kernel'");
+    let e = t.render("{{ facts.kernel.version | default(facts.kernel.x.y) }}", &v).unwrap_err();
+    assert_eq!(e.kind, TemplateErrorKind::Undefined);
 }
 
 #[test]
