@@ -518,12 +518,28 @@ fn combine(terms: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     Ok(from_json(serde_json::Value::Object(result)))
 }
 
+type RegexCache = std::sync::Mutex<std::collections::HashMap<(String, bool, bool), regex::Regex>>;
+
+/// Compiled patterns, so a regex filter in a loop or on every host compiles once (cleared when it grows large).
+static REGEX_CACHE: std::sync::LazyLock<RegexCache> = std::sync::LazyLock::new(Default::default);
+
 fn build_regex(pattern: &str, ignorecase: bool, multiline: bool) -> Result<regex::Regex, Error> {
-    regex::RegexBuilder::new(pattern)
+    let key = (pattern.to_owned(), ignorecase, multiline);
+    if let Some(re) = REGEX_CACHE.lock().ok().and_then(|cache| cache.get(&key).cloned()) {
+        return Ok(re);
+    }
+    let re = regex::RegexBuilder::new(pattern)
         .case_insensitive(ignorecase)
         .multi_line(multiline)
         .build()
-        .map_err(|e| err(format!("invalid regular expression {pattern:?}: {e}")))
+        .map_err(|e| err(format!("invalid regular expression {pattern:?}: {e}")))?;
+    if let Ok(mut cache) = REGEX_CACHE.lock() {
+        if cache.len() >= 512 {
+            cache.clear();
+        }
+        cache.insert(key, re.clone());
+    }
+    Ok(re)
 }
 
 /// Python's `re.sub` replacement syntax (`\1`, `\g<1>`, `\g<name>`) in the regex crate's (`${1}`, `${name}`).
