@@ -884,7 +884,7 @@ fn python_method(state: &mut State, value: &Value, method: &str, args: &[Value])
             Ok(match method {
                 "upper" => Value::from(s.to_uppercase()),
                 "lower" => Value::from(s.to_lowercase()),
-                "title" => state.apply_filter("title", &[value.clone()])?,
+                "title" => state.apply_filter("title", std::slice::from_ref(value))?,
                 "capitalize" => Value::from(capitalize(value)),
                 "strip" => Value::from(trim(value, arg_str(0))),
                 "lstrip" => Value::from(match arg_str(0) {
@@ -937,7 +937,7 @@ fn python_method(state: &mut State, value: &Value, method: &str, args: &[Value])
             })
         }
         ValueKind::Map => Ok(match method {
-            "items" => state.apply_filter("items", &[value.clone()])?,
+            "items" => state.apply_filter("items", std::slice::from_ref(value))?,
             "keys" => Value::from(value.try_iter()?.collect::<Vec<_>>()),
             "values" => {
                 Value::from(value.try_iter()?.map(|k| value.get_item(&k).unwrap_or_default()).collect::<Vec<_>>())
@@ -1109,7 +1109,10 @@ fn compare_loose(a: &str, b: &str) -> Result<Ordering, String> {
 }
 
 /// distutils' StrictVersion: `N.N[.N][(a|b)N]`.
-fn strict_version(text: &str) -> Result<(u64, u64, u64, Option<(char, u64)>), String> {
+/// major, minor, patch and the optional `a1`/`b2` pre-release.
+type StrictVersion = (u64, u64, u64, Option<(char, u64)>);
+
+fn strict_version(text: &str) -> Result<StrictVersion, String> {
     let invalid = || format!("invalid version number '{text}'");
     let re = regex::Regex::new(r"^(\d+)\.(\d+)(\.(\d+))?([ab](\d+))?$").map_err(|e| e.to_string())?;
     let caps = re.captures(text).ok_or_else(invalid)?;
@@ -1347,7 +1350,7 @@ fn resolve_file(state: &State, path: &str) -> Result<std::path::PathBuf, Error> 
     if p.is_absolute() {
         return Ok(p.to_path_buf());
     }
-    if let Some(dirs) = state.lookup("ansible_search_path").filter(|v| is_seq(v)) {
+    if let Some(dirs) = state.lookup("ansible_search_path").filter(is_seq) {
         for dir in dirs.try_iter()? {
             let dir = std::path::PathBuf::from(py_str(&dir));
             for candidate in [dir.join("files").join(p), dir.join(p)] {

@@ -158,13 +158,20 @@ fn reads_as_other_type(s: &str) -> bool {
     if t.is_empty() {
         return false;
     }
-    let numeric = t.chars().all(|c| c.is_ascii_digit())
+    t.chars().all(|c| c.is_ascii_digit())
         || t.parse::<f64>().is_ok() && t.chars().any(|c| c.is_ascii_digit())
         || matches!(t.to_ascii_lowercase().as_str(), ".inf" | ".nan")
         || (t.starts_with("0x") && t.len() > 2 && t[2..].chars().all(|c| c.is_ascii_hexdigit()))
         || (t.starts_with("0o") && t.len() > 2)
-        || t.contains(':') && t.split(':').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '.'));
-    numeric
+        || t.contains(':') && t.split(':').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// A plain scalar cannot start with a YAML indicator, except a `-` that does not start a sequence entry.
+fn starts_with_indicator(s: &str, first: char) -> bool {
+    if first == '-' {
+        return s.len() == 1 || s.starts_with("- ") || s.starts_with("---");
+    }
+    "?:,[]{}#&*!|>'\"%@`".contains(first)
 }
 
 fn capitalized(s: &str) -> String {
@@ -196,8 +203,7 @@ fn yaml_string(s: &str) -> String {
     let needs_quotes = reads_as_other_type(s)
         || s.starts_with(' ')
         || s.ends_with(' ')
-        || "-?:,[]{}#&*!|>'\"%@`".contains(first)
-            && !(first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("---"))
+        || starts_with_indicator(s, first)
         || s.contains(": ")
         || s.contains(" #")
         || s.ends_with(':')
