@@ -66,6 +66,32 @@ pub enum Event {
     },
     /// A host finished its task list (for `run-tasks`: the whole file).
     HostFinished { host: String, failed: bool, unreachable: bool },
+
+    // The upgrade's own events, from the phases.
+    /// The run starts: the plan is made and the lock is held.
+    RunStarted { run: String, target: String, phases: Vec<String>, resumed: bool },
+    PhaseStarted { phase: String },
+    PhaseFinished { phase: String, ok: bool, duration: Duration },
+    /// Batch `index` of `total` (1-based) starts with these hosts.
+    BatchStarted { phase: String, index: usize, total: usize, hosts: Vec<String> },
+    /// A batch ended; `failed` of its `size` hosts failed.
+    BatchFinished { phase: String, index: usize, failed: usize, size: usize },
+    HostStarted { phase: String, host: String },
+    StepStarted { phase: String, host: String, step: crate::phase::Step },
+    StepFinished {
+        phase: String,
+        host: String,
+        step: crate::phase::Step,
+        ok: bool,
+        duration: Duration,
+        error: Option<String>,
+    },
+    /// A host's sequence in a phase ended.
+    HostCompleted { report: crate::phase::HostReport },
+    /// Something a person should read, about a host or the whole run (`host: None`).
+    Notice { host: Option<String>, message: String },
+    /// The run is over; the summary says what was done and what is left.
+    RunFinished { summary: crate::phase::Summary },
 }
 
 /// Where events go. Reporters implement it; it must be cheap and must not block for long.

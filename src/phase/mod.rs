@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod batches;
+pub mod run;
 
 /// One step of a host's sequence; its name is what the output, the journal and the JSON events say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -90,4 +91,41 @@ pub struct HostReport {
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
+}
+
+/// What the run did, said once at the end: what was upgraded, skipped, failed, never started, and what is left.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub target: String,
+    pub hosts: Vec<HostReport>,
+    /// Why the run stopped early, if it did (a failed master, the failure threshold, a signal, a preflight check).
+    pub stopped: Option<String>,
+    /// Nodes the cluster reports unschedulable at the end, with the command that makes each schedulable again.
+    pub left_cordoned: Vec<CordonedNode>,
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CordonedNode {
+    pub node: String,
+    /// Whether it was cordoned before this run (then leaving it so was on purpose).
+    pub before_run: bool,
+    pub fix: String,
+}
+
+impl Summary {
+    pub fn failed(&self) -> bool {
+        self.stopped.is_some() || self.hosts.iter().any(|h| h.outcome.is_failure())
+    }
+
+    /// The process exit code the summary calls for.
+    pub fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            130
+        } else if self.failed() {
+            1
+        } else {
+            0
+        }
+    }
 }

@@ -5,6 +5,7 @@ pub mod engine;
 pub mod model;
 pub mod modules;
 pub mod report;
+pub mod template;
 mod template_stub;
 
 pub use template_stub::{Templar, Vars};
