@@ -1,3 +1,6 @@
-//! The one integration-test binary: a module per feature.
+//! The one integration-test binary: a module per feature, shared helpers in `support`.
 
+mod support;
+
+mod plan;
 mod tasks;
