@@ -677,3 +677,84 @@ fn hook_files_come_from_every_hosts_variables() {
     assert_eq!(files.len(), 2, "{files:?}");
     assert!(files.contains(&s.path().join("hooks/pre.yml")) && files.contains(&PathBuf::from("/abs/post.yml")));
 }
+
+/// The values ansible-core 2.19.14 registered for scripts/compare/semantics.yml (recorded with
+/// scripts/compare-ansible.sh's play wrapper), without its final dump task.
+#[test]
+fn registered_values_match_ansible_core_on_the_comparison_file() {
+    let s = Scenario::new(&["h1"]);
+    let compare = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare");
+    let text = std::fs::read_to_string(compare.join("semantics.yml")).expect("comparison file");
+    let without_dump = text.split("- name: dump").next().unwrap_or_default();
+    std::fs::copy(compare.join("semantics.j2"), s.path().join("semantics.j2")).expect("template");
+    let run = s.run(without_dump);
+    let drop_volatile = |mut v: Value| {
+        if let Some(m) = v.as_object_mut() {
+            for k in ["start", "end", "delta"] {
+                m.remove(k);
+            }
+        }
+        v
+    };
+    assert_eq!(
+        drop_volatile(run.fact("h1", "reg_command")),
+        json!({"changed": true, "stdout": "hello", "stderr": "", "rc": 0, "cmd": ["echo", "hello"], "msg": "",
+               "stdout_lines": ["hello"], "stderr_lines": [], "failed": false})
+    );
+    assert_eq!(
+        run.fact("h1", "reg_skipped"),
+        json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False",
+               "false_condition": "inventory_hostname == \"nobody\""})
+    );
+    let until = run.fact("h1", "reg_until");
+    assert_eq!(
+        (until["attempts"].clone(), until["stdout"].clone(), until["failed"].clone()),
+        (json!(2), json!("2"), json!(false))
+    );
+    assert_eq!(
+        drop_volatile(run.fact("h1", "reg_exhausted")),
+        json!({"changed": true, "stdout": "", "stderr": "", "rc": 1, "cmd": ["false"], "failed": true,
+               "msg": "non-zero return code", "stdout_lines": [], "stderr_lines": [], "attempts": 1,
+               "exception": "(traceback unavailable)"})
+    );
+    assert_eq!(
+        drop_volatile(run.fact("h1", "reg_failed_when")),
+        json!({"changed": false, "stdout": "", "stderr": "", "rc": 1, "cmd": "exit 1", "failed": false,
+               "msg": "non-zero return code", "stdout_lines": [], "stderr_lines": [], "failed_when_result": false,
+               "failed_when_suppressed_exception": "(traceback unavailable)"})
+    );
+    let looped = run.fact("h1", "reg_loop");
+    assert_eq!(
+        (looped["skipped"].clone(), looped["changed"].clone(), looped["failed"].clone(), looped["msg"].clone()),
+        (json!(false), json!(true), json!(true), json!("One or more items failed"))
+    );
+    assert_eq!(looped["results"][1]["item"], 2);
+    assert_eq!(run.fact("h1", "rescued_task"), "breaks");
+    assert_eq!(run.fact("h1", "rescued_rc"), 1);
+    assert_eq!(run.fact("h1", "always_ran"), true);
+    assert_eq!(run.fact("h1", "answer"), 42);
+    assert_eq!(
+        std::fs::read_to_string(s.host_dir("h1").join("rendered")).expect("rendered"),
+        "host h1 says hello 42\nline 1\nline 2\n"
+    );
+    // PLAY RECAP of ansible-playbook for the whole file was ok=10 changed=6 skipped=1 rescued=1 ignored=2;
+    // without the dump task (changed) that is ok=9 changed=5.
+    let mut stats = upgrade::tasks::report::HostStats::default();
+    for event in run.log.events() {
+        if let Event::TaskFinished { host, status, result, ignored, rescued, .. } = event {
+            if host == "h1" {
+                stats.count(status, &result, ignored, rescued);
+            }
+        }
+    }
+    let expected = upgrade::tasks::report::HostStats {
+        ok: 9,
+        changed: 5,
+        unreachable: 0,
+        failed: 0,
+        skipped: 1,
+        rescued: 1,
+        ignored: 2,
+    };
+    assert_eq!(stats, expected);
+}

@@ -343,9 +343,13 @@ fn command_result(
     if out.status != 0 {
         r.insert("failed".into(), Value::Bool(true));
         r.insert("msg".into(), Value::String("non-zero return code".into()));
+        // ansible-core 2.19 records that the module raised; a failed_when that clears the failure renames it.
+        r.insert("exception".into(), Value::String(NO_TRACEBACK.into()));
     }
     r
 }
+
+pub const NO_TRACEBACK: &str = "(traceback unavailable)";
 
 fn read_local(ctx: &ModuleContext, name: &str, sub: &str) -> Result<(PathBuf, Vec<u8>), Map<String, Value>> {
     let path = resolve_local(&ctx.task_file, name, Some(sub));
@@ -950,6 +954,25 @@ pub fn sha1_hex(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn become_wraps_the_command_as_ansibles_sudo_plugin() {
+        let ctx = ModuleContext {
+            connection: None,
+            become_user: Some("postgres".into()),
+            environment: vec![("A".into(), "x y".into())],
+            timeout: None,
+            task_file: PathBuf::from("hook.yml"),
+            host: "h".into(),
+            templar: Arc::new(Templar::new()),
+            options: EngineOptions::default(),
+            prompt_lock: Default::default(),
+        };
+        assert_eq!(
+            ctx.command_line("id -un"),
+            r#"sudo -H -S -n -u postgres /bin/sh -c 'export A='\''x y'\''; id -un'"#
+        );
+    }
 
     #[test]
     fn sha1_matches_known_vectors() {
