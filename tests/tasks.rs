@@ -394,10 +394,14 @@ fn set_fact_persists_and_skipped_results_are_registered() {
         json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "false_condition": "greeting == \"bye\""})
     );
     assert_eq!(run.fact("h1", "count"), 42);
-    assert_eq!(run.fact("h1", "flag"), true);
+    assert_eq!(run.fact("h1", "flag"), "yes", "ansible-core 2.19 keeps k=v text as text");
     assert!(run.result("h1", "use them")["msg"].as_str().unwrap_or_default().starts_with("hello 42 "));
     assert_eq!(run.result("h1", "debug var")["count"], 42);
-    assert_eq!(run.result("h1", "debug undefined var")["nothing_here"], "VARIABLE IS NOT DEFINED!");
+    // ansible-core 2.19 prints the template error in place of the value and warns.
+    let undefined = run.result("h1", "debug undefined var");
+    let shown = undefined["nothing_here"].as_str().unwrap_or_default();
+    assert!(shown.starts_with("<< error 1 - ") && shown.contains("nothing_here"), "{undefined}");
+    assert!(undefined["warnings"][0].as_str().is_some_and(|w| w.starts_with("Encountered 1 template error.")));
 }
 
 #[test]
@@ -529,12 +533,15 @@ fn assert_fail_wait_for_and_pause() {
     assert_eq!((a2["failed"].clone(), a2["msg"].clone()), (json!(true), json!("not h1")));
     assert_eq!(a2["assertion"], "inventory_hostname == \"other\"");
     assert_eq!(a2["evaluated_to"], false);
+    assert_eq!(a2["exception"], "(traceback unavailable)");
     assert_eq!(run.fact("h1", "f")["msg"], "Failed as requested from task");
     assert_eq!(run.fact("h1", "w")["failed"], false);
     let w2 = run.fact("h1", "w2");
     assert_eq!(w2["failed"], true);
+    assert!(w2.get("path").is_none(), "a timeout reports only the elapsed time: {w2}");
     assert!(w2["msg"].as_str().unwrap_or_default().starts_with("Timeout when waiting for file"), "{w2}");
-    assert_eq!(run.fact("h1", "p")["stdout"], "Paused for 1 seconds");
+    let paused = run.fact("h1", "p")["stdout"].as_str().unwrap_or_default().to_string();
+    assert!(paused.starts_with("Paused for 1.") && paused.ends_with(" seconds"), "{paused}");
     assert!(!run.outcome("h1").failed);
 }
 
