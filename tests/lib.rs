@@ -2,5 +2,7 @@
 
 mod support;
 
+mod etcd_backup;
+mod fake_cluster;
 mod plan;
 mod tasks;

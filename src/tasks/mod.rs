@@ -5,9 +5,9 @@ pub mod engine;
 pub mod model;
 pub mod modules;
 pub mod report;
-mod template_stub;
+pub mod template;
 
-pub use template_stub::{Templar, Vars};
+pub use template::{Templar, Vars};
 
 use std::collections::HashMap;
 use std::io::IsTerminal;

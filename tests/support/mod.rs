@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod etcd;
+pub mod fake_cluster;
+
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
