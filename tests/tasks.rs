@@ -765,3 +765,19 @@ fn registered_values_match_ansible_core_on_the_comparison_file() {
     };
     assert_eq!(stats, expected);
 }
+
+#[test]
+fn the_builtin_playbooks_pass_check() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let mut problems = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_task_file =
+            path.extension().is_some_and(|x| x == "yml") && path.file_name().is_some_and(|n| n != "defaults.yml");
+        if is_task_file {
+            problems.extend(check_task_file(&path).into_iter().map(|e| e.to_string()));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}

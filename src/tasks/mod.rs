@@ -252,6 +252,8 @@ fn builtin_playbooks() -> Vec<PathBuf> {
             entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+                // defaults.yml holds the playbooks' default variables, not tasks.
+                .filter(|p| p.file_stem().is_some_and(|n| n != "defaults"))
                 .collect()
         })
         .unwrap_or_default();
