@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::{CheckArgs, RunTasksArgs};
 use crate::error::{Error, Result};
-use crate::events::{EventSink, SharedSink};
+use crate::events::SharedSink;
 use crate::inventory::{self, Inventory, parse_extra_vars, vars_to_json};
 use connect::{ConnectOptions, ConnectionPool};
 use engine::{Engine, EngineOptions, HostOutcome};
@@ -302,13 +302,4 @@ pub fn check_command(args: &CheckArgs) -> Result<i32> {
         }
     }
     Ok(if problems > 0 { 2 } else { 0 })
-}
-
-/// Reporters and tests that only need to count can use this.
-pub struct CountingSink(pub std::sync::atomic::AtomicUsize);
-
-impl EventSink for CountingSink {
-    fn event(&self, _event: &crate::events::Event) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
 }
