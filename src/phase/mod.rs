@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod batches;
+pub mod preflight;
 pub mod run;
 
 /// One step of a host's sequence; its name is what the output, the journal and the JSON events say.

@@ -627,6 +627,11 @@ impl HostRun<'_> {
                         Ok(b) => {
                             result.insert("failed".into(), Value::Bool(b));
                             result.insert("failed_when_result".into(), Value::Bool(b));
+                            if !b {
+                                if let Some(exception) = result.remove("exception") {
+                                    result.insert("failed_when_suppressed_exception".into(), exception);
+                                }
+                            }
                         }
                         Err(msg) => {
                             result.insert("failed".into(), Value::Bool(true));

@@ -6,9 +6,8 @@ pub mod model;
 pub mod modules;
 pub mod report;
 pub mod template;
-mod template_stub;
 
-pub use template_stub::{Templar, Vars};
+pub use template::{Templar, Vars};
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -19,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::{CheckArgs, RunTasksArgs};
 use crate::error::{Error, Result};
-use crate::events::{EventSink, SharedSink};
+use crate::events::SharedSink;
 use crate::inventory::{self, Inventory, parse_extra_vars, vars_to_json};
 use connect::{ConnectOptions, ConnectionPool};
 use engine::{Engine, EngineOptions, HostOutcome};
@@ -253,6 +252,8 @@ fn builtin_playbooks() -> Vec<PathBuf> {
             entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+                // defaults.yml holds the playbooks' default variables, not tasks.
+                .filter(|p| p.file_stem().is_some_and(|n| n != "defaults"))
                 .collect()
         })
         .unwrap_or_default();
@@ -301,13 +302,4 @@ pub fn check_command(args: &CheckArgs) -> Result<i32> {
         }
     }
     Ok(if problems > 0 { 2 } else { 0 })
-}
-
-/// Reporters and tests that only need to count can use this.
-pub struct CountingSink(pub std::sync::atomic::AtomicUsize);
-
-impl EventSink for CountingSink {
-    fn event(&self, _event: &crate::events::Event) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
 }

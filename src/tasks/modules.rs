@@ -343,9 +343,13 @@ fn command_result(
     if out.status != 0 {
         r.insert("failed".into(), Value::Bool(true));
         r.insert("msg".into(), Value::String("non-zero return code".into()));
+        // ansible-core 2.19 records that the module raised; a failed_when that clears the failure renames it.
+        r.insert("exception".into(), Value::String(NO_TRACEBACK.into()));
     }
     r
 }
+
+pub const NO_TRACEBACK: &str = "(traceback unavailable)";
 
 fn read_local(ctx: &ModuleContext, name: &str, sub: &str) -> Result<(PathBuf, Vec<u8>), Map<String, Value>> {
     let path = resolve_local(&ctx.task_file, name, Some(sub));
@@ -628,12 +632,19 @@ fn debug(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<Str
         return obj(json!({"skipped_reason": "Verbosity threshold not met.", "skipped": true, "changed": false}));
     }
     if let Some(var) = arg_str(args, "var") {
-        let value = match ctx.templar.eval_expression(&var, vars) {
-            Ok(v) => v,
-            Err(_) => Value::String("VARIABLE IS NOT DEFINED!".into()),
+        // ansible-core 2.19 shows the template error in place of the value, with a warning.
+        let (value, warning) = match ctx.templar.eval_expression(&var, vars) {
+            Ok(v) => (v, None),
+            Err(e) => (
+                Value::String(format!("<< error 1 - {} >>", e.message)),
+                Some(format!("Encountered 1 template error.\nerror 1 - {}", e.message)),
+            ),
         };
         let mut r = Map::new();
         r.insert(var, value);
+        if let Some(w) = warning {
+            r.insert("warnings".into(), json!([w]));
+        }
         r.insert("changed".into(), Value::Bool(false));
         r.insert("failed".into(), Value::Bool(false));
         return r;
@@ -652,9 +663,9 @@ async fn pause(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Va
     let began = Instant::now();
     let mut user_input = String::new();
     let (duration, unit) = match (seconds, minutes) {
-        (Some(s), _) => (Some(Duration::from_secs(s.max(0) as u64)), format!("Paused for {s} seconds")),
-        (None, Some(m)) => (Some(Duration::from_secs(m.max(0) as u64 * 60)), format!("Paused for {m} minutes")),
-        (None, None) => (None, String::new()),
+        (Some(s), _) => (Some(Duration::from_secs(s.max(0) as u64)), "seconds"),
+        (None, Some(m)) => (Some(Duration::from_secs(m.max(0) as u64 * 60)), "minutes"),
+        (None, None) => (None, "minutes"),
     };
     match duration {
         Some(d) => tokio::time::sleep(d).await,
@@ -676,8 +687,9 @@ async fn pause(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Va
             }
         }
     }
-    let stdout =
-        if unit.is_empty() { format!("Paused for {:.2} minutes", began.elapsed().as_secs_f64() / 60.0) } else { unit };
+    let took = began.elapsed().as_secs_f64();
+    let amount = if unit == "minutes" { took / 60.0 } else { took };
+    let stdout = format!("Paused for {} {unit}", python_round2(amount));
     obj(json!({
         "changed": false,
         "rc": 0,
@@ -689,6 +701,14 @@ async fn pause(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Va
         "user_input": user_input,
         "echo": arg_bool(args, "echo", true),
     }))
+}
+
+/// `round(x, 2)` printed as Python prints a float: `1.0`, `1.01`, `0.5`.
+fn python_round2(x: f64) -> String {
+    let r = (x * 100.0).round() / 100.0;
+    let text = format!("{r:.2}");
+    let text = text.trim_end_matches('0');
+    if text.ends_with('.') { format!("{text}0") } else { text.to_string() }
 }
 
 fn assert(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<String, Value> {
@@ -709,9 +729,8 @@ fn assert(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<St
         if !holds {
             let msg =
                 args.get("fail_msg").or_else(|| args.get("msg")).cloned().unwrap_or_else(|| "Assertion failed".into());
-            return obj(
-                json!({"failed": true, "evaluated_to": false, "assertion": text, "msg": msg, "changed": false}),
-            );
+            return obj(json!({"failed": true, "evaluated_to": false, "assertion": text, "msg": msg, "changed": false,
+                       "exception": NO_TRACEBACK}));
         }
     }
     let msg = args.get("success_msg").cloned().unwrap_or_else(|| "All assertions passed".into());
@@ -720,7 +739,7 @@ fn assert(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<St
 
 fn fail(args: &Map<String, Value>) -> Map<String, Value> {
     let msg = args.get("msg").cloned().unwrap_or_else(|| "Failed as requested from task".into());
-    obj(json!({"failed": true, "msg": msg, "changed": false}))
+    obj(json!({"failed": true, "msg": msg, "changed": false, "exception": NO_TRACEBACK}))
 }
 
 fn set_fact(args: &Map<String, Value>) -> Map<String, Value> {
@@ -729,14 +748,8 @@ fn set_fact(args: &Map<String, Value>) -> Map<String, Value> {
         if k == "cacheable" {
             continue;
         }
-        // As Ansible's set_fact: `k=v` text that spells a boolean becomes one.
-        let v = match v {
-            Value::String(s) if matches!(s.to_ascii_lowercase().as_str(), "true" | "false" | "yes" | "no") => {
-                Value::Bool(parse_bool(v).unwrap_or(false))
-            }
-            other => other.clone(),
-        };
-        facts.insert(k.clone(), v);
+        // ansible-core 2.19 keeps `k=v` text as text (`flag=yes` is "yes").
+        facts.insert(k.clone(), v.clone());
     }
     if facts.is_empty() {
         return failed("No key/value pairs provided, at least one is required for this action to succeed");
@@ -814,8 +827,10 @@ async fn wait_for(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResul
         } else {
             format!("Timeout when waiting for {what}")
         };
-        r.insert("failed".into(), Value::Bool(true));
+        // As ansible-core 2.19 reports a timeout: only the elapsed time with the failure.
+        let mut r = obj(json!({"changed": false, "elapsed": elapsed, "failed": true, "exception": NO_TRACEBACK}));
         r.insert("msg".into(), Value::String(arg_str(args, "msg").unwrap_or(default)));
+        return Ok(r);
     }
     Ok(r)
 }
@@ -952,6 +967,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn become_wraps_the_command_as_ansibles_sudo_plugin() {
+        let ctx = ModuleContext {
+            connection: None,
+            become_user: Some("postgres".into()),
+            environment: vec![("A".into(), "x y".into())],
+            timeout: None,
+            task_file: PathBuf::from("hook.yml"),
+            host: "h".into(),
+            templar: Arc::new(Templar::new()),
+            options: EngineOptions::default(),
+            prompt_lock: Default::default(),
+        };
+        assert_eq!(
+            ctx.command_line("id -un"),
+            r#"sudo -H -S -n -u postgres /bin/sh -c 'export A='\''x y'\''; id -un'"#
+        );
+    }
+
+    #[test]
     fn sha1_matches_known_vectors() {
         assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
         assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
@@ -971,6 +1005,13 @@ mod tests {
             "2023-11-14 22:13:20.123456"
         );
         assert_eq!(delta(Duration::from_micros(3_723_000_042)), "1:02:03.000042");
+    }
+
+    #[test]
+    fn durations_print_as_python_rounds_them() {
+        assert_eq!(python_round2(1.0), "1.0");
+        assert_eq!(python_round2(1.0149), "1.01");
+        assert_eq!(python_round2(0.5), "0.5");
     }
 
     #[test]
