@@ -235,6 +235,47 @@ impl Inventory {
     }
 }
 
+impl Inventory {
+    /// What `ansible-inventory --list` prints: groups with their direct hosts and children, and every host's
+    /// variables (Ansible's internal `inventory_file`/`inventory_dir` left out, as it does).
+    pub fn to_ansible_list(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        let mut hostvars = serde_json::Map::new();
+        let no_extra = Vars::new();
+        for name in self.hosts.keys() {
+            let mut vars = vars_to_json(&self.host_vars(name, &no_extra));
+            vars.remove("inventory_file");
+            vars.remove("inventory_dir");
+            // Like ansible-inventory, hosts without variables are left out of `hostvars`.
+            if !vars.is_empty() {
+                hostvars.insert(name.clone(), Value::Object(vars));
+            }
+        }
+        out.insert("_meta".into(), serde_json::json!({ "hostvars": hostvars }));
+        let mut stack = vec!["all".to_string()];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(name) = stack.pop() {
+            let Some(g) = self.groups.get(&name) else { continue };
+            let mut entry = serde_json::Map::new();
+            if name != "all" && !g.hosts.is_empty() {
+                entry.insert("hosts".into(), Value::from(g.hosts.clone()));
+            }
+            if !g.children.is_empty() {
+                entry.insert("children".into(), Value::from(g.children.clone()));
+            }
+            if !entry.is_empty() {
+                out.insert(name.clone(), Value::Object(entry));
+            }
+            for c in g.children.iter().rev() {
+                if seen.insert(c.clone()) {
+                    stack.push(c.clone());
+                }
+            }
+        }
+        Value::Object(out)
+    }
+}
+
 /// The plain values of a set of variables, for templating.
 pub fn vars_to_json(vars: &Vars) -> serde_json::Map<String, Value> {
     vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
