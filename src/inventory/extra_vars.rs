@@ -49,7 +49,7 @@ pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<Vars> {
                 return Err(invalid(arg));
             };
             for (k, v) in entries {
-                super::yaml::reject_vault(v, Path::new("-e"))?;
+                super::yaml::reject_vault(v, k, Path::new("-e"))?;
                 vars.insert(k.key_text(), Var { value: v.to_json(), origin: origin.clone() });
             }
         } else {

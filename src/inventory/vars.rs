@@ -117,7 +117,7 @@ pub(super) fn load_file(path: &Path, origin: fn(Location) -> Origin, vars: &mut 
             .hint("write one `name: value` per line at the top level"));
     };
     for (key, value) in entries {
-        super::yaml::reject_vault(value, path)?;
+        super::yaml::reject_vault(value, key, path)?;
         vars.insert(key.key_text(), Var { value: value.to_json(), origin: origin(key.location(path)) });
     }
     Ok(())

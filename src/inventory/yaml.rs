@@ -175,18 +175,20 @@ fn group_name(key: &Node, path: &Path) -> Result<String> {
 
 /// A variable from a YAML value: refuses `!vault`, keeps where it was set.
 pub(super) fn to_var(value: &Node, key: &Node, path: &Path) -> Result<Var> {
-    reject_vault(value, path)?;
+    reject_vault(value, key, path)?;
     Ok(Var { value: value.to_json(), origin: Origin::Inventory(key.location(path)) })
 }
 
 /// `!vault` values cannot be decrypted here: an input error at the value, saying what to do instead.
-pub(crate) fn reject_vault(node: &Node, path: &Path) -> Result<()> {
+/// The error points at `key` when the value itself is the vault (a block scalar starts on the next line).
+pub(crate) fn reject_vault(node: &Node, key: &Node, path: &Path) -> Result<()> {
     let mut stack = vec![node];
     while let Some(n) = stack.pop() {
         match &n.value {
             NodeValue::Tagged(tag, inner) => {
-                if tag.trim_start_matches('!') == "vault" || tag.ends_with("vault") {
-                    return Err(vault_error(Location::new(path, n.line, n.column)));
+                if tag.ends_with("vault") {
+                    let at = if std::ptr::eq(n, node) { key } else { n };
+                    return Err(vault_error(Location::new(path, at.line, at.column)));
                 }
                 stack.push(inner);
             }
