@@ -1,0 +1,7 @@
+//! The one integration-test binary: a module per feature, shared helpers in `support`.
+
+mod support;
+
+mod etcd_backup;
+mod fake_cluster;
+mod plan;
