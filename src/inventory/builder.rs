@@ -39,6 +39,49 @@ impl Builder {
         b
     }
 
+    /// A builder holding an inventory that was edited by hand, so `finish` can recompute what is derived.
+    pub(super) fn from_inventory(inv: Inventory) -> (Builder, PathBuf, PathBuf) {
+        let Inventory { path, dir, hosts, mut groups, warnings } = inv;
+        for g in groups.values_mut() {
+            g.parents.clear();
+        }
+        let mut b = Builder {
+            hosts,
+            groups: IndexMap::new(),
+            group_host_sets: HashMap::new(),
+            host_direct_groups: HashMap::new(),
+            warnings,
+            current_source: None,
+        };
+        for name in b.hosts.keys() {
+            b.host_direct_groups.insert(name.clone(), Vec::new());
+        }
+        let links: Vec<(String, Vec<String>, Vec<String>)> =
+            groups.values().map(|g| (g.name.clone(), g.hosts.clone(), g.children.clone())).collect();
+        for g in groups.values_mut() {
+            g.hosts.clear();
+            g.children.clear();
+        }
+        b.groups = groups;
+        if !b.groups.contains_key("all") {
+            b.add_group("all", None);
+        }
+        if !b.groups.contains_key("ungrouped") {
+            b.add_group("ungrouped", None);
+            let _ = b.add_child("all", "ungrouped");
+        }
+        for (group, hosts, children) in links {
+            for h in hosts {
+                b.add_host_to_group(&group, &h);
+            }
+            for c in children {
+                // A hand-made loop is dropped rather than looped over.
+                let _ = b.add_child(&group, &c);
+            }
+        }
+        (b, path, dir)
+    }
+
     pub(super) fn warn(&mut self, message: String) {
         self.warnings.push(message);
     }

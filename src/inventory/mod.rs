@@ -154,6 +154,61 @@ impl Inventory {
     }
 }
 
+/// Constructors for inventories built in code (tests, callers that synthesise hosts). After editing `hosts`,
+/// `groups`, their `hosts` or `children` by hand, call [`Inventory::refresh`].
+impl Inventory {
+    /// An empty inventory: just `all` and `ungrouped`.
+    pub fn new(path: PathBuf, dir: PathBuf) -> Inventory {
+        Inventory { path, dir, hosts: IndexMap::new(), groups: IndexMap::new(), warnings: Vec::new() }.refreshed()
+    }
+
+    /// Recomputes what loading derives (parents, depths, `member_hosts`, hosts' `groups`, membership of `all`
+    /// and `ungrouped`) after the inventory was edited by hand. Variables are left as they are.
+    pub fn refresh(&mut self) {
+        let taken = std::mem::replace(self, Inventory::empty());
+        *self = taken.refreshed();
+    }
+
+    fn refreshed(self) -> Inventory {
+        let (builder, path, dir) = builder::Builder::from_inventory(self);
+        let fallback = (path.clone(), dir.clone());
+        builder.finish(path, dir).unwrap_or_else(|_| Inventory::empty_at(fallback.0, fallback.1))
+    }
+
+    fn empty() -> Inventory {
+        Inventory::empty_at(PathBuf::new(), PathBuf::new())
+    }
+
+    fn empty_at(path: PathBuf, dir: PathBuf) -> Inventory {
+        Inventory { path, dir, hosts: IndexMap::new(), groups: IndexMap::new(), warnings: Vec::new() }
+    }
+}
+
+impl Host {
+    /// A host with no variables and no groups yet.
+    pub fn new(name: &str, location: Location) -> Host {
+        Host { name: name.to_string(), vars: Vars::new(), file_vars: Vars::new(), location, groups: Vec::new() }
+    }
+}
+
+impl Group {
+    /// A group with no hosts, children or variables yet.
+    pub fn new(name: &str) -> Group {
+        Group {
+            name: name.to_string(),
+            hosts: Vec::new(),
+            children: Vec::new(),
+            parents: Vec::new(),
+            vars: Vars::new(),
+            file_vars: Vars::new(),
+            location: None,
+            depth: 0,
+            priority: 1,
+            member_hosts: Vec::new(),
+        }
+    }
+}
+
 /// Reads a user's file as UTF-8 text.
 pub(crate) fn read_text(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::read_file(path, e))?;
