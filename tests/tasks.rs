@@ -4,11 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use indexmap::IndexMap;
 use serde_json::{Value, json};
 use upgrade::error::Location;
 use upgrade::events::{Event, EventLog, TaskStatus};
-use upgrade::inventory::{Group, Host, Inventory, Origin, Var, Vars};
+use upgrade::inventory::{Host, Inventory, Origin, Var, Vars};
 use upgrade::tasks::connect::ConnectOptions;
 use upgrade::tasks::engine::{EngineOptions, HostOutcome};
 use upgrade::tasks::model::load_task_file;
@@ -29,27 +28,16 @@ fn var(value: Value) -> Var {
 impl Scenario {
     fn new(hosts: &[&str]) -> Scenario {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut inv_hosts = IndexMap::new();
+        let mut inventory = Inventory::new(dir.path().join("hosts"), dir.path().to_path_buf());
         for name in hosts {
             let host_dir = dir.path().join(name);
             std::fs::create_dir_all(&host_dir).expect("host dir");
-            let mut vars = Vars::new();
-            vars.insert("ansible_connection".into(), var(json!("local")));
-            vars.insert("host_dir".into(), var(json!(host_dir.display().to_string())));
-            let location = Location::new(dir.path().join("hosts"), 1, 1);
-            inv_hosts.insert(name.to_string(), Host { name: name.to_string(), vars, location });
+            let mut host = Host::new(name, Location::new(dir.path().join("hosts"), 1, 1));
+            host.vars.insert("ansible_connection".into(), var(json!("local")));
+            host.vars.insert("host_dir".into(), var(json!(host_dir.display().to_string())));
+            inventory.hosts.insert(name.to_string(), host);
         }
-        let all = Group {
-            name: "all".into(),
-            hosts: hosts.iter().map(|h| h.to_string()).collect(),
-            children: vec![],
-            vars: Vars::new(),
-            location: None,
-        };
-        let mut groups = IndexMap::new();
-        groups.insert("all".to_string(), all);
-        let inventory =
-            Inventory { path: dir.path().join("hosts"), dir: dir.path().to_path_buf(), hosts: inv_hosts, groups };
+        inventory.refresh();
         Scenario { dir, inventory, extra: Vars::new(), options: EngineOptions::default() }
     }
 
