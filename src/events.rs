@@ -49,9 +49,18 @@ impl std::fmt::Display for TaskRef {
 #[non_exhaustive]
 pub enum Event {
     /// A host starts a task.
-    TaskStarted { host: String, task: TaskRef },
+    TaskStarted {
+        host: String,
+        task: TaskRef,
+    },
     /// An attempt of a task with `until`/`retries` did not succeed; another follows after the delay.
-    TaskRetry { host: String, task: TaskRef, attempt: u32, retries: u32, result: Value },
+    TaskRetry {
+        host: String,
+        task: TaskRef,
+        attempt: u32,
+        retries: u32,
+        result: Value,
+    },
     /// A host finished a task. `result` is what `register` stores (already censored when `no_log` is set).
     /// `ignored`: it failed but `ignore_errors` let the host go on. `rescued`: it failed inside a block whose
     /// `rescue` section then ran.
@@ -65,19 +74,51 @@ pub enum Event {
         rescued: bool,
     },
     /// A host finished its task list (for `run-tasks`: the whole file).
-    HostFinished { host: String, failed: bool, unreachable: bool },
+    HostFinished {
+        host: String,
+        failed: bool,
+        unreachable: bool,
+    },
 
     // The upgrade's own events, from the phases.
     /// The run starts: the plan is made and the lock is held.
-    RunStarted { run: String, target: String, phases: Vec<String>, resumed: bool },
-    PhaseStarted { phase: String },
-    PhaseFinished { phase: String, ok: bool, duration: Duration },
+    RunStarted {
+        run: String,
+        target: String,
+        phases: Vec<String>,
+        resumed: bool,
+    },
+    PhaseStarted {
+        phase: String,
+    },
+    PhaseFinished {
+        phase: String,
+        ok: bool,
+        duration: Duration,
+    },
     /// Batch `index` of `total` (1-based) starts with these hosts.
-    BatchStarted { phase: String, index: usize, total: usize, hosts: Vec<String> },
+    BatchStarted {
+        phase: String,
+        index: usize,
+        total: usize,
+        hosts: Vec<String>,
+    },
     /// A batch ended; `failed` of its `size` hosts failed.
-    BatchFinished { phase: String, index: usize, failed: usize, size: usize },
-    HostStarted { phase: String, host: String },
-    StepStarted { phase: String, host: String, step: crate::phase::Step },
+    BatchFinished {
+        phase: String,
+        index: usize,
+        failed: usize,
+        size: usize,
+    },
+    HostStarted {
+        phase: String,
+        host: String,
+    },
+    StepStarted {
+        phase: String,
+        host: String,
+        step: crate::phase::Step,
+    },
     StepFinished {
         phase: String,
         host: String,
@@ -87,11 +128,18 @@ pub enum Event {
         error: Option<String>,
     },
     /// A host's sequence in a phase ended.
-    HostCompleted { report: crate::phase::HostReport },
+    HostCompleted {
+        report: crate::phase::HostReport,
+    },
     /// Something a person should read, about a host or the whole run (`host: None`).
-    Notice { host: Option<String>, message: String },
+    Notice {
+        host: Option<String>,
+        message: String,
+    },
     /// The run is over; the summary says what was done and what is left.
-    RunFinished { summary: crate::phase::Summary },
+    RunFinished {
+        summary: crate::phase::Summary,
+    },
 }
 
 /// Where events go. Reporters implement it; it must be cheap and must not block for long.

@@ -10,6 +10,7 @@ pub mod inventory;
 pub mod journal;
 pub mod phase;
 pub mod plan;
+pub mod playbooks;
 pub mod report;
 pub mod settings;
 pub mod tasks;

@@ -69,12 +69,12 @@ pub struct BatchesResult {
     pub stopped: Option<BatchStop>,
 }
 
-/// Runs the batches in order. `run_host` runs one host's whole sequence; `exceeded(failed, size)` is the
-/// failure threshold; `on_batch(index, hosts)` is told when a batch starts.
+/// Runs the batches in order. `run_host` runs one host's whole sequence; `exceeded(batch, failed, size)` is the
+/// failure threshold, asked after each batch (1-based); `on_batch(index, hosts)` is told when a batch starts.
 pub async fn run_batches<F, Fut>(
     batches: &[Vec<String>],
     stop: &StopSignal,
-    exceeded: impl Fn(usize, usize) -> bool,
+    exceeded: impl Fn(usize, usize, usize) -> bool,
     mut on_batch: impl FnMut(usize, &[String]),
     run_host: F,
 ) -> BatchesResult
@@ -100,7 +100,7 @@ where
         let results = run_all(batch.iter().map(|h| run_host(h.clone()))).await;
         let failed = results.iter().filter(|o| o.is_failure()).count();
         outcomes.extend(batch.iter().cloned().zip(results));
-        if exceeded(failed, batch.len()) {
+        if exceeded(index + 1, failed, batch.len()) {
             stopped = Some(BatchStop::Threshold { batch: index + 1, failed, size: batch.len() });
         }
     }
@@ -153,8 +153,8 @@ mod tests {
     }
 
     /// Ansible's rule: strictly exceeded, and a batch that failed whole always stops.
-    fn exceeds(pct: usize) -> impl Fn(usize, usize) -> bool {
-        move |failed, size| failed == size || failed * 100 > pct * size
+    fn exceeds(pct: usize) -> impl Fn(usize, usize, usize) -> bool {
+        move |_, failed, size| failed == size || failed * 100 > pct * size
     }
 
     #[tokio::test]

@@ -6,8 +6,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod batches;
+pub mod control_plane;
+pub mod etcd_backup;
+pub mod nodes;
 pub mod preflight;
 pub mod run;
+pub mod sequence;
+pub mod verify;
 
 /// One step of a host's sequence; its name is what the output, the journal and the JSON events say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -129,4 +134,27 @@ impl Summary {
             0
         }
     }
+}
+
+/// Awaits futures together on the current task (they borrow the run) and returns their outputs in order.
+pub async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut pending: Vec<Option<std::pin::Pin<Box<F>>>> = futures.map(|f| Some(Box::pin(f))).collect();
+    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut any_pending = false;
+        for (slot, fut) in outputs.iter_mut().zip(pending.iter_mut()) {
+            if let Some(f) = fut {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *slot = Some(v);
+                        *fut = None;
+                    }
+                    std::task::Poll::Pending => any_pending = true,
+                }
+            }
+        }
+        if any_pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
 }

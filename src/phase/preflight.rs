@@ -44,16 +44,21 @@ async fn check_reachable(run: &UpgradeRun) -> Result<()> {
     let hosts = run.plan.hosts.clone();
     let probes = hosts.iter().map(|host| async move {
         let result = match run.pool().get(host).await {
-            Ok(conn) => match conn.exec("true", None, Some(run.options.connect_timeout.max(std::time::Duration::from_secs(5)))).await {
+            Ok(conn) => match conn
+                .exec("true", None, Some(run.options.connect_timeout.max(std::time::Duration::from_secs(5))))
+                .await
+            {
                 Ok(out) if out.status == 0 => Ok(()),
-                Ok(out) => Err(format!("`true` exited {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim())),
+                Ok(out) => {
+                    Err(format!("`true` exited {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()))
+                }
                 Err(e) => Err(e.to_string()),
             },
             Err(e) => Err(e.to_string()),
         };
         (host.clone(), result)
     });
-    let results = join_all(probes).await;
+    let results = super::join_all(probes).await;
     let unreachable: Vec<String> =
         results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| format!("{h} ({e})"))).collect();
     if !unreachable.is_empty() {
@@ -69,32 +74,6 @@ async fn check_reachable(run: &UpgradeRun) -> Result<()> {
     Ok(())
 }
 
-async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let futures: Vec<_> = futures.map(Box::pin).collect();
-    let mut outputs = Vec::with_capacity(futures.len());
-    // Connections are opened concurrently by polling all probes together.
-    let mut pending: Vec<_> = futures.into_iter().map(Some).collect();
-    let mut results: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut any_pending = false;
-        for (slot, fut) in results.iter_mut().zip(pending.iter_mut()) {
-            if let Some(f) = fut {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => {
-                        *slot = Some(v);
-                        *fut = None;
-                    }
-                    std::task::Poll::Pending => any_pending = true,
-                }
-            }
-        }
-        if any_pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    outputs.extend(results.into_iter().flatten());
-    outputs
-}
-
 /// Reads the cluster's nodes through the built-in `cluster_state.yml` on the first master.
 pub async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterNode>> {
     let facts = run
@@ -104,11 +83,8 @@ pub async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterN
             Error::hosts_failed(format!("cannot read the cluster's nodes on {}: {}", run.first_master, f.reason))
                 .hint("check upgrade_kubectl and the cluster credentials on the first master")
         })?;
-    let stdout = facts
-        .get("upgrade_cluster_nodes")
-        .and_then(|r| r.get("stdout"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let stdout =
+        facts.get("upgrade_cluster_nodes").and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default();
     parse_node_list(stdout).map_err(|e| {
         Error::hosts_failed(format!("cannot read the cluster's nodes on {}: {e}", run.first_master))
             .hint("upgrade_kubectl must print `get nodes -o json` (a Kubernetes NodeList)")
@@ -137,7 +113,8 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         })
         .collect();
     if !missing.is_empty() {
-        let known: Vec<&str> = cluster.keys().map(String::as_str).collect::<BTreeSet<_>>().into_iter().take(10).collect();
+        let known: Vec<&str> =
+            cluster.keys().map(String::as_str).collect::<BTreeSet<_>>().into_iter().take(10).collect();
         return Err(Error::input(format!("the cluster has no node for: {}", missing.join(", ")))
             .in_file(&run.inventory.path)
             .hint(format!(
@@ -179,10 +156,8 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         )));
     }
     if plan.has_phase(Phase::Nodes) && !plan.has_phase(Phase::ControlPlane) && current < *target {
-        return Err(Error::input(format!(
-            "the nodes cannot go to {target} while the masters run {current}"
-        ))
-        .hint("upgrade the control plane first: upgrade --phase control-plane, then --phase nodes"));
+        return Err(Error::input(format!("the nodes cannot go to {target} while the masters run {current}"))
+            .hint("upgrade the control plane first: upgrade --phase control-plane, then --phase nodes"));
     }
     result.control_plane_version = Some(current.clone());
 
@@ -200,10 +175,8 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         let candidates = nodes_plan.batches.concat();
         let selected: Vec<String> = match &plan.settings.label.value {
             Some(selector) => {
-                let (kept, left): (Vec<String>, Vec<String>) = candidates
-                    .iter()
-                    .cloned()
-                    .partition(|h| selector.matches(&cluster[&run.node_name(h)].labels));
+                let (kept, left): (Vec<String>, Vec<String>) =
+                    candidates.iter().cloned().partition(|h| selector.matches(&cluster[&run.node_name(h)].labels));
                 if kept.is_empty() {
                     let mut present = BTreeSet::new();
                     for h in &candidates {
@@ -241,7 +214,8 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
 
 fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) -> HostReport {
     let node = run.node_name(host);
-    let earlier = run.history.host(phase.name(), host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded);
+    let earlier =
+        run.history.host(phase.name(), host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded);
     let reason = if earlier {
         format!("upgraded by an earlier run (runs {version})")
     } else if *version > run.target {

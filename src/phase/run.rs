@@ -16,10 +16,10 @@ use crate::inventory::{self, Inventory, vars_to_json};
 use crate::journal::{History, HostRecord, Journal, JournalEntry, utc_timestamp};
 use crate::plan::{Phase, Plan};
 use crate::settings::{HookPoint, TargetVersion};
+use crate::tasks::Templar;
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::{Engine, EngineOptions};
 use crate::tasks::model::{Task, load_task_file};
-use crate::tasks::Templar;
 
 /// A step that did not succeed, and why, in words for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,7 +154,11 @@ impl UpgradeRun {
 
     /// A setting read from the host's variables as a boolean (Ansible's truth table), with a default.
     pub fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
-        self.task_vars.own(host).get(name).map(|v| crate::tasks::engine::parse_bool(v).unwrap_or(default)).unwrap_or(default)
+        self.task_vars
+            .own(host)
+            .get(name)
+            .map(|v| crate::tasks::engine::parse_bool(v).unwrap_or(default))
+            .unwrap_or(default)
     }
 
     fn load(&self, file: &Path) -> Result<Arc<Vec<Task>>, String> {
@@ -175,7 +179,10 @@ impl UpgradeRun {
         vars.insert("upgrade_target_version".into(), Value::String(self.target.to_string()));
         vars.insert("upgrade_first_master".into(), Value::String(self.first_master.clone()));
         vars.insert("upgrade_is_first_master".into(), Value::Bool(host == self.first_master));
-        vars.insert("upgrade_drain_timeout_seconds".into(), Value::from(self.plan.settings.drain_timeout.value.seconds()));
+        vars.insert(
+            "upgrade_drain_timeout_seconds".into(),
+            Value::from(self.plan.settings.drain_timeout.value.seconds()),
+        );
         vars.insert("upgrade_etcd_backup_timestamp".into(), Value::String(self.run_timestamp.clone()));
         vars
     }

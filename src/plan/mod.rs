@@ -1,7 +1,7 @@
 //! The plan: a pure function from inventory and settings to phases and batches. Nothing here connects; `--plan`
 //! prints it and the executor only carries it out.
 
-mod render;
+pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
@@ -247,7 +247,17 @@ impl Plan {
             })
             .collect();
 
-        Ok(Plan { phases, settings, hosts, masters, hooks, node_labels, nodes_not_selected, limit, labels_from_cluster })
+        Ok(Plan {
+            phases,
+            settings,
+            hosts,
+            masters,
+            hooks,
+            node_labels,
+            nodes_not_selected,
+            limit,
+            labels_from_cluster,
+        })
     }
 }
 

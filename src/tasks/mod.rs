@@ -132,6 +132,21 @@ fn load_inventory(path: Option<&PathBuf>) -> Result<Inventory> {
     Inventory::load(path)
 }
 
+/// Asks `pause` prompts on the terminal; `None` when there is none (then `pause` with a prompt needs `--yes`).
+pub fn terminal_prompter() -> Option<engine::Prompter> {
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    Some(Arc::new(|question: &str| {
+        eprint!("{question}: ");
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_string()),
+        }
+    }))
+}
+
 /// `upgrade run-tasks FILE`: runs one task file on inventory hosts.
 pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
     let inventory = load_inventory(args.inventory.inventory.as_ref())?;
@@ -141,18 +156,7 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
         return Err(Error::input("no hosts selected").hint("check --limit against the inventory"));
     }
     let tasks = model::load_task_file(&args.file)?;
-    let prompter: Option<engine::Prompter> = if std::io::stdin().is_terminal() {
-        Some(Arc::new(|question: &str| {
-            eprint!("{question}: ");
-            let mut line = String::new();
-            match std::io::stdin().read_line(&mut line) {
-                Ok(0) | Err(_) => None,
-                Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_string()),
-            }
-        }))
-    } else {
-        None
-    };
+    let prompter = terminal_prompter();
     let options =
         EngineOptions { assume_yes: args.run.yes, verbosity: args.run.verbose, command_timeout: None, prompter };
     let connect = ConnectOptions {

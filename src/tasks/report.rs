@@ -86,6 +86,29 @@ impl TextReporter {
     }
 }
 
+/// The lines a finished task prints: `[host] status: name`, then what a person needs to see of its result.
+pub fn task_lines(
+    host: &str,
+    task: &crate::events::TaskRef,
+    status: TaskStatus,
+    result: &Value,
+    ignored: bool,
+    verbose: bool,
+) -> Vec<String> {
+    let mut text = format!("[{host}] {}: {}", status.as_str(), task.name);
+    if matches!(status, TaskStatus::Failed | TaskStatus::Unreachable) {
+        text.push_str(&format!(" ({}:{})", task.file.display(), task.line));
+        if ignored {
+            text.push_str(" ...ignoring");
+        }
+    }
+    let mut lines = vec![text];
+    if !(matches!(status, TaskStatus::Skipped) && !verbose) {
+        lines.extend(detail_lines(result, verbose, status));
+    }
+    lines
+}
+
 fn detail_lines(result: &Value, verbose: bool, status: TaskStatus) -> Vec<String> {
     let mut out = Vec::new();
     let show = |key: &str| result.get(key).filter(|v| !v.is_null() && *v != "" && **v != Value::Array(vec![]));
@@ -164,18 +187,7 @@ impl EventSink for TextReporter {
         if let Ok(mut stats) = self.stats.lock() {
             stats.entry(host.clone()).or_default().count(*status, result, *ignored, *rescued);
         }
-        let mut text = format!("[{host}] {}: {}", status.as_str(), task.name);
-        if matches!(status, TaskStatus::Failed | TaskStatus::Unreachable) {
-            text.push_str(&format!(" ({}:{})", task.file.display(), task.line));
-            if *ignored {
-                text.push_str(" ...ignoring");
-            }
-        }
-        let verbose = self.verbosity > 0;
-        let mut lines = vec![text];
-        if !(matches!(status, TaskStatus::Skipped) && !verbose) {
-            lines.extend(detail_lines(result, verbose, *status));
-        }
+        let lines = task_lines(host, task, *status, result, *ignored, self.verbosity > 0);
         if let Ok(mut out) = self.out.lock() {
             for line in lines {
                 let _ = writeln!(out, "{line}");
