@@ -101,6 +101,12 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub fresh: bool,
 
+    /// After a first SIGINT/SIGTERM, how long hosts in flight may take to finish their sequence; past it they stop at
+    /// the next safe point (between steps, never inside the upgrade step) and nodes cordoned but not yet upgraded are
+    /// uncordoned.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub grace_period: u64,
+
     /// Write a JUnit XML report (one test case per host and phase) to this file.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,

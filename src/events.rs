@@ -140,6 +140,8 @@ pub enum Event {
     RunFinished {
         summary: crate::phase::Summary,
     },
+    /// The process exits at once (a second interrupt): reporters flush and clear what they draw.
+    Exiting,
 }
 
 /// Where events go. Reporters implement it; it must be cheap and must not block for long.

@@ -2,7 +2,6 @@
 //! phases in order and says, at the end, what was done and what is left. It never prints: reporters do.
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use crate::phase::batches::{StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun};
 use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
-use crate::report::{human::HumanReporter, json::JsonReporter, junit};
+use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
 
@@ -39,15 +38,16 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let (journal, history) = Journal::open(&state_dir, args.fresh)?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
-    let sink: SharedSink = match args.output {
+    let primary: SharedSink = match args.output {
         OutputFormat::Text => {
-            let stdout = std::io::stdout();
-            let timestamps = !stdout.is_terminal();
+            // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
             print!("{}", plan_text(&plan, &inventory));
-            Arc::new(HumanReporter::new(Box::new(stdout), args.run.verbose, timestamps))
+            Arc::new(HumanReporter::for_terminal(args.run.verbose))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(Box::new(std::io::stdout()))),
     };
+    let host_logs: SharedSink = Arc::new(HostLogReporter::new(&state_dir.join("logs")));
+    let sink: SharedSink = Arc::new(FanOut(vec![primary, host_logs]));
     let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
         inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
     let connect = ConnectOptions {
@@ -65,7 +65,8 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
-    let summary = runtime.block_on(async {
+    let grace = Duration::from_secs(args.grace_period);
+    let (summary, error) = runtime.block_on(async {
         let (stop_handle, stop) = stop_signal();
         let run = Arc::new(UpgradeRun::new(RunParts {
             inventory: Arc::new(inventory),
@@ -81,18 +82,21 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
             stop: stop.clone(),
             options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
         }));
-        let signals = tokio::spawn(watch_signals(stop_handle, sink.clone()));
+        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace));
         let result = run_phases(&run, &stop).await;
         signals.abort();
         run.close().await;
         result
     });
     drop(lock);
-    let summary = summary?;
+    // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
     if let Some(path) = &args.junit {
-        write_junit(path, &summary.hosts)?;
+        write_junit(path, &summary)?;
     }
-    Ok(summary.exit_code())
+    match error {
+        Some(e) => Err(e),
+        None => Ok(summary.exit_code()),
+    }
 }
 
 /// Every hook file must be a valid task list before anything is touched.
@@ -114,43 +118,70 @@ fn check_hook_files(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-fn write_junit(path: &PathBuf, reports: &[HostReport]) -> Result<()> {
-    std::fs::write(path, junit::render(reports)).map_err(|e| {
+fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
+    std::fs::write(path, junit::render(summary)).map_err(|e| {
         Error::internal(format!("cannot write the JUnit report {}: {e}", path.display()))
             .hint("check that its directory exists and is writable")
     })
 }
 
-/// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence. A second one exits
-/// at once: the journal is already on disk, entry by entry.
-async fn watch_signals(stop: crate::phase::batches::StopHandle, sink: SharedSink) {
+/// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence, for at most `grace`:
+/// then they stop at their next safe point. A second signal exits at once: the journal is already on disk, entry by
+/// entry, and gets a last line saying the run was interrupted.
+async fn watch_signals(stop: crate::phase::batches::StopHandle, run: Arc<UpgradeRun>, grace: Duration) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return;
     };
     let mut received = 0;
+    let grace_over = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(grace_over);
     loop {
         tokio::select! {
             _ = int.recv() => {},
             _ = term.recv() => {},
+            _ = &mut grace_over, if received == 1 => {
+                stop.abort();
+                run.notice(
+                    None,
+                    format!(
+                        "the grace period ({}s) is over: hosts in flight stop at their next safe point; nodes cordoned \
+                         but not yet upgraded are uncordoned",
+                        grace.as_secs()
+                    ),
+                );
+                // Only once.
+                grace_over.as_mut().reset(tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
+                continue;
+            }
         }
         received += 1;
         if received == 1 {
             stop.stop();
-            sink.event(&Event::Notice {
-                host: None,
-                message: "interrupted: no new host starts; hosts in flight finish their sequence (interrupt again to \
-                          exit at once)"
-                    .into(),
-            });
+            grace_over.as_mut().reset(tokio::time::Instant::now() + grace);
+            run.notice(
+                None,
+                format!(
+                    "interrupted: no new host starts; hosts in flight finish their sequence within {}s \
+                     (--grace-period), then stop at a safe point (interrupt again to exit at once)",
+                    grace.as_secs()
+                ),
+            );
         } else {
-            sink.event(&Event::Notice { host: None, message: "interrupted again: exiting now".into() });
+            run.notice(None, "interrupted again: exiting now; re-run the same command to resume");
+            run.record(JournalEntry::RunFinished {
+                run: run.run_id(),
+                time: utc_timestamp(std::time::SystemTime::now()),
+                status: "interrupted".into(),
+            });
+            run.event(Event::Exiting);
             std::process::exit(130);
         }
     }
 }
 
-async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> Result<Summary> {
+/// Runs the phases; returns the summary and, when preflight stopped the run, its error (rendered at the top).
+async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Option<Error>) {
     let phases: Vec<String> = run.plan.phases.iter().map(|p| p.phase.name().to_string()).collect();
     let resumed = run.history.runs > 0;
     run.event(Event::RunStarted { run: run.run_id(), target: run.target.to_string(), phases, resumed });
@@ -165,6 +196,8 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> Result<Summary>
         stopped: None,
         left_cordoned: Vec::new(),
         interrupted: false,
+        resumed: None,
+        error_code: None,
     };
 
     let started = phase_started(run, Phase::Preflight);
@@ -173,10 +206,15 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> Result<Summary>
         Err(e) => {
             phase_finished(run, Phase::Preflight, false, started);
             summary.stopped = Some(format!("preflight: {}", e.message));
+            summary.error_code = Some(e.exit_code());
+            summary.interrupted = stop.is_stopping();
             finish(run, &mut summary);
-            return Err(e);
+            return (summary, Some(e));
         }
     };
+    if !pre.resume.is_empty() {
+        summary.resumed = Some(pre.resume.clone());
+    }
     for report in &pre.skipped {
         run.event(Event::HostCompleted { report: report.clone() });
     }
@@ -253,7 +291,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> Result<Summary>
     }
     summary.interrupted = stop.is_stopping();
     finish(run, &mut summary);
-    Ok(summary)
+    (summary, None)
 }
 
 fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<String>) -> Vec<HostReport> {

@@ -83,11 +83,41 @@ fn state_error(path: &Path, e: std::io::Error) -> Error {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum JournalEntry {
-    RunStarted { run: String, time: String, target: String },
-    HostStarted { run: String, time: String, phase: String, host: String },
-    StepDone { run: String, time: String, phase: String, host: String, step: String },
-    HostFinished { run: String, time: String, phase: String, host: String, outcome: HostRecord, detail: String },
-    RunFinished { run: String, time: String, status: String },
+    RunStarted {
+        run: String,
+        time: String,
+        target: String,
+    },
+    /// `was_cordoned`: the node was unschedulable when the sequence started (not by this tool's doing), so a later
+    /// run can tell a node cordoned by us from one an operator cordoned.
+    HostStarted {
+        run: String,
+        time: String,
+        phase: String,
+        host: String,
+        #[serde(default)]
+        was_cordoned: bool,
+    },
+    StepDone {
+        run: String,
+        time: String,
+        phase: String,
+        host: String,
+        step: String,
+    },
+    HostFinished {
+        run: String,
+        time: String,
+        phase: String,
+        host: String,
+        outcome: HostRecord,
+        detail: String,
+    },
+    RunFinished {
+        run: String,
+        time: String,
+        status: String,
+    },
 }
 
 /// How a host's sequence ended, as recorded.
@@ -108,6 +138,21 @@ pub struct HostHistory {
     pub in_flight: bool,
     /// Steps done in the attempt that was in flight.
     pub steps_done: Vec<String>,
+    /// Whether the node was cordoned before the sequence first started (by someone else).
+    pub was_cordoned: bool,
+    /// The target of the run that recorded the host last.
+    pub target: Option<String>,
+}
+
+impl HostHistory {
+    pub fn did(&self, step: &str) -> bool {
+        self.steps_done.iter().any(|s| s == step)
+    }
+
+    /// The last attempt did not end in success: it was cut short or it failed.
+    pub fn unfinished(&self) -> bool {
+        self.in_flight || self.finished == Some(HostRecord::Failed)
+    }
 }
 
 /// Everything earlier runs recorded, per (phase, host).
@@ -130,18 +175,32 @@ impl History {
                 self.runs += 1;
                 self.target = Some(target.clone());
             }
-            JournalEntry::HostStarted { phase, host, .. } => {
+            JournalEntry::HostStarted { phase, host, was_cordoned, .. } => {
+                let target = self.target.clone();
                 let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                // A sequence started again after one that was cut short or failed keeps what that one knew: whether
+                // the node was cordoned before us, and (same target) whether the upgrade step already ran.
+                let carry = h.unfinished() && h.target == target;
+                h.was_cordoned = if h.unfinished() { h.was_cordoned } else { *was_cordoned };
+                if !carry {
+                    h.steps_done.clear();
+                }
                 h.in_flight = true;
-                h.steps_done.clear();
+                h.target = target;
             }
             JournalEntry::StepDone { phase, host, step, .. } => {
-                self.hosts.entry((phase.clone(), host.clone())).or_default().steps_done.push(step.clone());
+                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                if !h.did(step) {
+                    h.steps_done.push(step.clone());
+                }
             }
             JournalEntry::HostFinished { phase, host, outcome, .. } => {
                 let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
                 h.in_flight = false;
                 h.finished = Some(*outcome);
+                if *outcome != HostRecord::Failed {
+                    h.steps_done.clear();
+                }
             }
             JournalEntry::RunFinished { .. } => {}
         }
@@ -295,6 +354,7 @@ mod tests {
                     time: t(),
                     phase: nodes.clone(),
                     host: h.clone(),
+                    was_cordoned: false,
                 })
                 .unwrap();
             }

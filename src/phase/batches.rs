@@ -7,45 +7,75 @@ use tokio::sync::watch;
 
 use super::HostOutcome;
 
-/// Set once by the signal handler; checked before anything new starts.
+/// Set by the signal handler; checked before anything new starts. Two levels: *stopping* (no new host starts,
+/// hosts in flight finish their sequence) and *aborting* (the grace period is over: hosts in flight stop at the next
+/// safe point, between steps).
 #[derive(Clone, Debug)]
 pub struct StopSignal {
-    rx: watch::Receiver<bool>,
+    rx: watch::Receiver<u8>,
 }
 
 /// The sending side, kept by whoever handles signals.
 #[derive(Debug)]
 pub struct StopHandle {
-    tx: watch::Sender<bool>,
+    tx: watch::Sender<u8>,
 }
 
+const STOPPING: u8 = 1;
+const ABORTING: u8 = 2;
+
 pub fn stop_signal() -> (StopHandle, StopSignal) {
-    let (tx, rx) = watch::channel(false);
+    let (tx, rx) = watch::channel(0);
     (StopHandle { tx }, StopSignal { rx })
 }
 
 impl StopHandle {
+    /// No new host starts; hosts in flight finish.
     pub fn stop(&self) {
-        let _ = self.tx.send(true);
+        self.tx.send_if_modified(|level| raise(level, STOPPING));
     }
+
+    /// Hosts in flight stop at their next safe point.
+    pub fn abort(&self) {
+        self.tx.send_if_modified(|level| raise(level, ABORTING));
+    }
+}
+
+fn raise(level: &mut u8, to: u8) -> bool {
+    let changed = *level < to;
+    *level = (*level).max(to);
+    changed
 }
 
 impl StopSignal {
     /// A signal that never fires, for runs without a signal handler.
     pub fn never() -> StopSignal {
-        let (tx, rx) = watch::channel(false);
+        let (tx, rx) = watch::channel(0);
         // Keep the sender alive for ever so `stopped()` waits rather than returning at once.
         std::mem::forget(tx);
         StopSignal { rx }
     }
 
     pub fn is_stopping(&self) -> bool {
-        *self.rx.borrow()
+        *self.rx.borrow() >= STOPPING
+    }
+
+    pub fn is_aborting(&self) -> bool {
+        *self.rx.borrow() >= ABORTING
     }
 
     /// Resolves when a stop is requested.
     pub async fn stopped(&mut self) {
-        while !*self.rx.borrow_and_update() {
+        self.reached(STOPPING).await
+    }
+
+    /// Resolves when the grace period is over and hosts in flight must stop.
+    pub async fn aborted(&mut self) {
+        self.reached(ABORTING).await
+    }
+
+    async fn reached(&mut self, level: u8) {
+        while *self.rx.borrow_and_update() < level {
             if self.rx.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }

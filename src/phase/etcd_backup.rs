@@ -12,15 +12,36 @@ use crate::plan::Phase;
 /// Backs up every etcd host at once. Returns the reports, and whether the gate is open.
 pub async fn run(run: &UpgradeRun) -> (Vec<HostReport>, bool) {
     let hosts: Vec<String> = run.plan.phase(Phase::EtcdBackup).map(|p| p.batches.concat()).unwrap_or_default();
+    if !hosts.is_empty() && hosts.iter().all(|h| backed_up_earlier(run, h)) {
+        // The snapshot that matters is the one from before the upgrade started: an interrupted run already took it.
+        let reports = hosts
+            .iter()
+            .map(|h| {
+                let reason = format!("a verified backup was taken by an earlier run for {}", run.target);
+                run.host_completed(Phase::EtcdBackup, h, HostOutcome::Skipped { reason }, Instant::now())
+            })
+            .collect();
+        return (reports, true);
+    }
     let backups = hosts.iter().map(|host| backup(run, host));
     let reports = super::join_all(backups).await;
     let open = reports.iter().all(|r| !r.outcome.is_failure());
     (reports, open)
 }
 
+/// The journal says this host's backup succeeded in an earlier run with the same target.
+fn backed_up_earlier(run: &UpgradeRun, host: &str) -> bool {
+    use crate::journal::HostRecord;
+    run.history.host(Phase::EtcdBackup.name(), host).is_some_and(|h| {
+        !h.in_flight
+            && matches!(h.finished, Some(HostRecord::Upgraded | HostRecord::Skipped))
+            && h.target.as_deref() == Some(run.target.to_string().as_str())
+    })
+}
+
 async fn backup(run: &UpgradeRun, host: &str) -> HostReport {
     let started = Instant::now();
-    run.host_started(Phase::EtcdBackup, host);
+    run.host_started(Phase::EtcdBackup, host, false);
     let outcome =
         match run.run_step(Phase::EtcdBackup, host, Step::Backup, &run.playbook("etcd_backup.yml"), &[], None).await {
             Ok(facts) => {

@@ -109,6 +109,12 @@ pub struct Summary {
     /// Nodes the cluster reports unschedulable at the end, with the command that makes each schedulable again.
     pub left_cordoned: Vec<CordonedNode>,
     pub interrupted: bool,
+    /// What this run took over from earlier, unfinished runs (absent on a first run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<preflight::Resume>,
+    /// The exit code of an error that stopped the run (a preflight check: 2 for bad input, 1 otherwise).
+    #[serde(skip)]
+    pub error_code: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,7 +132,9 @@ impl Summary {
 
     /// The process exit code the summary calls for.
     pub fn exit_code(&self) -> i32 {
-        if self.interrupted {
+        if let Some(code) = self.error_code {
+            code
+        } else if self.interrupted {
             130
         } else if self.failed() {
             1

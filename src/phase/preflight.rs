@@ -25,6 +25,30 @@ pub struct Preflight {
     pub skipped: Vec<HostReport>,
     /// The version the masters run.
     pub control_plane_version: Option<TargetVersion>,
+    /// What this run takes over from earlier ones.
+    pub resume: Resume,
+}
+
+/// What a run takes over from earlier, unfinished ones (from the journal, checked against the cluster).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Resume {
+    /// Hosts an earlier run upgraded, skipped now (they run the target).
+    pub done_earlier: Vec<String>,
+    /// Hosts in flight when an earlier run stopped: their sequence starts again.
+    pub in_flight_restarted: Vec<String>,
+    /// Hosts that failed in an earlier run: tried again.
+    pub failed_retried: Vec<String>,
+    /// Nodes found cordoned by an earlier run of ours.
+    pub cordoned_by_earlier_run: Vec<String>,
+}
+
+impl Resume {
+    pub fn is_empty(&self) -> bool {
+        self.done_earlier.is_empty()
+            && self.in_flight_restarted.is_empty()
+            && self.failed_retried.is_empty()
+            && self.cordoned_by_earlier_run.is_empty()
+    }
 }
 
 pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
@@ -129,6 +153,14 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         let node = &cluster[&run.node_name(m)];
         master_versions.entry(node.kubelet_version.clone()).or_default().push(m.clone());
     }
+    // Masters split between the target and one older version: a control-plane upgrade an earlier run did not finish.
+    let target_text = master_versions.keys().find(|v| TargetVersion::parse(v).ok().as_ref() == Some(target)).cloned();
+    if master_versions.len() == 2 && plan.has_phase(Phase::ControlPlane) {
+        if let Some(at_target) = target_text {
+            let done = master_versions.remove(&at_target).unwrap_or_default();
+            run.notice(None, format!("control-plane upgrade in progress: {} already at {at_target}", done.join(", ")));
+        }
+    }
     if master_versions.len() > 1 {
         let described: Vec<String> =
             master_versions.iter().map(|(v, hosts)| format!("{v} on {}", hosts.join(", "))).collect();
@@ -165,7 +197,9 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         for m in &plan.masters {
             let node = &cluster[&run.node_name(m)];
             match version_of(node) {
-                Some(v) if v >= *target => result.skipped.push(skipped(run, Phase::ControlPlane, m, &v)),
+                Some(v) if v >= *target && !unfinished(run, Phase::ControlPlane, m) => {
+                    result.skipped.push(skipped(run, Phase::ControlPlane, m, &v))
+                }
                 _ => result.masters.push(m.clone()),
             }
         }
@@ -201,15 +235,24 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         for h in selected {
             let node = &cluster[&run.node_name(&h)];
             match version_of(node) {
-                Some(v) if v >= *target => result.skipped.push(skipped(run, Phase::Nodes, &h, &v)),
+                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, &h) => {
+                    result.skipped.push(skipped(run, Phase::Nodes, &h, &v))
+                }
                 _ => to_upgrade.push(h),
             }
         }
         result.node_batches = batch_hosts(&to_upgrade, &plan.settings.serial.value);
     }
 
-    report_resume(run, cluster);
+    result.resume = resume(run, cluster, &result);
     Ok(result)
+}
+
+/// An earlier run of the same target started this host's sequence and did not finish it (cut short or failed): it
+/// runs again even when the node already reports the target, to finish what is left (restart, uncordon, hooks).
+fn unfinished(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
+    let target = run.target.to_string();
+    run.history.host(phase.name(), host).is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()))
 }
 
 fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) -> HostReport {
@@ -232,21 +275,56 @@ fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) 
     }
 }
 
-/// Tells the operator what an earlier, unfinished run left: hosts in flight, nodes it left cordoned.
-fn report_resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) {
+/// What this run takes over from earlier ones, said to the operator now and in the summary.
+fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Preflight) -> Resume {
+    let mut resume = Resume::default();
     if run.history.runs == 0 {
-        return;
+        return resume;
     }
-    for ((phase, host), history) in &run.history.hosts {
-        if history.in_flight {
-            run.notice(
-                Some(host),
-                format!("was in flight ({phase}) when an earlier run stopped: its sequence starts again from the top"),
-            );
+    let earlier = |phase: Phase, host: &str| run.history.host(phase.name(), host);
+    for report in &decided.skipped {
+        let phase = if report.phase == Phase::ControlPlane.name() { Phase::ControlPlane } else { Phase::Nodes };
+        if earlier(phase, &report.host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded) {
+            resume.done_earlier.push(report.host.clone());
         }
+    }
+    let to_run = decided.masters.iter().map(|h| (Phase::ControlPlane, h));
+    let to_run = to_run.chain(decided.node_batches.iter().flatten().map(|h| (Phase::Nodes, h)));
+    for (phase, host) in to_run {
+        match earlier(phase, host) {
+            Some(h) if h.in_flight => {
+                resume.in_flight_restarted.push(host.clone());
+                run.notice(
+                    Some(host),
+                    "was in flight when an earlier run stopped: its sequence starts again from the top",
+                );
+            }
+            Some(h) if h.finished == Some(crate::journal::HostRecord::Failed) => {
+                resume.failed_retried.push(host.clone());
+                run.notice(Some(host), "failed in an earlier run: tried again");
+            }
+            _ => {}
+        }
+    }
+    // Every host of the inventory, not only those this run upgrades: a node can be left cordoned by an earlier run
+    // and be out of this run's plan (a narrower --limit or --label).
+    for ((_, host), history) in &run.history.hosts {
         let node = run.node_name(host);
-        if cluster.get(&node).is_some_and(|n| n.unschedulable) && history.steps_done.iter().any(|s| s == "cordon") {
-            run.notice(Some(host), format!("node {node} is still cordoned by an earlier run"));
+        let cordoned = cluster.get(&node).is_some_and(|n| n.unschedulable);
+        if cordoned && history.unfinished() && !history.was_cordoned && !resume.cordoned_by_earlier_run.contains(&node)
+        {
+            resume.cordoned_by_earlier_run.push(node);
         }
     }
+    if !resume.cordoned_by_earlier_run.is_empty() {
+        run.notice(
+            None,
+            format!(
+                "nodes left cordoned by an earlier run: {} (each is uncordoned when its sequence finishes; the summary \
+                 lists any still cordoned at the end)",
+                resume.cordoned_by_earlier_run.join(", ")
+            ),
+        );
+    }
+    resume
 }

@@ -27,6 +27,20 @@ pub struct StepFailure {
     pub step: Step,
     pub reason: String,
     pub unreachable: bool,
+    /// The step did not run (or was cut short) because the run was interrupted and its grace period ran out.
+    pub interrupted: bool,
+}
+
+impl StepFailure {
+    /// The grace period after an interrupt ran out before (or, for a drain, during) `step`.
+    pub fn interrupted(step: Step) -> StepFailure {
+        StepFailure {
+            step,
+            reason: "interrupted: the grace period ran out, stopped at a safe point".into(),
+            unreachable: false,
+            interrupted: true,
+        }
+    }
 }
 
 pub struct UpgradeRun {
@@ -230,7 +244,7 @@ impl UpgradeRun {
         more: &[(&str, Value)],
         timeout: Option<Duration>,
     ) -> Result<Map<String, Value>, StepFailure> {
-        let fail = |reason: String| StepFailure { step, reason, unreachable: false };
+        let fail = |reason: String| StepFailure { step, reason, unreachable: false, interrupted: false };
         let tasks = self.load(file).map_err(fail)?;
         let mut vars = self.task_vars.for_host(host);
         for (k, v) in self.step_vars(host) {
@@ -253,9 +267,25 @@ impl UpgradeRun {
             let reason = capture.failure.lock().ok().and_then(|f| f.clone()).unwrap_or_else(|| {
                 if outcome.unreachable { "host unreachable".into() } else { "a task failed".into() }
             });
-            return Err(StepFailure { step, reason, unreachable: outcome.unreachable });
+            return Err(StepFailure { step, reason, unreachable: outcome.unreachable, interrupted: false });
         }
         Ok(outcome.facts)
+    }
+
+    /// Whether the host has a hook at `point`.
+    pub fn has_hook(&self, host: &str, point: HookPoint) -> bool {
+        self.plan.hooks.get(host).is_some_and(|h| h.contains_key(&point))
+    }
+
+    /// Records a step as done without running it (a step an earlier run already did).
+    pub fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
+        self.record(JournalEntry::StepDone {
+            run: self.run_id(),
+            time: utc_timestamp(std::time::SystemTime::now()),
+            phase: phase.name().into(),
+            host: host.into(),
+            step: step.name().into(),
+        });
     }
 
     /// Runs the host's hook at `point`, if it has one.
@@ -265,13 +295,14 @@ impl UpgradeRun {
     }
 
     /// Tells the reporters and the journal that a host's sequence starts.
-    pub fn host_started(&self, phase: Phase, host: &str) {
+    pub fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) {
         self.event(Event::HostStarted { phase: phase.name().into(), host: host.into() });
         self.record(JournalEntry::HostStarted {
             run: self.run_id(),
             time: utc_timestamp(std::time::SystemTime::now()),
             phase: phase.name().into(),
             host: host.into(),
+            was_cordoned,
         });
     }
 

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::run::{StepFailure, UpgradeRun};
 use super::{HostOutcome, HostReport, Step};
+use crate::events::Event;
 use crate::plan::Phase;
-use crate::settings::HookPoint;
+use crate::settings::{HookPoint, TargetVersion};
 
 /// Whether the host is a master (control-plane phase) or a node (nodes phase): the hooks and files differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,31 +27,79 @@ impl Role {
     }
 }
 
+/// What one attempt at a host's sequence has done so far, for the clean-up after a failure or an interrupt.
+#[derive(Debug, Default)]
+struct Progress {
+    /// The node is unschedulable because of this run.
+    cordoned: bool,
+    /// The upgrade step ran (or had already run): the node must not be uncordoned half-way.
+    upgraded: bool,
+}
+
 /// Runs the host's whole sequence and reports how it ended.
 pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostReport {
     let phase = role.phase();
     let started = Instant::now();
-    run.host_started(phase, host);
     let node = run.node_name(host);
-    let was_cordoned =
-        run.cluster_before.lock().ok().and_then(|c| c.get(&node).map(|n| n.unschedulable)).unwrap_or(false)
-            && !cordoned_by_earlier_run(run, phase, host);
+    let before = run.cluster_before.lock().ok().and_then(|c| c.get(&node).cloned());
+    let was_cordoned = before.as_ref().is_some_and(|n| n.unschedulable) && !cordoned_by_earlier_run(run, phase, host);
+    run.host_started(phase, host, was_cordoned);
     if was_cordoned {
         run.notice(Some(host), format!("node {node} was cordoned before this run: it is upgraded and left cordoned"));
     }
-    let mut cordoned = was_cordoned;
-    let outcome = match steps(run, host, role, was_cordoned, &mut cordoned).await {
+    // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
+    // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
+    let at_target =
+        before.as_ref().and_then(|n| TargetVersion::parse(&n.kubelet_version).ok()).as_ref() == Some(&run.target);
+    let mut progress = Progress { cordoned: was_cordoned, upgraded: false };
+    let outcome = match steps(run, host, role, was_cordoned, at_target, &mut progress).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
         Err(f) => {
-            HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: cordoned }
+            if f.interrupted {
+                uncordon_after_interrupt(run, host, role, was_cordoned, &mut progress).await;
+            }
+            HostOutcome::Failed {
+                step: f.step,
+                reason: f.reason,
+                unreachable: f.unreachable,
+                left_cordoned: progress.cordoned && !was_cordoned,
+            }
         }
     };
     run.host_completed(phase, host, outcome, started)
 }
 
 /// A node found cordoned that an earlier run of ours cordoned is not "cordoned before the run": it gets uncordoned.
+/// The journal knows: the earlier attempt did not finish, and the node was schedulable when it first started.
 fn cordoned_by_earlier_run(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    run.history.host(phase.name(), host).is_some_and(|h| h.steps_done.iter().any(|s| s == Step::Cordon.name()))
+    run.history.host(phase.name(), host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
+}
+
+/// Before each step: past the grace period of an interrupt, the host stops here, between steps.
+fn safe_point(run: &UpgradeRun, step: Step) -> Result<(), StepFailure> {
+    if run.stop.is_aborting() { Err(StepFailure::interrupted(step)) } else { Ok(()) }
+}
+
+/// Runs the host's hook at `point` after the safe-point check.
+async fn hook(run: &UpgradeRun, phase: Phase, host: &str, point: HookPoint, step: Step) -> Result<(), StepFailure> {
+    if !run.has_hook(host, point) {
+        return Ok(());
+    }
+    safe_point(run, step)?;
+    run.run_hook(phase, host, point, step).await
+}
+
+/// Runs a built-in step after the safe-point check.
+async fn step(
+    run: &UpgradeRun,
+    phase: Phase,
+    host: &str,
+    step: Step,
+    file: &str,
+    more: &[(&str, Value)],
+) -> Result<(), StepFailure> {
+    safe_point(run, step)?;
+    run.run_step(phase, host, step, &run.playbook(file), more, None).await.map(|_| ())
 }
 
 async fn steps(
@@ -58,67 +107,122 @@ async fn steps(
     host: &str,
     role: Role,
     was_cordoned: bool,
-    cordoned: &mut bool,
+    at_target: bool,
+    progress: &mut Progress,
 ) -> Result<(), StepFailure> {
     let phase = role.phase();
     let was = [("upgrade_node_was_cordoned", Value::Bool(was_cordoned))];
-    let drain_limit = run.plan.settings.drain_timeout.value.limit();
 
     match role {
-        Role::Master => run.run_hook(phase, host, HookPoint::MasterPre, Step::PreHook).await?,
+        Role::Master => hook(run, phase, host, HookPoint::MasterPre, Step::PreHook).await?,
         Role::Node => {}
     }
     if !was_cordoned {
-        run.run_step(phase, host, Step::Cordon, &run.playbook("cordon.yml"), &[], None).await?;
-        *cordoned = true;
+        step(run, phase, host, Step::Cordon, "cordon.yml", &[]).await?;
+        progress.cordoned = true;
     }
     if role == Role::Node {
-        run.run_hook(phase, host, HookPoint::NodePreDrain, Step::PreDrainHook).await?;
+        hook(run, phase, host, HookPoint::NodePreDrain, Step::PreDrainHook).await?;
     }
-    if let Err(failure) = run.run_step(phase, host, Step::Drain, &run.playbook("drain.yml"), &[], drain_limit).await {
-        return Err(after_drain_failure(run, host, role, failure, was_cordoned, cordoned).await);
+    if let Err(failure) = drain(run, phase, host).await {
+        if failure.interrupted {
+            return Err(failure);
+        }
+        return Err(after_drain_failure(run, host, role, failure, was_cordoned, progress).await);
     }
     if role == Role::Node {
-        run.run_hook(phase, host, HookPoint::NodePre, Step::PreHook).await?;
+        hook(run, phase, host, HookPoint::NodePre, Step::PreHook).await?;
     }
-    if upgrade_done_earlier(run, phase, host) {
-        run.notice(Some(host), "the upgrade step finished in an earlier run: not repeated");
+    safe_point(run, Step::Upgrade)?;
+    if upgrade_done_earlier(run, phase, host) || at_target {
+        let why = if at_target { "the node already runs the target" } else { "the journal says it finished" };
+        run.notice(Some(host), format!("the upgrade step ran in an earlier run ({why}): not repeated"));
+        // Recorded again, so a run cut short after this one still knows.
+        run.record_step_done(phase, host, Step::Upgrade);
     } else {
         let file = match role {
             Role::Master => "master_upgrade.yml",
             Role::Node => "node_upgrade.yml",
         };
+        // From here on the node is half-way: it is not uncordoned by an interrupt, it is finished or left for a
+        // re-run (which does not repeat this step).
+        progress.upgraded = true;
         run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
     }
+    progress.upgraded = true;
     match role {
         Role::Master => {
-            run.run_hook(phase, host, HookPoint::MasterMid, Step::MidHook).await?;
-            run.run_step(phase, host, Step::Restart, &run.playbook("master_restart.yml"), &[], None).await?;
-            run.run_step(phase, host, Step::WaitReady, &run.playbook("wait_ready.yml"), &[], None).await?;
+            hook(run, phase, host, HookPoint::MasterMid, Step::MidHook).await?;
+            step(run, phase, host, Step::Restart, "master_restart.yml", &[]).await?;
+            step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await?;
         }
         Role::Node => {
-            run.run_step(phase, host, Step::Restart, &run.playbook("node_restart.yml"), &[], None).await?;
-            run.run_step(phase, host, Step::WaitReady, &run.playbook("wait_ready.yml"), &[], None).await?;
-            run.run_hook(phase, host, HookPoint::NodeMid, Step::MidHook).await?;
+            step(run, phase, host, Step::Restart, "node_restart.yml", &[]).await?;
+            step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await?;
+            hook(run, phase, host, HookPoint::NodeMid, Step::MidHook).await?;
         }
     }
-    run.run_step(phase, host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await?;
-    *cordoned = was_cordoned;
+    step(run, phase, host, Step::Uncordon, "uncordon.yml", &was).await?;
+    progress.cordoned = was_cordoned;
     let post = match role {
         Role::Master => HookPoint::MasterPost,
         Role::Node => HookPoint::NodePost,
     };
-    run.run_hook(phase, host, post, Step::PostHook).await
+    hook(run, phase, host, post, Step::PostHook).await
 }
 
-/// The journal says the upgrade step of this host finished, for this target, in the attempt that was cut short.
+/// The drain, bounded by the drain timeout, and cut short when the grace period of an interrupt runs out (a drain
+/// can wait for ever on a PodDisruptionBudget; stopping it changes nothing on the node).
+async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
+    safe_point(run, Step::Drain)?;
+    let limit = run.plan.settings.drain_timeout.value.limit();
+    let started = Instant::now();
+    let mut stop = run.stop.clone();
+    let file = run.playbook("drain.yml");
+    tokio::select! {
+        result = run.run_step(phase, host, Step::Drain, &file, &[], limit) => result.map(|_| ()),
+        _ = stop.aborted() => {
+            let failure = StepFailure::interrupted(Step::Drain);
+            run.event(Event::StepFinished {
+                phase: phase.name().into(),
+                host: host.into(),
+                step: Step::Drain,
+                ok: false,
+                duration: started.elapsed(),
+                error: Some(failure.reason.clone()),
+            });
+            Err(failure)
+        }
+    }
+}
+
+/// Past the grace period, a node this run cordoned and did not upgrade gets its capacity back.
+async fn uncordon_after_interrupt(
+    run: &UpgradeRun,
+    host: &str,
+    role: Role,
+    was_cordoned: bool,
+    progress: &mut Progress,
+) {
+    if !progress.cordoned || was_cordoned || progress.upgraded {
+        return;
+    }
+    let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
+    match run.run_step(role.phase(), host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
+        Ok(_) => {
+            progress.cordoned = false;
+            run.notice(Some(host), "interrupted before its upgrade: uncordoned again");
+        }
+        Err(f) => run.notice(Some(host), format!("could not uncordon after the interrupt: {}", f.reason)),
+    }
+}
+
+/// The journal says the upgrade step of this host finished, for this target, in an attempt that did not finish.
 fn upgrade_done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    let same_target = run.history.target.as_deref() == Some(run.target.to_string().as_str());
-    same_target
-        && run
-            .history
-            .host(phase.name(), host)
-            .is_some_and(|h| h.in_flight && h.steps_done.iter().any(|s| s == Step::Upgrade.name()))
+    let target = run.target.to_string();
+    run.history
+        .host(phase.name(), host)
+        .is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()) && h.did(Step::Upgrade.name()))
 }
 
 /// A drain that failed or outlasted the drain timeout: the node is not upgraded, and gets its capacity back
@@ -129,7 +233,7 @@ async fn after_drain_failure(
     role: Role,
     mut failure: StepFailure,
     was_cordoned: bool,
-    cordoned: &mut bool,
+    progress: &mut Progress,
 ) -> StepFailure {
     let limit = run.plan.settings.drain_timeout.value;
     if failure.reason.contains("timed out") && limit.seconds() > 0 {
@@ -143,7 +247,7 @@ async fn after_drain_failure(
     let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
     match run.run_step(phase, host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
         Ok(_) => {
-            *cordoned = false;
+            progress.cordoned = false;
             run.notice(Some(host), "uncordoned again after the failed drain, so its capacity comes back");
         }
         Err(f) => run.notice(Some(host), format!("could not uncordon after the failed drain: {}", f.reason)),

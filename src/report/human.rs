@@ -10,20 +10,57 @@ use crate::events::{Event, EventSink};
 use crate::phase::{HostOutcome, Step, Summary};
 use crate::tasks::report::task_lines;
 
+use super::progress::Progress;
+
 pub struct HumanReporter {
     out: Mutex<Box<dyn Write + Send>>,
     verbosity: u8,
     timestamps: bool,
+    color: bool,
+    /// Progress bars on stderr, when it is a terminal.
+    progress: Option<Progress>,
     /// The step each host is in, so hook task results show and built-in step tasks stay quiet.
     current_step: Mutex<HashMap<String, Step>>,
 }
 
 impl HumanReporter {
     pub fn new(out: Box<dyn Write + Send>, verbosity: u8, timestamps: bool) -> HumanReporter {
-        HumanReporter { out: Mutex::new(out), verbosity, timestamps, current_step: Mutex::new(HashMap::new()) }
+        HumanReporter {
+            out: Mutex::new(out),
+            verbosity,
+            timestamps,
+            color: false,
+            progress: None,
+            current_step: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Lines on stdout (timestamped unless stdout is a terminal, colored only on a terminal without `NO_COLOR`),
+    /// progress bars on stderr when stderr is a terminal.
+    pub fn for_terminal(verbosity: u8) -> HumanReporter {
+        use std::io::IsTerminal;
+        let stdout = std::io::stdout();
+        let on_terminal = stdout.is_terminal();
+        // https://no-color.org: any non-empty value turns color off.
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let mut reporter = HumanReporter::new(Box::new(stdout), verbosity, !on_terminal);
+        reporter.color = on_terminal && !no_color;
+        reporter.progress = Progress::on_stderr(!no_color);
+        reporter
+    }
+
+    fn paint(&self, text: &str, code: &str) -> String {
+        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
     }
 
     fn write(&self, lines: &[String]) {
+        match &self.progress {
+            Some(progress) => progress.suspend(|| self.write_lines(lines)),
+            None => self.write_lines(lines),
+        }
+    }
+
+    fn write_lines(&self, lines: &[String]) {
         let Ok(mut out) = self.out.lock() else { return };
         let stamp = if self.timestamps {
             let now = crate::journal::utc_timestamp(std::time::SystemTime::now());
@@ -52,14 +89,17 @@ fn secs(d: &Duration) -> String {
 
 impl EventSink for HumanReporter {
     fn event(&self, event: &Event) {
+        if let Some(progress) = &self.progress {
+            progress.event(event);
+        }
         match event {
             Event::RunStarted { target, phases, resumed, .. } => {
                 let how = if *resumed { " (resuming an earlier run)" } else { "" };
                 self.write(&[format!("Upgrading to {target}: {}{how}", phases.join(", "))]);
             }
-            Event::PhaseStarted { phase } => self.write(&[String::new(), format!("== {phase}")]),
+            Event::PhaseStarted { phase } => self.write(&[String::new(), self.paint(&format!("== {phase}"), "1")]),
             Event::PhaseFinished { phase, ok, duration } => {
-                let status = if *ok { "done" } else { "stopped" };
+                let status = if *ok { self.paint("done", "32") } else { self.paint("stopped", "31") };
                 self.write(&[format!("== {phase} {status} in {}", secs(duration))]);
             }
             Event::BatchStarted { phase, index, total, hosts } => {
@@ -80,8 +120,8 @@ impl EventSink for HumanReporter {
             Event::StepFinished { host, step, ok, duration, error, .. } => {
                 let line = match (ok, error) {
                     (true, _) => format!("[{host}] {step} ok ({})", secs(duration)),
-                    (false, Some(e)) => format!("[{host}] {step} FAILED: {e}"),
-                    (false, None) => format!("[{host}] {step} FAILED"),
+                    (false, Some(e)) => format!("[{host}] {step} {}: {e}", self.paint("FAILED", "31")),
+                    (false, None) => format!("[{host}] {step} {}", self.paint("FAILED", "31")),
                 };
                 self.write(&[line]);
             }
@@ -108,7 +148,9 @@ impl EventSink for HumanReporter {
                     }
                     HostOutcome::Upgraded { .. } => format!("[{host}] done in {}", secs(&report.duration)),
                     HostOutcome::Skipped { reason } => format!("[{host}] skipped: {reason}"),
-                    HostOutcome::Failed { step, reason, .. } => format!("[{host}] FAILED at {step}: {reason}"),
+                    HostOutcome::Failed { step, reason, .. } => {
+                        format!("[{host}] {} at {step}: {reason}", self.paint("FAILED", "1;31"))
+                    }
                     HostOutcome::NotStarted { reason } => format!("[{host}] not started: {reason}"),
                 };
                 self.write(&[line]);
@@ -188,6 +230,9 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
             lines.push(format!("  {}{why}: to make it schedulable again run `{}`", c.node, c.fix));
         }
     }
+    if let Some(resumed) = &summary.resumed {
+        lines.push(format!("resumed: {}", resume_line(resumed)));
+    }
     if let Some(why) = &summary.stopped {
         lines.push(format!("stopped: {why}"));
     }
@@ -200,4 +245,35 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
     };
     lines.push(format!("result: {verdict}"));
     lines
+}
+
+/// `3 hosts done by an earlier run, 1 in flight restarted, 1 failed tried again, 1 node found cordoned by it`
+pub fn resume_line(resume: &crate::phase::preflight::Resume) -> String {
+    let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = Vec::new();
+    if !resume.done_earlier.is_empty() {
+        parts.push(format!("{} done by an earlier run", count(resume.done_earlier.len(), "host", "hosts")));
+    }
+    if !resume.in_flight_restarted.is_empty() {
+        parts.push(format!(
+            "{} in flight restarted ({})",
+            resume.in_flight_restarted.len(),
+            resume.in_flight_restarted.join(", ")
+        ));
+    }
+    if !resume.failed_retried.is_empty() {
+        parts.push(format!(
+            "{} failed tried again ({})",
+            resume.failed_retried.len(),
+            resume.failed_retried.join(", ")
+        ));
+    }
+    if !resume.cordoned_by_earlier_run.is_empty() {
+        parts.push(format!(
+            "{} found cordoned by it ({})",
+            count(resume.cordoned_by_earlier_run.len(), "node", "nodes"),
+            resume.cordoned_by_earlier_run.join(", ")
+        ));
+    }
+    parts.join(", ")
 }

@@ -2,10 +2,32 @@
 
 use std::fmt::Write;
 
-use crate::phase::{HostOutcome, HostReport};
+use crate::phase::{HostOutcome, HostReport, Step, Summary};
 
-/// Renders the report. Phases keep the order in which they first appear.
-pub fn render(reports: &[HostReport]) -> String {
+/// The report of a run: a test case per host and phase; when a preflight check stopped the run, a failed
+/// `preflight` case says why (so a CI job shows the reason, not an empty report).
+pub fn render(summary: &Summary) -> String {
+    let mut reports = Vec::new();
+    if let (Some(_), Some(why)) = (summary.error_code, &summary.stopped) {
+        reports.push(HostReport {
+            phase: "preflight".into(),
+            host: "preflight".into(),
+            node: None,
+            outcome: HostOutcome::Failed {
+                step: Step::ReadCluster,
+                reason: why.strip_prefix("preflight: ").unwrap_or(why).to_string(),
+                unreachable: false,
+                left_cordoned: false,
+            },
+            duration: std::time::Duration::ZERO,
+        });
+    }
+    reports.extend(summary.hosts.iter().cloned());
+    render_reports(&reports)
+}
+
+/// Renders host reports. Phases keep the order in which they first appear.
+pub fn render_reports(reports: &[HostReport]) -> String {
     let mut phases: Vec<&str> = Vec::new();
     for r in reports {
         if !phases.contains(&r.phase.as_str()) {
@@ -54,11 +76,12 @@ pub fn render(reports: &[HostReport]) -> String {
                     let _ = write!(xml, ">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(reason));
                 }
                 HostOutcome::Failed { step, reason, .. } => {
+                    let kind = if case.phase == "preflight" { "preflight".to_string() } else { step.to_string() };
                     let _ = write!(
                         xml,
                         ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
-                        escape(&format!("{step}: {reason}")),
-                        step,
+                        escape(&format!("{kind}: {reason}")),
+                        kind,
                         escape(reason)
                     );
                 }
@@ -106,7 +129,7 @@ mod tests {
 
     #[test]
     fn one_case_per_host_and_phase() {
-        let xml = render(&[
+        let xml = render_reports(&[
             report("control-plane", "m1", HostOutcome::Upgraded { left_cordoned: false }),
             report(
                 "nodes",
