@@ -98,6 +98,15 @@ pub enum JournalEntry {
         #[serde(default)]
         was_cordoned: bool,
     },
+    /// Recorded for the upgrade step only: a start without a `step-done` means the run died while the command ran
+    /// on the host (where it may have finished on its own).
+    StepStarted {
+        run: String,
+        time: String,
+        phase: String,
+        host: String,
+        step: String,
+    },
     StepDone {
         run: String,
         time: String,
@@ -138,6 +147,8 @@ pub struct HostHistory {
     pub in_flight: bool,
     /// Steps done in the attempt that was in flight.
     pub steps_done: Vec<String>,
+    /// Steps started and never recorded done (the upgrade step cut short by a kill).
+    pub steps_cut_short: Vec<String>,
     /// Whether the node was cordoned before the sequence first started (by someone else).
     pub was_cordoned: bool,
     /// The target of the run that recorded the host last.
@@ -184,12 +195,20 @@ impl History {
                 h.was_cordoned = if h.unfinished() { h.was_cordoned } else { *was_cordoned };
                 if !carry {
                     h.steps_done.clear();
+                    h.steps_cut_short.clear();
                 }
                 h.in_flight = true;
                 h.target = target;
             }
+            JournalEntry::StepStarted { phase, host, step, .. } => {
+                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                if !h.steps_cut_short.contains(step) {
+                    h.steps_cut_short.push(step.clone());
+                }
+            }
             JournalEntry::StepDone { phase, host, step, .. } => {
                 let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                h.steps_cut_short.retain(|s| s != step);
                 if !h.did(step) {
                     h.steps_done.push(step.clone());
                 }
@@ -201,6 +220,7 @@ impl History {
                 if *outcome != HostRecord::Failed {
                     h.steps_done.clear();
                 }
+                h.steps_cut_short.clear();
             }
             JournalEntry::RunFinished { .. } => {}
         }

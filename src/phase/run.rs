@@ -277,6 +277,17 @@ impl UpgradeRun {
         self.plan.hooks.get(host).is_some_and(|h| h.contains_key(&point))
     }
 
+    /// Records that a step starts (the upgrade step: see `JournalEntry::StepStarted`).
+    pub fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
+        self.record(JournalEntry::StepStarted {
+            run: self.run_id(),
+            time: utc_timestamp(std::time::SystemTime::now()),
+            phase: phase.name().into(),
+            host: host.into(),
+            step: step.name().into(),
+        });
+    }
+
     /// Records a step as done without running it (a step an earlier run already did).
     pub fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
         self.record(JournalEntry::StepDone {

@@ -134,6 +134,7 @@ async fn steps(
         hook(run, phase, host, HookPoint::NodePre, Step::PreHook).await?;
     }
     safe_point(run, Step::Upgrade)?;
+    let at_target = at_target || (upgrade_cut_short(run, phase, host) && now_at_target(run, host).await);
     if upgrade_done_earlier(run, phase, host) || at_target {
         let why = if at_target { "the node already runs the target" } else { "the journal says it finished" };
         run.notice(Some(host), format!("the upgrade step ran in an earlier run ({why}): not repeated"));
@@ -147,6 +148,14 @@ async fn steps(
         // From here on the node is half-way: it is not uncordoned by an interrupt, it is finished or left for a
         // re-run (which does not repeat this step).
         progress.upgraded = true;
+        if upgrade_cut_short(run, phase, host) {
+            run.notice(
+                Some(host),
+                "an earlier run died while this host's upgrade command ran and the node does not report the target: \
+                 the upgrade step runs again (its commands must be idempotent, as the kubeadm flow is)",
+            );
+        }
+        run.record_step_started(phase, host, Step::Upgrade);
         run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
     }
     progress.upgraded = true;
@@ -214,6 +223,30 @@ async fn uncordon_after_interrupt(
             run.notice(Some(host), "interrupted before its upgrade: uncordoned again");
         }
         Err(f) => run.notice(Some(host), format!("could not uncordon after the interrupt: {}", f.reason)),
+    }
+}
+
+/// The journal says an earlier run started this host's upgrade step and died before it ended.
+fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
+    let target = run.target.to_string();
+    run.history.host(phase.name(), host).is_some_and(|h| {
+        h.unfinished()
+            && h.target.as_deref() == Some(target.as_str())
+            && h.steps_cut_short.iter().any(|s| s == Step::Upgrade.name())
+    })
+}
+
+/// Reads the node from the cluster now (not as preflight saw it): an upgrade command left running by a killed run
+/// may have finished since.
+async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
+    let node = run.node_name(host);
+    match super::preflight::read_cluster(run, Phase::Nodes).await {
+        Ok(nodes) => nodes
+            .iter()
+            .find(|n| n.name == node)
+            .and_then(|n| TargetVersion::parse(&n.kubelet_version).ok())
+            .is_some_and(|v| v == run.target),
+        Err(_) => false,
     }
 }
 
