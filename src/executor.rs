@@ -82,7 +82,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
             stop: stop.clone(),
             options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
         }));
-        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace));
+        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, lock.path().to_path_buf()));
         let result = run_phases(&run, &stop).await;
         signals.abort();
         run.close().await;
@@ -128,7 +128,7 @@ fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
 /// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence, for at most `grace`:
 /// then they stop at their next safe point. A second signal exits at once: the journal is already on disk, entry by
 /// entry, and gets a last line saying the run was interrupted.
-async fn watch_signals(stop: crate::phase::batches::StopHandle, run: Arc<UpgradeRun>, grace: Duration) {
+async fn watch_signals(stop: crate::phase::batches::StopHandle, run: Arc<UpgradeRun>, grace: Duration, lock: PathBuf) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return;
@@ -175,6 +175,8 @@ async fn watch_signals(stop: crate::phase::batches::StopHandle, run: Arc<Upgrade
                 status: "interrupted".into(),
             });
             run.event(Event::Exiting);
+            // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
+            let _ = std::fs::remove_file(&lock);
             std::process::exit(130);
         }
     }

@@ -64,6 +64,13 @@ impl RunLock {
     }
 }
 
+impl RunLock {
+    /// The lock file, for a process that exits without unwinding (a second interrupt) and removes it itself.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 impl Drop for RunLock {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);

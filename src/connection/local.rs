@@ -11,6 +11,22 @@ use super::{Connection, ConnectionError, ExecOutput};
 #[derive(Debug, Default)]
 pub struct LocalConnection;
 
+/// The process group of a running command, killed on drop unless cleared once the command has ended.
+struct GroupGuard(Option<libc::pid_t>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            // The whole process group, so children of the shell stop too. Not through kill(1): procps'
+            // `kill -KILL -PID` reads `-PID` as a signal and kills process group 9 instead.
+            // SAFETY: killpg only sends a signal; pgid is our child's own group (process_group(0)).
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl Connection for LocalConnection {
     async fn exec(
@@ -33,26 +49,19 @@ impl Connection for LocalConnection {
             // A command that does not read its stdin closes the pipe early; that is not our failure.
             let _ = pipe.write_all(data).await;
         }
-        let pid = child.id();
+        // Kills the command's whole process group if this exec ends before the command does: on a timeout, and
+        // when the caller drops the future (a drain cut short by an interrupt), so no grandchild is left behind.
+        let mut group = GroupGuard(child.id().and_then(|p| libc::pid_t::try_from(p).ok()).filter(|p| *p > 1));
         let wait = child.wait_with_output();
         let output = match timeout {
             Some(limit) => match tokio::time::timeout(limit, wait).await {
                 Ok(out) => out,
-                Err(_) => {
-                    if let Some(pgid) = pid.and_then(|p| libc::pid_t::try_from(p).ok()).filter(|p| *p > 1) {
-                        // The whole process group, so children of the shell stop too. Not through kill(1):
-                        // procps' `kill -KILL -PID` reads `-PID` as a signal and kills process group 9 instead.
-                        // SAFETY: killpg only sends a signal; pgid is our child's own group (process_group(0)).
-                        unsafe {
-                            libc::killpg(pgid, libc::SIGKILL);
-                        }
-                    }
-                    return Err(ConnectionError::Timeout(limit));
-                }
+                Err(_) => return Err(ConnectionError::Timeout(limit)),
             },
             None => wait.await,
-        }
-        .map_err(|e| ConnectionError::Transport(e.to_string()))?;
+        };
+        group.0 = None;
+        let output = output.map_err(|e| ConnectionError::Transport(e.to_string()))?;
         let status = output.status.code().unwrap_or_else(|| {
             use std::os::unix::process::ExitStatusExt;
             128 + output.status.signal().unwrap_or(0)

@@ -130,7 +130,11 @@ where
         let results = run_all(batch.iter().map(|h| run_host(h.clone()))).await;
         let failed = results.iter().filter(|o| o.is_failure()).count();
         outcomes.extend(batch.iter().cloned().zip(results));
-        if exceeded(index + 1, failed, batch.len()) {
+        let over = exceeded(index + 1, failed, batch.len());
+        // An interrupt during the batch is why the run stops, even when its interrupted hosts tip the threshold.
+        if stop.is_stopping() {
+            stopped = Some(BatchStop::Interrupted);
+        } else if over {
             stopped = Some(BatchStop::Threshold { batch: index + 1, failed, size: batch.len() });
         }
     }
