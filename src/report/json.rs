@@ -75,6 +75,7 @@ pub fn event_json(event: &Event) -> Option<Value> {
             }
             v
         }
+        Event::Exiting => json!({"event": "aborted", "status": "interrupted", "exit_code": 130}),
         _ => return None,
     };
     Some(value)
