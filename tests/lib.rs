@@ -4,5 +4,6 @@ mod support;
 
 mod etcd_backup;
 mod fake_cluster;
+mod ops;
 mod plan;
 mod tasks;

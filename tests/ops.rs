@@ -1,0 +1,398 @@
+//! Safe to interrupt, easy to follow: kill -9 and resume, SIGINT with a grace period, the run lock, the JSON events
+//! and the JUnit report, on a copy of the demo cluster (local connections, the scripted fake cluster API).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const NODES: [&str; 6] = ["node-1", "node-2", "node-3", "node-4", "node-5", "node-6"];
+const HOSTS: [&str; 9] =
+    ["master-1", "master-2", "master-3", "node-1", "node-2", "node-3", "node-4", "node-5", "node-6"];
+
+/// A private copy of inventories/demo in a temp dir: its hooks, its fake etcdctl, and the fake cluster's state in
+/// `<dir>/.state/cluster`, so tests run in parallel.
+struct Demo {
+    dir: tempfile::TempDir,
+}
+
+impl Demo {
+    fn new() -> Demo {
+        let dir = tempfile::Builder::new().prefix("upgrade-ops-").tempdir().expect("temp dir");
+        let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("inventories/demo");
+        let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("testing/fake-cluster");
+        let hosts = std::fs::read_to_string(demo.join("hosts.yml")).expect("read the demo inventory");
+        let hosts = hosts.replace(
+            "demo_fake_cluster: \"{{ inventory_dir }}/../../testing/fake-cluster\"",
+            &format!("demo_fake_cluster: \"{}\"", fake.display()),
+        );
+        assert!(hosts.contains(&fake.display().to_string()), "the demo inventory names the fake cluster differently");
+        std::fs::write(dir.path().join("hosts.yml"), hosts).expect("write the inventory");
+        for file in ["cluster.txt", "bin/etcdctl"] {
+            copy(&demo.join(file), &dir.path().join(file));
+        }
+        for entry in std::fs::read_dir(demo.join("hooks")).expect("demo hooks") {
+            let path = entry.expect("hook").path();
+            copy(&path, &dir.path().join("hooks").join(path.file_name().expect("name")));
+        }
+        let out = Command::new(fake.join("fake-cluster"))
+            .args(["init", "--state"])
+            .arg(dir.path().join(".state/cluster"))
+            .arg(demo.join("cluster.txt"))
+            .output()
+            .expect("run fake-cluster init");
+        assert!(out.status.success(), "fake-cluster init: {}", String::from_utf8_lossy(&out.stderr));
+        Demo { dir }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    fn node_file(&self, node: &str, file: &str) -> String {
+        std::fs::read_to_string(self.path(&format!(".state/cluster/nodes/{node}/{file}")))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    }
+
+    fn set_cue(&self, node: &str, cue: &str, value: &str) {
+        std::fs::write(self.path(&format!(".state/cluster/nodes/{node}/{cue}")), value).expect("write a cue");
+    }
+
+    fn upgrades(&self, node: &str) -> u32 {
+        self.node_file(node, "upgrades").parse().unwrap_or(0)
+    }
+
+    fn version(&self, node: &str) -> String {
+        self.node_file(node, "version")
+    }
+
+    fn is_cordoned(&self, node: &str) -> bool {
+        self.node_file(node, "unschedulable") == "true"
+    }
+
+    /// `(node, action)` of every call the fake cluster logged, in order.
+    fn calls(&self) -> Vec<(String, String)> {
+        let log = std::fs::read_to_string(self.path(".state/cluster/calls.log")).unwrap_or_default();
+        log.lines()
+            .filter_map(|l| {
+                let mut f = l.split('\t').skip(1);
+                Some((f.next()?.to_string(), f.next()?.to_string()))
+            })
+            .collect()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
+        command.arg("--inventory").arg(self.path("hosts.yml")).args(args).current_dir(self.dir.path());
+        command.env_remove("NO_COLOR");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run upgrade")
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        let mut command = self.command(args);
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.spawn().expect("start upgrade")
+    }
+
+    /// Waits until the fake cluster logged `action` on `node` (the orchestrator got that far).
+    fn wait_for_call(&self, node: &str, action: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.calls().iter().any(|(n, a)| n == node && a == action) {
+            assert!(Instant::now() < deadline, "no {action} of {node} within 60 s; calls: {:?}", self.calls());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
+fn signal(child: &Child, signal: i32) {
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: kill only sends a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "send signal {signal}");
+}
+
+#[test]
+fn kill_9_in_the_middle_of_a_node_batch_then_a_rerun_upgrades_every_node_exactly_once() {
+    let demo = Demo::new();
+    // node-2's drain takes 3 s: the orchestrator is killed while it drains.
+    demo.set_cue("node-2", "drain_hang", "3");
+    let mut first = demo.spawn(&[]);
+    demo.wait_for_call("node-2", "drain");
+    std::thread::sleep(Duration::from_millis(500));
+    first.kill().expect("kill -9 the orchestrator");
+    let _ = first.wait();
+    assert!(demo.is_cordoned("node-2"), "the killed run left node-2 cordoned (the scenario this test is about)");
+    assert!(demo.path(".upgrade-state/lock").exists(), "kill -9 leaves the lock behind");
+
+    let second = demo.run(&[]);
+    let out = describe(&second);
+    assert_eq!(second.status.code(), Some(0), "the re-run finishes the upgrade\n{out}");
+    let stdout = text(&second.stdout);
+    assert!(stdout.contains("nodes left cordoned by an earlier run: node-2"), "lists the cordoned node\n{out}");
+    let resumed = stdout.lines().find(|l| l.contains("resumed: ")).unwrap_or_else(|| panic!("no resumed line\n{out}"));
+    let in_flight = resumed.split("in flight restarted (").nth(1).and_then(|r| r.split(')').next()).unwrap_or("");
+    assert!(in_flight.split(", ").any(|h| h == "node-2"), "node-2 restarted: {resumed}\n{out}");
+    for host in HOSTS {
+        assert_eq!(demo.upgrades(host), 1, "{host} upgraded exactly once\n{out}");
+        assert_eq!(demo.version(host), "v1.29.1", "{host} at the target\n{out}");
+        assert!(!demo.is_cordoned(host), "{host} schedulable at the end\n{out}");
+    }
+    // The masters were done by the first run: the second does not touch them again.
+    let kubeadm_applies = demo.calls().iter().filter(|(_, a)| a == "kubeadm-apply").count();
+    assert_eq!(kubeadm_applies, 1, "kubeadm upgrade apply ran once\n{out}");
+}
+
+#[test]
+fn sigint_during_a_batch_leaves_no_node_cordoned_that_was_not_upgraded() {
+    let demo = Demo::new();
+    // node-2's drain never ends: only the grace period gets the run out of the batch.
+    demo.set_cue("node-2", "drain_hang", "forever");
+    let child = demo.spawn(&["--grace-period", "1"]);
+    demo.wait_for_call("node-2", "drain");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().expect("wait for upgrade");
+    let described = describe(&out);
+    assert_eq!(out.status.code(), Some(130), "an interrupted run exits 130\n{described}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("result: interrupted"), "{described}");
+    assert!(stdout.contains("[node-2] interrupted before its upgrade: uncordoned again"), "{described}");
+    for node in NODES {
+        assert!(
+            !(demo.is_cordoned(node) && demo.upgrades(node) == 0),
+            "{node} is cordoned but was not upgraded\n{described}"
+        );
+    }
+    assert_eq!(demo.upgrades("node-2"), 0, "node-2 never got past its drain\n{described}");
+    // The later batch never started.
+    assert!(!demo.calls().iter().any(|(n, _)| n == "node-4"), "node-4 was touched\n{described}");
+    // The journal says how the run ended, and the lock is gone.
+    let journal = std::fs::read_to_string(demo.path(".upgrade-state/journal.jsonl")).expect("journal");
+    assert!(journal.lines().last().is_some_and(|l| l.contains("\"status\":\"interrupted\"")), "{journal}");
+    assert!(!demo.path(".upgrade-state/lock").exists());
+
+    // The re-run finishes what is left, node-2 included.
+    demo.set_cue("node-2", "drain_hang", "0");
+    let rerun = demo.run(&[]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", describe(&rerun));
+    for node in NODES {
+        assert_eq!(demo.upgrades(node), 1, "{node} upgraded exactly once\n{}", describe(&rerun));
+    }
+}
+
+#[test]
+fn a_second_run_is_refused_while_the_first_holds_the_lock() {
+    let demo = Demo::new();
+    demo.set_cue("node-1", "drain_hang", "forever");
+    let first = demo.spawn(&["--grace-period", "0"]);
+    demo.wait_for_call("node-1", "drain");
+
+    let second = demo.run(&[]);
+    let stderr = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{}", describe(&second));
+    assert!(stderr.contains(&format!("another upgrade is running on this cluster (pid {}", first.id())), "{stderr}");
+    assert!(stderr.contains("started 20"), "the holder's start time: {stderr}");
+
+    // Let the first one go: with no grace period it stops at once, its drain cut short.
+    signal(&first, libc::SIGINT);
+    let out = first.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+    assert!(!demo.is_cordoned("node-1"), "node-1 uncordoned after the interrupt\n{}", describe(&out));
+}
+
+/// The fields every event type must carry (README, "JSON events").
+fn required_fields(event: &str) -> Option<&'static [&'static str]> {
+    Some(match event {
+        "run-started" => &["run", "target", "phases", "resumed"],
+        "phase-started" => &["phase"],
+        "phase-finished" => &["phase", "status", "duration"],
+        "batch-started" => &["phase", "batch", "batches", "hosts"],
+        "batch-finished" => &["phase", "batch", "failed", "size"],
+        "host-started" => &["phase", "host"],
+        "step-started" => &["phase", "host", "step"],
+        "step-finished" => &["phase", "host", "step", "status", "duration", "error"],
+        "task-finished" => &["host", "task", "file", "line", "status", "duration", "ignored", "rescued", "result"],
+        "notice" => &["host", "message"],
+        "host-finished" => &["phase", "host", "status", "duration"],
+        "summary" => &["status", "exit_code", "target", "hosts", "stopped", "left_cordoned", "interrupted"],
+        "aborted" => &["status", "exit_code"],
+        _ => return None,
+    })
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    text(&out.stdout)
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("stdout line {} is not JSON ({e}): {line}\n{}", i + 1, describe(out)))
+        })
+        .collect()
+}
+
+fn check_schema(events: &[Value], out: &Output) {
+    for event in events {
+        let kind = event["event"].as_str().unwrap_or_else(|| panic!("no `event`: {event}"));
+        let time = event["time"].as_str().unwrap_or_else(|| panic!("no `time`: {event}"));
+        assert!(time.len() == 20 && time.ends_with('Z'), "time is UTC: {time}");
+        let fields = required_fields(kind).unwrap_or_else(|| panic!("undocumented event type {kind}: {event}"));
+        for field in fields {
+            assert!(event.get(*field).is_some(), "{kind} lacks `{field}`: {event}\n{}", describe(out));
+        }
+    }
+}
+
+#[test]
+fn the_json_stream_and_the_junit_report_follow_the_documented_schema() {
+    let demo = Demo::new();
+    let junit = demo.path("report.xml");
+    let out = demo.run(&["--output", "json", "--junit", junit.to_str().expect("path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let events = json_lines(&out);
+    check_schema(&events, &out);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    for kind in [
+        "run-started",
+        "phase-started",
+        "phase-finished",
+        "batch-started",
+        "batch-finished",
+        "host-started",
+        "step-started",
+        "step-finished",
+        "host-finished",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} event");
+    }
+    assert_eq!(kinds.first(), Some(&"run-started"));
+    let last = events.last().expect("events");
+    assert_eq!((last["event"].as_str(), last["exit_code"].as_i64()), (Some("summary"), Some(0)), "{last}");
+    assert_eq!(last["status"], "success");
+    // Every step that starts finishes.
+    let starts = kinds.iter().filter(|k| **k == "step-started").count();
+    assert_eq!(starts, kinds.iter().filter(|k| **k == "step-finished").count());
+    // A failed step carries its error; an ok one a null error.
+    for e in events.iter().filter(|e| e["event"] == "step-finished") {
+        assert_eq!(e["status"] == "ok", e["error"].is_null(), "{e}");
+    }
+
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
+    let cases = junit_cases(&xml);
+    assert_eq!(attr(&xml, "testsuites", "tests"), Some(cases.len().to_string()), "{xml}");
+    let mut expected: Vec<(String, String)> = Vec::new();
+    for m in ["master-1", "master-2", "master-3"] {
+        expected.push(("etcd-backup".into(), m.into()));
+        expected.push(("control-plane".into(), m.into()));
+    }
+    for n in NODES {
+        expected.push(("nodes".into(), n.into()));
+    }
+    for h in HOSTS {
+        expected.push(("verify".into(), h.into()));
+    }
+    let mut got = cases.clone();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected, "one test case per host and phase\n{xml}");
+}
+
+#[test]
+fn a_run_stopped_by_preflight_still_ends_the_json_stream_with_a_summary_and_writes_junit() {
+    let demo = Demo::new();
+    let junit = demo.path("report.xml");
+    let out = demo.run(&["--output", "json", "--junit", junit.to_str().expect("path"), "--target-version", "v1.27.0"]);
+    assert_eq!(out.status.code(), Some(2), "a downgrade is bad input\n{}", describe(&out));
+    assert!(text(&out.stderr).contains("older than the control plane"), "{}", describe(&out));
+    let events = json_lines(&out);
+    check_schema(&events, &out);
+    let last = events.last().expect("events");
+    assert_eq!((last["event"].as_str(), last["exit_code"].as_i64()), (Some("summary"), Some(2)), "{last}");
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
+    junit_cases(&xml);
+    assert!(xml.contains("<failure message=\"preflight: the target v1.27.0 is older"), "{xml}");
+    for host in HOSTS {
+        assert_eq!(demo.upgrades(host), 0);
+    }
+}
+
+/// Checks the XML is well formed enough for CI (one root, every tag closed in order, quoted attributes) and returns
+/// the test cases as (suite, name).
+fn junit_cases(xml: &str) -> Vec<(String, String)> {
+    let body = xml.strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n").expect("XML declaration");
+    let mut stack: Vec<String> = Vec::new();
+    let mut cases = Vec::new();
+    let mut roots = 0;
+    let mut rest = body;
+    while let Some(start) = rest.find('<') {
+        let text_before = &rest[..start];
+        assert!(!text_before.contains('>'), "stray markup: {text_before}");
+        for (i, _) in text_before.match_indices('&') {
+            let entity = &text_before[i..];
+            assert!(
+                ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].iter().any(|e| entity.starts_with(e)),
+                "a bare & in: {text_before}"
+            );
+        }
+        let end = rest[start..].find('>').expect("unclosed tag") + start;
+        let tag = &rest[start + 1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name), "closing tag out of order in\n{xml}");
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let tag = tag.trim_end_matches('/');
+        let name = tag.split_whitespace().next().expect("tag name").to_string();
+        assert_eq!(tag.matches('"').count() % 2, 0, "unbalanced quotes in <{tag}>");
+        if stack.is_empty() {
+            roots += 1;
+        }
+        if name == "testcase" {
+            let suite = stack.last().cloned().unwrap_or_default();
+            assert_eq!(suite, "testsuite", "a testcase outside a testsuite");
+            let classname = attr(&format!("<{tag}>"), "testcase", "classname").expect("classname");
+            let case = attr(&format!("<{tag}>"), "testcase", "name").expect("name");
+            cases.push((classname.trim_start_matches("upgrade.").to_string(), case));
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    assert!(stack.is_empty(), "unclosed tags: {stack:?}");
+    assert_eq!(roots, 1, "one root element");
+    cases
+}
+
+/// The value of `attribute` on the first `<element ...>` in `xml`.
+fn attr(xml: &str, element: &str, attribute: &str) -> Option<String> {
+    let start = xml.find(&format!("<{element} "))?;
+    let tag = &xml[start..start + xml[start..].find('>')?];
+    let key = format!(" {attribute}=\"");
+    let from = tag.find(&key)? + key.len();
+    Some(tag[from..from + tag[from..].find('"')?].to_string())
+}
