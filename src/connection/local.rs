@@ -39,9 +39,13 @@ impl Connection for LocalConnection {
             Some(limit) => match tokio::time::timeout(limit, wait).await {
                 Ok(out) => out,
                 Err(_) => {
-                    if let Some(pid) = pid {
-                        // The whole process group, so children of the shell stop too.
-                        let _ = std::process::Command::new("kill").arg("-KILL").arg(format!("-{pid}")).status();
+                    if let Some(pgid) = pid.and_then(|p| libc::pid_t::try_from(p).ok()).filter(|p| *p > 1) {
+                        // The whole process group, so children of the shell stop too. Not through kill(1):
+                        // procps' `kill -KILL -PID` reads `-PID` as a signal and kills process group 9 instead.
+                        // SAFETY: killpg only sends a signal; pgid is our child's own group (process_group(0)).
+                        unsafe {
+                            libc::killpg(pgid, libc::SIGKILL);
+                        }
                     }
                     return Err(ConnectionError::Timeout(limit));
                 }
