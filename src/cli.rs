@@ -59,7 +59,7 @@ pub struct UpgradeArgs {
     pub phase: Vec<String>,
 
     /// Nodes upgraded at once: a number, a percentage ("25%"), or a list ("1,20%,-1"). Overrides upgrade_nodes_serial.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
     pub serial: Option<String>,
 
     /// Upgrade only nodes matching this Kubernetes equality selector (e.g. "region=group1,env!=dev").

@@ -1,1 +1,1276 @@
-//! TODO
+//! The upgrade's settings: serial, label selector, max-fail-percentage, drain-timeout, hooks and target version.
+//!
+//! Each setting is a small type that parses from text (a flag, an INI `[g:vars]` string) and from a YAML/JSON value,
+//! and prints back in a form that parses again. Where they are read from (flags, `-e`, inventory, with the
+//! openshift-ansible aliases) is decided by [`resolve`]: a setting always knows its [`Origin`].
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::cli::UpgradeArgs;
+use crate::error::{Error, Result};
+use crate::inventory::{Origin, Var, Vars};
+
+// ---------------------------------------------------------------------------------------------------------------
+// serial
+
+/// One entry of `serial`: a count of hosts or a percentage of the phase's hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SerialItem {
+    /// A number of hosts; 0 or less means "all the rest", as in Ansible.
+    Count(i64),
+    /// A percentage of all hosts selected for the phase, rounded down, at least 1. Above 100 is allowed (Ansible
+    /// accepts it: the batch is simply everything left).
+    Percent(u32),
+}
+
+/// How many nodes are upgraded at once: an integer, `"N%"`, or a list of those (entry i sizes batch i, the last
+/// entry repeats). Never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Serial(Vec<SerialItem>);
+
+const SERIAL_HINT: &str = "write a number of hosts (2), a percentage (\"25%\") or a list ([1, \"20%\", -1])";
+
+impl Serial {
+    pub fn one() -> Serial {
+        Serial(vec![SerialItem::Count(1)])
+    }
+
+    pub fn new(items: Vec<SerialItem>) -> Option<Serial> {
+        (!items.is_empty()).then_some(Serial(items))
+    }
+
+    pub fn items(&self) -> &[SerialItem] {
+        &self.0
+    }
+
+    /// Parses `2`, `25%`, `[1, '20%', -1]` (YAML or Python list syntax, as INI `[g:vars]` carry it) or `1,20%,-1`.
+    pub fn parse(text: &str) -> Result<Serial> {
+        let trimmed = text.trim();
+        if let Some(inner) = trimmed.strip_prefix('[') {
+            let Some(inner) = inner.strip_suffix(']') else {
+                return Err(serial_error(text, "has an opening `[` without a closing `]`"));
+            };
+            return Serial::parse_list(text, inner);
+        }
+        if trimmed.contains(',') {
+            return Serial::parse_list(text, trimmed);
+        }
+        Ok(Serial(vec![serial_item(text, trimmed)?]))
+    }
+
+    fn parse_list(text: &str, inner: &str) -> Result<Serial> {
+        if inner.trim().is_empty() {
+            return Err(serial_error(text, "is an empty list").hint(SERIAL_HINT));
+        }
+        let items = inner.split(',').map(|part| serial_item(text, part)).collect::<Result<Vec<_>>>()?;
+        Ok(Serial(items))
+    }
+
+    pub fn from_value(value: &Value) -> Result<Serial> {
+        match value {
+            Value::Array(items) if items.is_empty() => Err(serial_error("[]", "is an empty list")),
+            Value::Array(items) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => serial_item(&value.to_string(), s),
+                    Value::Number(_) => serial_number(item),
+                    other => Err(serial_error(&other.to_string(), "is not a number or a percentage")),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Serial),
+            Value::String(s) => Serial::parse(s),
+            Value::Number(_) => Ok(Serial(vec![serial_number(value)?])),
+            other => Err(serial_error(&other.to_string(), "is not a number, a percentage or a list")),
+        }
+    }
+
+    /// The value as JSON: `2`, `"20%"` or `[1, "20%", -1]`.
+    pub fn to_json(&self) -> Value {
+        let item = |i: &SerialItem| match i {
+            SerialItem::Count(n) => Value::from(*n),
+            SerialItem::Percent(p) => Value::String(format!("{p}%")),
+        };
+        match self.0.as_slice() {
+            [single] => item(single),
+            items => Value::Array(items.iter().map(item).collect()),
+        }
+    }
+}
+
+fn serial_error(text: &str, what: &str) -> Error {
+    Error::input(format!("serial `{}` {what}", text.trim())).hint(SERIAL_HINT)
+}
+
+fn serial_number(value: &Value) -> Result<SerialItem> {
+    integral(value).map(SerialItem::Count).ok_or_else(|| serial_error(&value.to_string(), "is not a whole number"))
+}
+
+fn serial_item(whole: &str, part: &str) -> Result<SerialItem> {
+    let item = unquote(part.trim());
+    if let Some(number) = item.strip_suffix('%') {
+        return match python_int(number) {
+            Some(p) if p < 0 => Err(serial_error(whole, "has a negative percentage")),
+            Some(p) => u32::try_from(p).map(SerialItem::Percent).map_err(|_| serial_error(whole, "is too large")),
+            None => Err(serial_error(whole, "has a percentage that is not a whole number")),
+        };
+    }
+    if item.is_empty() {
+        return Err(serial_error(whole, "has an empty entry"));
+    }
+    python_int(item)
+        .map(SerialItem::Count)
+        .ok_or_else(|| serial_error(whole, "is not a number, a percentage or a list"))
+}
+
+impl fmt::Display for SerialItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SerialItem::Count(n) => write!(f, "{n}"),
+            SerialItem::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl fmt::Display for Serial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_slice() {
+            [single] => write!(f, "{single}"),
+            items => {
+                let parts: Vec<String> = items
+                    .iter()
+                    .map(|i| match i {
+                        SerialItem::Count(n) => n.to_string(),
+                        SerialItem::Percent(p) => format!("\"{p}%\""),
+                    })
+                    .collect();
+                write!(f, "[{}]", parts.join(", "))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// max-fail-percentage
+
+/// The share of a batch that may fail before the run stops; it must be *exceeded*. 0..=100. Fractions are allowed,
+/// as Ansible's `percent` field type reads a float.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaxFailPercentage(f64);
+
+const MAX_FAIL_HINT: &str = "write a percentage from 0 to 100, e.g. 0 (stop on any failure) or 25";
+
+impl MaxFailPercentage {
+    pub fn new(percent: f64) -> Option<MaxFailPercentage> {
+        (percent.is_finite() && (0.0..=100.0).contains(&percent)).then_some(MaxFailPercentage(percent))
+    }
+
+    pub fn percent(self) -> f64 {
+        self.0
+    }
+
+    /// Parses `30`, `30%` or `12.5` (Ansible strips a `%` and reads a float).
+    pub fn parse(text: &str) -> Result<MaxFailPercentage> {
+        let trimmed = unquote(text.trim());
+        let number = trimmed.strip_suffix('%').unwrap_or(trimmed).trim();
+        let percent: f64 = number.parse().map_err(|_| {
+            Error::input(format!("max-fail-percentage `{}` is not a number", text.trim())).hint(MAX_FAIL_HINT)
+        })?;
+        MaxFailPercentage::new(percent).ok_or_else(|| {
+            Error::input(format!("max-fail-percentage `{}` is outside 0..=100", text.trim())).hint(MAX_FAIL_HINT)
+        })
+    }
+
+    pub fn from_value(value: &Value) -> Result<MaxFailPercentage> {
+        match value {
+            Value::Number(n) => {
+                let percent = n.as_f64().unwrap_or(f64::NAN);
+                MaxFailPercentage::new(percent).ok_or_else(|| {
+                    Error::input(format!("max-fail-percentage `{n}` is outside 0..=100")).hint(MAX_FAIL_HINT)
+                })
+            }
+            Value::String(s) => MaxFailPercentage::parse(s),
+            other => Err(Error::input(format!("max-fail-percentage `{other}` is not a number")).hint(MAX_FAIL_HINT)),
+        }
+    }
+
+    pub fn to_json(self) -> Value {
+        if self.0.fract() == 0.0 { Value::from(self.0 as i64) } else { Value::from(self.0) }
+    }
+}
+
+impl Default for MaxFailPercentage {
+    fn default() -> Self {
+        MaxFailPercentage(0.0)
+    }
+}
+
+impl fmt::Display for MaxFailPercentage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_json())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// drain-timeout
+
+/// How long a node's drain may take, in seconds; 0 waits for ever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DrainTimeout(u64);
+
+const DRAIN_HINT: &str = "write seconds (90) or a duration such as \"90s\", \"10m\" or \"1h30m\"; 0 waits for ever";
+
+impl DrainTimeout {
+    pub fn from_secs(seconds: u64) -> DrainTimeout {
+        DrainTimeout(seconds)
+    }
+
+    pub fn seconds(self) -> u64 {
+        self.0
+    }
+
+    /// `None` when the drain may take for ever.
+    pub fn limit(self) -> Option<std::time::Duration> {
+        (self.0 > 0).then(|| std::time::Duration::from_secs(self.0))
+    }
+
+    /// Parses `90`, `90s`, `10m`, `1h30m`, `1h 30m`.
+    pub fn parse(text: &str) -> Result<DrainTimeout> {
+        let err = || Error::input(format!("drain timeout `{}` is not a duration", text.trim())).hint(DRAIN_HINT);
+        let trimmed = unquote(text.trim());
+        if trimmed.is_empty() {
+            return Err(err());
+        }
+        if let Ok(seconds) = trimmed.parse::<u64>() {
+            return Ok(DrainTimeout(seconds));
+        }
+        let mut total: u64 = 0;
+        let mut rest = trimmed;
+        while !rest.is_empty() {
+            rest = rest.trim_start();
+            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            if digits == 0 {
+                return Err(err());
+            }
+            let number: u64 = rest[..digits].parse().map_err(|_| err())?;
+            rest = &rest[digits..];
+            let unit_len = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+            let factor = match &rest[..unit_len] {
+                "s" | "sec" | "secs" | "second" | "seconds" => 1,
+                "m" | "min" | "mins" | "minute" | "minutes" => 60,
+                "h" | "hour" | "hours" => 3600,
+                "d" | "day" | "days" => 86_400,
+                _ => return Err(err()),
+            };
+            rest = rest[unit_len..].trim_start();
+            total = number.checked_mul(factor).and_then(|s| total.checked_add(s)).ok_or_else(err)?;
+        }
+        Ok(DrainTimeout(total))
+    }
+
+    pub fn from_value(value: &Value) -> Result<DrainTimeout> {
+        match value {
+            Value::Number(n) => match integral(value) {
+                Some(s) if s >= 0 => Ok(DrainTimeout(s as u64)),
+                _ => Err(Error::input(format!("drain timeout `{n}` is not a whole number of seconds, 0 or more"))
+                    .hint(DRAIN_HINT)),
+            },
+            Value::String(s) => DrainTimeout::parse(s),
+            other => Err(Error::input(format!("drain timeout `{other}` is not a duration")).hint(DRAIN_HINT)),
+        }
+    }
+}
+
+impl fmt::Display for DrainTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (h, m, s) = (self.0 / 3600, self.0 % 3600 / 60, self.0 % 60);
+        if self.0 == 0 {
+            return write!(f, "0");
+        }
+        if h > 0 {
+            write!(f, "{h}h")?;
+        }
+        if m > 0 {
+            write!(f, "{m}m")?;
+        }
+        if s > 0 {
+            write!(f, "{s}s")?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// label selector
+
+/// One requirement of an equality-based selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelRequirement {
+    Equals(String, String),
+    NotEquals(String, String),
+    Exists(String),
+    NotExists(String),
+}
+
+/// A Kubernetes equality-based label selector: `k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated (all must hold).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelSelector(Vec<LabelRequirement>);
+
+const LABEL_HINT: &str = "write an equality selector such as \"region=group1\" or \"a=b,c!=d\"";
+
+impl LabelSelector {
+    pub fn requirements(&self) -> &[LabelRequirement] {
+        &self.0
+    }
+
+    pub fn parse(text: &str) -> Result<LabelSelector> {
+        let trimmed = unquote(text.trim());
+        if trimmed.is_empty() {
+            return Err(Error::input("the label selector is empty").hint(LABEL_HINT));
+        }
+        let err = |what: String| Error::input(format!("label selector `{trimmed}`: {what}")).hint(LABEL_HINT);
+        let mut requirements = Vec::new();
+        for part in trimmed.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(err("has an empty requirement (two commas, or a trailing comma)".into()));
+            }
+            let requirement = if let Some((k, v)) = part.split_once("!=") {
+                LabelRequirement::NotEquals(k.trim().into(), v.trim().into())
+            } else if let Some((k, v)) = part.split_once("==") {
+                LabelRequirement::Equals(k.trim().into(), v.trim().into())
+            } else if let Some((k, v)) = part.split_once('=') {
+                LabelRequirement::Equals(k.trim().into(), v.trim().into())
+            } else if let Some(k) = part.strip_prefix('!') {
+                LabelRequirement::NotExists(k.trim().into())
+            } else if part.contains(" in ") || part.contains(" notin ") || part.contains('(') {
+                return Err(err(format!("`{part}` is a set-based requirement; only =, == and != are supported")));
+            } else {
+                LabelRequirement::Exists(part.into())
+            };
+            let (key, value) = match &requirement {
+                LabelRequirement::Equals(k, v) | LabelRequirement::NotEquals(k, v) => (k, Some(v)),
+                LabelRequirement::Exists(k) | LabelRequirement::NotExists(k) => (k, None),
+            };
+            check_label_key(key).map_err(|why| err(format!("label key `{key}` {why}")))?;
+            if let Some(value) = value {
+                check_label_value(value).map_err(|why| err(format!("label value `{value}` {why}")))?;
+            }
+            requirements.push(requirement);
+        }
+        Ok(LabelSelector(requirements))
+    }
+
+    pub fn from_value(value: &Value) -> Result<LabelSelector> {
+        match value {
+            Value::String(s) => LabelSelector::parse(s),
+            // A YAML mapping {region: group1} reads naturally as "region=group1".
+            Value::Object(map) if !map.is_empty() => {
+                let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k}={}", scalar_text(v))).collect();
+                LabelSelector::parse(&parts.join(","))
+            }
+            other => Err(Error::input(format!("label selector `{other}` is not a string")).hint(LABEL_HINT)),
+        }
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.0.iter().all(|r| match r {
+            LabelRequirement::Equals(k, v) => labels.get(k) == Some(v),
+            // As in Kubernetes, `k!=v` also matches objects without the label.
+            LabelRequirement::NotEquals(k, v) => labels.get(k) != Some(v),
+            LabelRequirement::Exists(k) => labels.contains_key(k),
+            LabelRequirement::NotExists(k) => !labels.contains_key(k),
+        })
+    }
+}
+
+impl fmt::Display for LabelRequirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LabelRequirement::Equals(k, v) => write!(f, "{k}={v}"),
+            LabelRequirement::NotEquals(k, v) => write!(f, "{k}!={v}"),
+            LabelRequirement::Exists(k) => write!(f, "{k}"),
+            LabelRequirement::NotExists(k) => write!(f, "!{k}"),
+        }
+    }
+}
+
+impl fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        write!(f, "{}", parts.join(","))
+    }
+}
+
+/// Kubernetes label names: at most 63 characters, alphanumerics with `-`, `_`, `.` inside.
+fn check_label_name(name: &str) -> std::result::Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("has an empty name");
+    }
+    if name.len() > 63 {
+        return Err("has a name longer than 63 characters");
+    }
+    let ok_inner = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let ok_ends =
+        name.starts_with(|c: char| c.is_ascii_alphanumeric()) && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if ok_inner && ok_ends {
+        Ok(())
+    } else {
+        Err("must be alphanumerics, `-`, `_` or `.`, beginning and ending with an alphanumeric")
+    }
+}
+
+fn check_label_key(key: &str) -> std::result::Result<(), &'static str> {
+    match key.split_once('/') {
+        Some((prefix, name)) => {
+            let prefix_ok = !prefix.is_empty()
+                && prefix.len() <= 253
+                && prefix.split('.').all(|part| {
+                    !part.is_empty()
+                        && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                        && !part.starts_with('-')
+                        && !part.ends_with('-')
+                });
+            if !prefix_ok {
+                return Err("has a prefix that is not a DNS subdomain (lowercase, e.g. node-role.kubernetes.io/)");
+            }
+            check_label_name(name)
+        }
+        None => check_label_name(key),
+    }
+}
+
+fn check_label_value(value: &str) -> std::result::Result<(), &'static str> {
+    if value.is_empty() { Ok(()) } else { check_label_name(value) }
+}
+
+/// Labels written as a mapping (`{a: b}`), a `"a=b,c=d"` string, or a list of `"a=b"` (openshift_node_groups).
+pub fn labels_from_value(value: &Value) -> Option<BTreeMap<String, String>> {
+    let mut labels = BTreeMap::new();
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                labels.insert(k.clone(), scalar_text(v));
+            }
+        }
+        Value::String(s) => {
+            let s = s.trim();
+            if s.starts_with('{') || s.starts_with('[') {
+                return labels_from_value(&parse_python_literal(s)?);
+            }
+            for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once('=')?;
+                labels.insert(k.trim().to_string(), v.trim().to_string());
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                let (k, v) = item.as_str()?.split_once('=')?;
+                labels.insert(k.trim().to_string(), v.trim().to_string());
+            }
+        }
+        Value::Null => {}
+        _ => return None,
+    }
+    Some(labels)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// target version
+
+/// A Kubernetes release, `v1.29.1` or `1.29.1`. Comparison looks at major, minor and patch only: a kubelet that
+/// reports `v1.29.1+k3s1` is at target `1.29.1`.
+#[derive(Debug, Clone)]
+pub struct TargetVersion {
+    pub major: u64,
+    pub minor: u64,
+    pub patch: u64,
+    /// Anything after the patch number (`-rc.1`, `+k3s1`), kept for display.
+    pub suffix: String,
+}
+
+const VERSION_HINT: &str = "write the release as major.minor.patch, e.g. v1.29.1 or 1.29.1";
+
+impl TargetVersion {
+    pub fn parse(text: &str) -> Result<TargetVersion> {
+        let err = || Error::input(format!("version `{}` is not major.minor.patch", text.trim())).hint(VERSION_HINT);
+        let trimmed = unquote(text.trim());
+        let bare = trimmed.strip_prefix('v').or_else(|| trimmed.strip_prefix('V')).unwrap_or(trimmed);
+        let end = bare.find(['-', '+']).unwrap_or(bare.len());
+        let (numbers, suffix) = bare.split_at(end);
+        let parts: Vec<&str> = numbers.split('.').collect();
+        let [major, minor, patch] = parts.as_slice() else {
+            return Err(err());
+        };
+        let number = |s: &str| {
+            if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit()) { None } else { s.parse::<u64>().ok() }
+        };
+        Ok(TargetVersion {
+            major: number(major).ok_or_else(err)?,
+            minor: number(minor).ok_or_else(err)?,
+            patch: number(patch).ok_or_else(err)?,
+            suffix: suffix.to_string(),
+        })
+    }
+
+    pub fn from_value(value: &Value) -> Result<TargetVersion> {
+        match value {
+            Value::String(s) => TargetVersion::parse(s),
+            other => Err(Error::input(format!("version `{other}` is not major.minor.patch")).hint(VERSION_HINT)),
+        }
+    }
+
+    fn key(&self) -> (u64, u64, u64) {
+        (self.major, self.minor, self.patch)
+    }
+}
+
+impl PartialEq for TargetVersion {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for TargetVersion {}
+impl PartialOrd for TargetVersion {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for TargetVersion {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl fmt::Display for TargetVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}.{}.{}{}", self.major, self.minor, self.patch, self.suffix)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// hooks
+
+/// The places in a host's sequence where an operator's task file runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HookPoint {
+    MasterPre,
+    MasterMid,
+    MasterPost,
+    NodePreDrain,
+    NodePre,
+    NodeMid,
+    NodePost,
+}
+
+impl HookPoint {
+    pub const MASTER: [HookPoint; 3] = [HookPoint::MasterPre, HookPoint::MasterMid, HookPoint::MasterPost];
+    pub const NODE: [HookPoint; 4] =
+        [HookPoint::NodePreDrain, HookPoint::NodePre, HookPoint::NodeMid, HookPoint::NodePost];
+
+    /// Short name for output: `pre`, `mid`, `post`, `pre-drain`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookPoint::MasterPre | HookPoint::NodePre => "pre",
+            HookPoint::MasterMid | HookPoint::NodeMid => "mid",
+            HookPoint::MasterPost | HookPoint::NodePost => "post",
+            HookPoint::NodePreDrain => "pre-drain",
+        }
+    }
+
+    /// Stable key for machine-readable output.
+    pub fn key(self) -> &'static str {
+        match self {
+            HookPoint::MasterPre => "master_pre",
+            HookPoint::MasterMid => "master_mid",
+            HookPoint::MasterPost => "master_post",
+            HookPoint::NodePreDrain => "node_pre_drain",
+            HookPoint::NodePre => "node_pre",
+            HookPoint::NodeMid => "node_mid",
+            HookPoint::NodePost => "node_post",
+        }
+    }
+
+    /// The canonical variable and the openshift-ansible alias.
+    pub fn variables(self) -> (&'static str, &'static str) {
+        match self {
+            HookPoint::MasterPre => ("upgrade_master_pre_hook", "openshift_master_upgrade_pre_hook"),
+            HookPoint::MasterMid => ("upgrade_master_mid_hook", "openshift_master_upgrade_hook"),
+            HookPoint::MasterPost => ("upgrade_master_post_hook", "openshift_master_upgrade_post_hook"),
+            HookPoint::NodePreDrain => ("upgrade_node_pre_drain_hook", "openshift_node_upgrade_pre_drain_hook"),
+            HookPoint::NodePre => ("upgrade_node_pre_hook", "openshift_node_upgrade_pre_hook"),
+            HookPoint::NodeMid => ("upgrade_node_mid_hook", "openshift_node_upgrade_hook"),
+            HookPoint::NodePost => ("upgrade_node_post_hook", "openshift_node_upgrade_post_hook"),
+        }
+    }
+}
+
+/// A hook task file one host runs, resolved to a path that exists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hook {
+    pub path: PathBuf,
+    /// The variable that named it (canonical or alias) and where that was set.
+    pub variable: String,
+    pub origin: Origin,
+}
+
+/// A host's hooks by hook point; only the points that are set.
+pub type HostHooks = BTreeMap<HookPoint, Hook>;
+
+/// Reads the hooks of `points` from one host's variables; relative paths resolve against `base_dir`.
+pub fn resolve_hooks(host: &str, vars: &Vars, points: &[HookPoint], base_dir: &Path) -> Result<HostHooks> {
+    let mut hooks = HostHooks::new();
+    for &point in points {
+        let (canonical, alias) = point.variables();
+        let Some((name, var)) = pick(vars, canonical, alias) else { continue };
+        let text = match &var.value {
+            Value::Null => continue,
+            Value::String(s) if s.trim().is_empty() => continue,
+            Value::String(s) => s.trim(),
+            other => {
+                return Err(located(
+                    Error::input(format!("{name} (for {host}) is {}, not a path to a task file", type_name(other)))
+                        .hint("set it to the path of an Ansible task list, e.g. hooks/pre.yml"),
+                    name,
+                    &var.origin,
+                ));
+            }
+        };
+        reject_template(name, text, &var.origin)?;
+        let path = resolve_path(text, base_dir);
+        if !path.is_file() {
+            return Err(located(
+                Error::input(format!("{name} (for {host}) names {}, which does not exist", path.display())).hint(
+                    format!(
+                        "create the task file, or fix the path (relative paths resolve against {})",
+                        base_dir.display()
+                    ),
+                ),
+                name,
+                &var.origin,
+            ));
+        }
+        hooks.insert(point, Hook { path, variable: name.to_string(), origin: var.origin.clone() });
+    }
+    Ok(hooks)
+}
+
+fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
+    if let Some(rest) = text.strip_prefix("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(rest);
+        }
+    }
+    let path = PathBuf::from(text);
+    if path.is_absolute() { path } else { base_dir.join(path) }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// where run-wide settings come from
+
+/// A setting's value, the variable or flag that gave it, and where that was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting<T> {
+    pub value: T,
+    /// The variable name (`upgrade_nodes_serial`, an alias) or flag (`--serial`); `None` for the default.
+    pub source: Option<String>,
+    pub origin: Origin,
+}
+
+impl<T> Setting<T> {
+    fn default(value: T) -> Setting<T> {
+        Setting { value, source: None, origin: Origin::Default }
+    }
+
+    /// "default", "--serial", "upgrade_nodes_serial at hosts:12:1", "upgrade_nodes_serial from -e ...".
+    pub fn describe_origin(&self) -> String {
+        match (&self.source, &self.origin) {
+            (_, Origin::Default) => "default".into(),
+            (_, Origin::Flag(flag)) => flag.clone(),
+            (Some(var), Origin::ExtraVars(arg)) => format!("{var} from -e {arg}"),
+            (Some(var), origin) => format!("{var} at {origin}"),
+            (None, origin) => origin.to_string(),
+        }
+    }
+}
+
+/// The run-wide settings, each with its origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub serial: Setting<Serial>,
+    pub label: Setting<Option<LabelSelector>>,
+    pub max_fail_percentage: Setting<MaxFailPercentage>,
+    pub drain_timeout: Setting<DrainTimeout>,
+    pub target_version: Setting<Option<TargetVersion>>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            serial: Setting::default(Serial::one()),
+            label: Setting::default(None),
+            max_fail_percentage: Setting::default(MaxFailPercentage::default()),
+            drain_timeout: Setting::default(DrainTimeout::default()),
+            target_version: Setting::default(None),
+        }
+    }
+}
+
+/// The variables of one host after precedence (`Inventory::host_vars`), by host name.
+pub type HostVarsRef<'a> = &'a [(&'a str, &'a Vars)];
+
+/// Resolves the run-wide settings: a flag wins; otherwise the hosts of the phase a setting governs (`node_hosts`
+/// for serial, label, max-fail-percentage and drain-timeout; `all_hosts` for the target version) must agree on the
+/// value their variables give (`-e` included, as it is on top of every host's variables).
+pub fn resolve(
+    args: &UpgradeArgs,
+    node_hosts: HostVarsRef<'_>,
+    all_hosts: HostVarsRef<'_>,
+    extra: &Vars,
+) -> Result<Settings> {
+    let serial = run_wide(
+        "--serial",
+        args.serial.as_deref(),
+        ("upgrade_nodes_serial", "openshift_upgrade_nodes_serial"),
+        node_hosts,
+        extra,
+        Serial::parse,
+        Serial::from_value,
+    )?
+    .unwrap_or_else(|| Setting::default(Serial::one()));
+    let label = run_wide(
+        "--label",
+        args.label.as_deref(),
+        ("upgrade_nodes_label", "openshift_upgrade_nodes_label"),
+        node_hosts,
+        extra,
+        |s| optional(s, LabelSelector::parse),
+        |v| match v {
+            Value::Null => Ok(None),
+            Value::String(s) => optional(s, LabelSelector::parse),
+            other => LabelSelector::from_value(other).map(Some),
+        },
+    )?
+    .unwrap_or_else(|| Setting::default(None));
+    let max_fail_percentage = run_wide(
+        "--max-fail-percentage",
+        args.max_fail_percentage.as_deref(),
+        ("upgrade_nodes_max_fail_percentage", "openshift_upgrade_nodes_max_fail_percentage"),
+        node_hosts,
+        extra,
+        MaxFailPercentage::parse,
+        MaxFailPercentage::from_value,
+    )?
+    .unwrap_or_else(|| Setting::default(MaxFailPercentage::default()));
+    let drain_timeout = run_wide(
+        "--drain-timeout",
+        args.drain_timeout.as_deref(),
+        ("upgrade_nodes_drain_timeout", "openshift_upgrade_nodes_drain_timeout"),
+        node_hosts,
+        extra,
+        DrainTimeout::parse,
+        DrainTimeout::from_value,
+    )?
+    .unwrap_or_else(|| Setting::default(DrainTimeout::default()));
+    let target_version = run_wide(
+        "--target-version",
+        args.target_version.as_deref(),
+        ("upgrade_target_version", "upgrade_target_version"),
+        all_hosts,
+        extra,
+        |s| optional(s, TargetVersion::parse),
+        |v| match v {
+            Value::Null => Ok(None),
+            Value::String(s) => optional(s, TargetVersion::parse),
+            other => TargetVersion::from_value(other).map(Some),
+        },
+    )?
+    .unwrap_or_else(|| Setting::default(None));
+    Ok(Settings { serial, label, max_fail_percentage, drain_timeout, target_version })
+}
+
+/// How a setting's value reads in a message.
+trait Shown {
+    fn shown(&self) -> String;
+}
+
+macro_rules! shown_by_display {
+    ($($t:ty),*) => {$(
+        impl Shown for $t {
+            fn shown(&self) -> String {
+                format!("`{self}`")
+            }
+        }
+    )*};
+}
+shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, LabelSelector, TargetVersion);
+
+impl<T: fmt::Display> Shown for Option<T> {
+    fn shown(&self) -> String {
+        match self {
+            Some(v) => format!("`{v}`"),
+            None => "nothing".into(),
+        }
+    }
+}
+
+/// An empty string means "not set" (an inventory may carry `upgrade_nodes_label=`).
+fn optional<T>(text: &str, parse: impl Fn(&str) -> Result<T>) -> Result<Option<T>> {
+    if unquote(text.trim()).is_empty() { Ok(None) } else { parse(text).map(Some) }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_wide<T: PartialEq + Shown>(
+    flag: &str,
+    flag_value: Option<&str>,
+    (canonical, alias): (&str, &str),
+    hosts: HostVarsRef<'_>,
+    extra: &Vars,
+    parse: impl Fn(&str) -> Result<T>,
+    from_value: impl Fn(&Value) -> Result<T>,
+) -> Result<Option<Setting<T>>> {
+    if let Some(text) = flag_value {
+        let value = parse(text).map_err(|e| Error { message: format!("{flag}: {}", e.message), ..e })?;
+        return Ok(Some(Setting { value, source: Some(flag.to_string()), origin: Origin::Flag(flag.to_string()) }));
+    }
+    let read = |name: &str, var: &Var| -> Result<T> {
+        if let Value::String(s) = &var.value {
+            reject_template(name, s, &var.origin)?;
+        }
+        from_value(&var.value).map_err(|e| located(e, name, &var.origin))
+    };
+    // With no host to read from, `-e` still applies.
+    if hosts.is_empty() {
+        return match pick(extra, canonical, alias) {
+            Some((name, var)) => Ok(Some(Setting {
+                value: read(name, var)?,
+                source: Some(name.to_string()),
+                origin: var.origin.clone(),
+            })),
+            None => Ok(None),
+        };
+    }
+    let mut first: Option<(&str, Option<Setting<T>>)> = None;
+    let mut last_origin: Option<&Origin> = None;
+    for (host, vars) in hosts {
+        let found = pick(vars, canonical, alias);
+        // Most hosts share one origin (`[all:vars]`, a group file): parse each origin once.
+        if let (Some((_, var)), Some(prev)) = (found, last_origin) {
+            if &var.origin == prev {
+                continue;
+            }
+        }
+        let setting = match found {
+            Some((name, var)) => {
+                last_origin = Some(&var.origin);
+                Some(Setting { value: read(name, var)?, source: Some(name.to_string()), origin: var.origin.clone() })
+            }
+            None => None,
+        };
+        match &first {
+            None => first = Some((host, setting)),
+            Some((first_host, first_setting)) => {
+                let same = match (first_setting, &setting) {
+                    (Some(a), Some(b)) => a.value == b.value,
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    let show = |s: &Option<Setting<T>>| match s {
+                        Some(s) => format!("{} ({})", s.value.shown(), s.describe_origin()),
+                        None => "not set (the default)".to_string(),
+                    };
+                    let mut err = Error::input(format!(
+                        "hosts disagree on {canonical}: {first_host} has {}, {host} has {}",
+                        show(first_setting),
+                        show(&setting)
+                    ))
+                    .hint(format!(
+                        "set {canonical} once for the whole phase ([all:vars], group_vars/all.yml or the phase's \
+                         group), or pass {flag}"
+                    ));
+                    if let Some(Setting {
+                        origin: Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l),
+                        ..
+                    }) = &setting
+                    {
+                        err = err.at(l.clone());
+                    }
+                    return Err(err);
+                }
+            }
+        }
+    }
+    Ok(first.and_then(|(_, s)| s))
+}
+
+/// The canonical variable, else the alias; an alias given with `-e` still beats a canonical name from the inventory.
+fn pick<'a>(vars: &'a Vars, canonical: &'a str, alias: &'a str) -> Option<(&'a str, &'a Var)> {
+    let c = vars.get(canonical).map(|v| (canonical, v));
+    let a = vars.get(alias).map(|v| (alias, v));
+    match (c, a) {
+        (Some(c), Some(a)) => {
+            let c_extra = matches!(c.1.origin, Origin::ExtraVars(_));
+            let a_extra = matches!(a.1.origin, Origin::ExtraVars(_));
+            Some(if a_extra && !c_extra { a } else { c })
+        }
+        (c, a) => c.or(a),
+    }
+}
+
+fn reject_template(name: &str, text: &str, origin: &Origin) -> Result<()> {
+    if text.contains("{{") || text.contains("{%") {
+        return Err(located(
+            Error::input(format!("{name} is templated (`{text}`); templated settings are not supported yet"))
+                .hint(format!("write the value of {name} literally")),
+            name,
+            origin,
+        ));
+    }
+    Ok(())
+}
+
+/// Puts the error at the variable's place when it was set in a file, and says which variable it was.
+fn located(mut err: Error, name: &str, origin: &Origin) -> Error {
+    if !err.message.contains(name) {
+        err.message = format!("{name}: {}", err.message);
+    }
+    match origin {
+        Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
+        Origin::ExtraVars(arg) => {
+            err.message = format!("{} (from -e {arg})", err.message);
+            err
+        }
+        Origin::Flag(_) | Origin::Default => err,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// small readers shared by the settings
+
+fn unquote(s: &str) -> &str {
+    for q in ['"', '\''] {
+        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
+            return &s[1..s.len() - 1];
+        }
+    }
+    s
+}
+
+/// Python's `int()` on a string: surrounding blanks, a sign, digits and single underscores between digits.
+fn python_int(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (negative, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+        return None;
+    }
+    if !digits.chars().all(|c| c.is_ascii_digit() || c == '_') {
+        return None;
+    }
+    let n: i64 = digits.replace('_', "").parse().ok()?;
+    Some(if negative { -n } else { n })
+}
+
+/// A JSON number that is a whole number.
+fn integral(value: &Value) -> Option<i64> {
+    let n = value.as_number()?;
+    n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64))
+}
+
+fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(true) => "true".into(),
+        Value::Bool(false) => "false".into(),
+        other => other.to_string(),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// Parses a Python literal (lists, dicts, tuples, quoted strings, numbers, True/False/None), the form an INI
+/// `[vars]` section gives to structured values such as `openshift_node_groups`. `None` when it is not one.
+pub fn parse_python_literal(text: &str) -> Option<Value> {
+    let mut p = PyParser { s: text.as_bytes(), i: 0, depth: 0 };
+    let v = p.value()?;
+    p.blank();
+    (p.i == p.s.len()).then_some(v)
+}
+
+struct PyParser<'a> {
+    s: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+
+impl PyParser<'_> {
+    fn blank(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.blank();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        self.blank();
+        self.depth += 1;
+        if self.depth > 64 {
+            return None;
+        }
+        let c = *self.s.get(self.i)?;
+        let v = match c {
+            b'[' | b'(' => {
+                self.i += 1;
+                let close = if c == b'[' { b']' } else { b')' };
+                Value::Array(self.items(close, |p| p.value())?)
+            }
+            b'{' => {
+                self.i += 1;
+                let pairs = self.items(b'}', |p| {
+                    let k = p.value()?;
+                    if !p.eat(b':') {
+                        return None;
+                    }
+                    Some((scalar_text(&k), p.value()?))
+                })?;
+                Value::Object(pairs.into_iter().collect())
+            }
+            b'\'' | b'"' => Value::String(self.string(c)?),
+            _ => {
+                let start = self.i;
+                while self.i < self.s.len() && !b",:]})".contains(&self.s[self.i]) {
+                    self.i += 1;
+                }
+                let word = std::str::from_utf8(&self.s[start..self.i]).ok()?.trim();
+                match word {
+                    "True" | "true" => Value::Bool(true),
+                    "False" | "false" => Value::Bool(false),
+                    "None" | "null" => Value::Null,
+                    w => match python_int(w) {
+                        Some(n) => Value::from(n),
+                        None => Value::from(w.parse::<f64>().ok().filter(|f| f.is_finite())?),
+                    },
+                }
+            }
+        };
+        self.depth -= 1;
+        Some(v)
+    }
+
+    fn items<T>(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        let mut out = Vec::new();
+        loop {
+            if self.eat(close) {
+                return Some(out);
+            }
+            out.push(item(self)?);
+            if !self.eat(b',') {
+                return self.eat(close).then_some(out);
+            }
+        }
+    }
+
+    fn string(&mut self, quote: u8) -> Option<String> {
+        self.i += 1;
+        let mut out = Vec::new();
+        while let Some(&c) = self.s.get(self.i) {
+            self.i += 1;
+            match c {
+                b'\\' => {
+                    let e = *self.s.get(self.i)?;
+                    self.i += 1;
+                    out.push(match e {
+                        b'n' => b'\n',
+                        b't' => b'\t',
+                        other => other,
+                    });
+                }
+                c if c == quote => return String::from_utf8(out).ok(),
+                c => out.push(c),
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn items(s: &Serial) -> Vec<SerialItem> {
+        s.items().to_vec()
+    }
+
+    #[test]
+    fn serial_reads_every_form_operators_write() {
+        use SerialItem::*;
+        for (text, want) in [
+            ("2", vec![Count(2)]),
+            ("'2'", vec![Count(2)]),
+            ("25%", vec![Percent(25)]),
+            ("150%", vec![Percent(150)]),
+            ("[1, '20%', -1]", vec![Count(1), Percent(20), Count(-1)]),
+            ("[1, \"20%\", -1]", vec![Count(1), Percent(20), Count(-1)]),
+            ("1,20%,-1", vec![Count(1), Percent(20), Count(-1)]),
+            ("[3]", vec![Count(3)]),
+            ("0", vec![Count(0)]),
+        ] {
+            assert_eq!(items(&Serial::parse(text).unwrap()), want, "{text}");
+        }
+        for (value, want) in [
+            (json!(2), vec![Count(2)]),
+            (json!("20%"), vec![Percent(20)]),
+            (json!([1, "20%", -1]), vec![Count(1), Percent(20), Count(-1)]),
+            (json!(["2", 3]), vec![Count(2), Count(3)]),
+        ] {
+            assert_eq!(items(&Serial::from_value(&value).unwrap()), want, "{value}");
+        }
+    }
+
+    #[test]
+    fn serial_refuses_nonsense_with_a_hint() {
+        for text in ["abc", "-1%", "[]", "[", "1,,2", "2.5", "%", "x%", ""] {
+            let err = Serial::parse(text).unwrap_err();
+            assert!(err.message.contains("serial"), "{text}: {err}");
+            assert!(err.hint.is_some(), "{text}");
+        }
+        for value in [json!([]), json!(true), json!(2.5), json!({"a": 1}), json!([[1]])] {
+            assert!(Serial::from_value(&value).is_err(), "{value}");
+        }
+    }
+
+    #[test]
+    fn serial_prints_back_what_parses_again() {
+        for text in ["2", "20%", "[1, \"20%\", -1]", "-1"] {
+            let s = Serial::parse(text).unwrap();
+            assert_eq!(s.to_string(), text);
+            assert_eq!(Serial::parse(&s.to_string()).unwrap(), s);
+        }
+        assert_eq!(Serial::parse("1,20%,-1").unwrap().to_json(), json!([1, "20%", -1]));
+    }
+
+    #[test]
+    fn max_fail_percentage_is_liberal_where_ansible_is() {
+        for (text, want) in [("30", 30.0), ("30%", 30.0), ("0", 0.0), ("100", 100.0), ("12.5", 12.5), ("'49'", 49.0)] {
+            assert_eq!(MaxFailPercentage::parse(text).unwrap().percent(), want, "{text}");
+        }
+        for text in ["101", "-1", "abc", "", "nan", "inf"] {
+            assert!(MaxFailPercentage::parse(text).is_err(), "{text}");
+        }
+        assert!(MaxFailPercentage::from_value(&json!(101)).is_err());
+        assert!(MaxFailPercentage::from_value(&json!(true)).is_err());
+        assert_eq!(MaxFailPercentage::from_value(&json!(49)).unwrap().to_string(), "49");
+        assert_eq!(MaxFailPercentage::from_value(&json!("12.5%")).unwrap().to_string(), "12.5");
+    }
+
+    #[test]
+    fn drain_timeout_reads_seconds_and_durations() {
+        for (text, want) in
+            [("0", 0), ("90", 90), ("90s", 90), ("10m", 600), ("1h30m", 5400), ("1h 30m 5s", 5405), ("2d", 172_800)]
+        {
+            assert_eq!(DrainTimeout::parse(text).unwrap().seconds(), want, "{text}");
+        }
+        for text in ["", "abc", "-5", "10x", "m", "1.5h", "99999999999999999999h"] {
+            assert!(DrainTimeout::parse(text).is_err(), "{text}");
+        }
+        assert_eq!(DrainTimeout::from_value(&json!(600)).unwrap().seconds(), 600);
+        assert!(DrainTimeout::from_value(&json!(-1)).is_err());
+        for secs in [0, 59, 90, 3600, 5405] {
+            let d = DrainTimeout::from_secs(secs);
+            assert_eq!(DrainTimeout::parse(&d.to_string()).unwrap(), d);
+        }
+        assert_eq!(DrainTimeout::from_secs(5400).to_string(), "1h30m");
+    }
+
+    #[test]
+    fn label_selectors_match_like_kubernetes() {
+        let labels: BTreeMap<String, String> = [("region", "group1"), ("node-role.kubernetes.io/compute", "true")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        for (selector, want) in [
+            ("region=group1", true),
+            ("region==group1", true),
+            ("region!=group1", false),
+            ("region=group2", false),
+            ("zone!=a", true),
+            ("node-role.kubernetes.io/compute=true,region=group1", true),
+            ("node-role.kubernetes.io/compute=true,region=group2", false),
+            ("region", true),
+            ("!region", false),
+            ("!zone", true),
+            ("region=", false),
+        ] {
+            assert_eq!(LabelSelector::parse(selector).unwrap().matches(&labels), want, "{selector}");
+        }
+        for bad in ["", "a=b,", "=b", "a b=c", "-a=b", "a=b c", "env in (a,b)", "Example.com/a=b", &"x".repeat(64)] {
+            assert!(LabelSelector::parse(bad).is_err(), "{bad}");
+        }
+        let s = LabelSelector::parse(" a==b , c!=d ,e, !f").unwrap();
+        assert_eq!(s.to_string(), "a=b,c!=d,e,!f");
+        assert_eq!(LabelSelector::parse(&s.to_string()).unwrap(), s);
+    }
+
+    #[test]
+    fn target_versions_compare_by_release() {
+        let v = TargetVersion::parse("v1.29.1").unwrap();
+        assert_eq!(v, TargetVersion::parse("1.29.1").unwrap());
+        assert_eq!(v.to_string(), "v1.29.1");
+        assert_eq!(v, TargetVersion::parse("v1.29.1+k3s1").unwrap());
+        assert!(v < TargetVersion::parse("1.30.0").unwrap());
+        assert!(v > TargetVersion::parse("1.28.15").unwrap());
+        assert!(v < TargetVersion::parse("1.29.10").unwrap());
+        for bad in ["", "1.29", "v1.x.1", "1.29.1.2", "latest", "v-1.2.3"] {
+            assert!(TargetVersion::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn python_literals_from_ini_vars() {
+        let v = parse_python_literal(
+            "[{'name': 'node-config-compute', 'labels': ['node-role.kubernetes.io/compute=true', \"a=b\"]}, \
+             {'name': 'x', 'labels': [], 'edits': None, 'ok': True, 'n': -2}]",
+        )
+        .unwrap();
+        assert_eq!(v[0]["labels"][1], json!("a=b"));
+        assert_eq!(v[1]["edits"], Value::Null);
+        assert_eq!(v[1]["n"], json!(-2));
+        assert!(parse_python_literal("[1, 2").is_none());
+        assert!(parse_python_literal("{'a' 1}").is_none());
+        assert!(parse_python_literal(&"[".repeat(1000)).is_none());
+    }
+
+    #[test]
+    fn labels_come_from_mappings_strings_and_lists() {
+        let want: BTreeMap<String, String> = [("a", "b"), ("c", "d")].map(|(k, v)| (k.into(), v.into())).into();
+        assert_eq!(labels_from_value(&json!({"a": "b", "c": "d"})).unwrap(), want);
+        assert_eq!(labels_from_value(&json!("a=b, c=d")).unwrap(), want);
+        assert_eq!(labels_from_value(&json!(["a=b", "c=d"])).unwrap(), want);
+        assert_eq!(labels_from_value(&json!("{'a': 'b', 'c': 'd'}")).unwrap(), want);
+        assert!(labels_from_value(&json!("nolabel")).is_none());
+    }
+}

@@ -1,5 +1,8 @@
-//! The one integration-test binary: a module per feature, shared helpers in support/.
+//! The one integration-test binary: a module per feature, shared helpers in `support`.
 
 mod support;
 
+mod etcd_backup;
+mod fake_cluster;
+mod plan;
 mod ssh;

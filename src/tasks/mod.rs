@@ -1,5 +1,7 @@
 //! Ansible task files: the model, templating, modules and the engine that runs them on a host.
 
+pub mod template;
+
 use crate::cli::{CheckArgs, RunTasksArgs};
 use crate::error::{Error, Result};
 

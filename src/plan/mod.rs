@@ -1,0 +1,477 @@
+//! The plan: a pure function from inventory and settings to phases and batches. Nothing here connects; `--plan`
+//! prints it and the executor only carries it out.
+
+mod render;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::cli::{OutputFormat, UpgradeArgs};
+use crate::error::{Error, Result};
+use crate::inventory::{self, Inventory, Origin, Vars};
+use crate::settings::{self, HookPoint, HostHooks, LabelSelector, MaxFailPercentage, Serial, SerialItem, Settings};
+
+pub use render::{plan_json, plan_text};
+
+/// The phases of an upgrade, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    Preflight,
+    EtcdBackup,
+    ControlPlane,
+    Nodes,
+    Verify,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 5] = [Phase::Preflight, Phase::EtcdBackup, Phase::ControlPlane, Phase::Nodes, Phase::Verify];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Preflight => "preflight",
+            Phase::EtcdBackup => "etcd-backup",
+            Phase::ControlPlane => "control-plane",
+            Phase::Nodes => "nodes",
+            Phase::Verify => "verify",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The phases `--phase` asks for, in run order, preflight always included. Empty means all.
+    pub fn select(names: &[String]) -> Result<Vec<Phase>> {
+        let mut wanted: BTreeSet<Phase> = BTreeSet::from([Phase::Preflight]);
+        let names: Vec<&str> =
+            names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()).collect();
+        if names.is_empty() {
+            return Ok(Phase::ALL.to_vec());
+        }
+        for name in names {
+            let phase = Phase::from_name(name).ok_or_else(|| {
+                let valid: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+                Error::input(format!("--phase: unknown phase `{name}`"))
+                    .hint(format!("use one or more of {} (comma-separated)", valid.join(", ")))
+            })?;
+            wanted.insert(phase);
+        }
+        Ok(wanted.into_iter().collect())
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One phase and the hosts it acts on, batch by batch. Preflight and verify have no batches: they act on the
+/// plan's hosts as a whole (preflight) or on the cluster (verify).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhasePlan {
+    pub phase: Phase,
+    pub batches: Vec<Vec<String>>,
+}
+
+/// Where a node's labels came from in the offline evaluation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OfflineLabels {
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The selected phases, in run order.
+    pub phases: Vec<PhasePlan>,
+    pub settings: Settings,
+    /// Every host the run touches (preflight reaches all of them): masters, then etcd hosts, then nodes.
+    pub hosts: Vec<String>,
+    /// The masters, in inventory order (the first one drives the cluster API).
+    pub masters: Vec<String>,
+    /// The hook files of each host that has any, by host.
+    pub hooks: IndexMap<String, HostHooks>,
+    /// The labels each candidate node carries offline (`node_labels`, `openshift_node_group_name`), in order.
+    pub node_labels: IndexMap<String, BTreeMap<String, String>>,
+    /// The nodes (minus masters, after `--limit`) the label selector left out.
+    pub nodes_not_selected: Vec<String>,
+    /// The `--limit` pattern that restricted the nodes, if any.
+    pub limit: Option<String>,
+}
+
+impl Plan {
+    pub fn phase(&self, phase: Phase) -> Option<&PhasePlan> {
+        self.phases.iter().find(|p| p.phase == phase)
+    }
+
+    pub fn has_phase(&self, phase: Phase) -> bool {
+        self.phase(phase).is_some()
+    }
+
+    /// Builds the plan from the inventory, the extra vars and the command line. Pure apart from checking that hook
+    /// files exist.
+    pub fn build(inventory: &Inventory, extra: &Vars, args: &UpgradeArgs) -> Result<Plan> {
+        let selected = Phase::select(&args.phase)?;
+        let wants = |p: Phase| selected.contains(&p);
+        let limit = args.inventory.limit.clone();
+
+        let masters = match inventory.group_hosts("masters") {
+            Some(hosts) if !hosts.is_empty() => hosts,
+            found => {
+                let what = if found.is_some() { "an empty `masters` group" } else { "no `masters` group" };
+                return Err(Error::input(format!("the inventory has {what}"))
+                    .in_file(&inventory.path)
+                    .hint("list the control-plane hosts in a `masters` group ([masters] in INI, all.children.masters in YAML)"));
+            }
+        };
+        let etcd = match inventory.group_hosts("etcd") {
+            Some(hosts) if !hosts.is_empty() => hosts,
+            _ => masters.iter().take(1).cloned().collect(),
+        };
+        let master_set: HashSet<&str> = masters.iter().map(String::as_str).collect();
+        let all_nodes: Vec<String> = inventory
+            .group_hosts("nodes")
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|h| !master_set.contains(h.as_str()))
+            .collect();
+        let candidates = match &limit {
+            Some(pattern) => {
+                let allowed: HashSet<String> = inventory.select(pattern)?.into_iter().collect();
+                let kept: Vec<String> = all_nodes.iter().filter(|h| allowed.contains(*h)).cloned().collect();
+                if kept.is_empty() && !all_nodes.is_empty() && wants(Phase::Nodes) {
+                    return Err(Error::input(format!("--limit `{pattern}` selects none of the nodes to upgrade"))
+                        .hint(
+                            "name hosts of the `nodes` group that are not masters, or leave out the nodes phase \
+                               with --phase",
+                        ));
+                }
+                kept
+            }
+            None => all_nodes,
+        };
+
+        // Each host's variables once: the settings, the labels and the hooks all read them.
+        let mut host_vars: IndexMap<String, Vars> = IndexMap::new();
+        for host in masters.iter().chain(&etcd).chain(&candidates) {
+            if !host_vars.contains_key(host) {
+                host_vars.insert(host.clone(), inventory.host_vars(host, extra));
+            }
+        }
+        let vars_of = |hosts: &[String]| -> Vec<(&str, &Vars)> {
+            hosts.iter().filter_map(|h| host_vars.get_key_value(h).map(|(k, v)| (k.as_str(), v))).collect()
+        };
+        let node_vars = vars_of(&candidates);
+
+        let mut hosts: Vec<String> = masters.clone();
+        let mut seen: HashSet<String> = hosts.iter().cloned().collect();
+        if wants(Phase::EtcdBackup) {
+            hosts.extend(etcd.iter().filter(|h| seen.insert((*h).clone())).cloned());
+        }
+
+        // The label filter needs the label setting, which is read over the candidate nodes.
+        let provisional_all: Vec<String> =
+            hosts.iter().chain(if wants(Phase::Nodes) { candidates.as_slice() } else { &[] }).cloned().collect();
+        let provisional_all = dedup(provisional_all);
+        let settings = settings::resolve(args, &node_vars, &vars_of(&provisional_all), extra)?;
+
+        let mut node_labels = IndexMap::new();
+        let mut groups_cache = NodeGroupsCache::default();
+        for &(host, vars) in &node_vars {
+            node_labels.insert(host.to_string(), offline_labels(host, vars, &mut groups_cache)?);
+        }
+        let (nodes, nodes_not_selected) = match &settings.label.value {
+            Some(selector) => {
+                let (kept, left): (Vec<String>, Vec<String>) = candidates
+                    .iter()
+                    .cloned()
+                    .partition(|h| node_labels.get(h).is_some_and(|labels| selector.matches(labels)));
+                if kept.is_empty() && wants(Phase::Nodes) {
+                    return Err(no_match_error(selector, &settings.label.describe_origin(), &node_labels));
+                }
+                (kept, left)
+            }
+            None => (candidates.clone(), Vec::new()),
+        };
+        if wants(Phase::Nodes) {
+            hosts.extend(nodes.iter().filter(|h| seen.insert((*h).clone())).cloned());
+        }
+
+        let mut hooks: IndexMap<String, HostHooks> = IndexMap::new();
+        let mut add_hooks = |host: &String, points: &[HookPoint]| -> Result<()> {
+            let Some(vars) = host_vars.get(host) else { return Ok(()) };
+            let found = settings::resolve_hooks(host, vars, points, &inventory.dir)?;
+            if !found.is_empty() {
+                hooks.entry(host.clone()).or_default().extend(found);
+            }
+            Ok(())
+        };
+        if wants(Phase::ControlPlane) {
+            for host in &masters {
+                add_hooks(host, &HookPoint::MASTER)?;
+            }
+        }
+        if wants(Phase::Nodes) {
+            for host in &nodes {
+                add_hooks(host, &HookPoint::NODE)?;
+            }
+        }
+
+        let phases = selected
+            .iter()
+            .map(|&phase| PhasePlan {
+                phase,
+                batches: match phase {
+                    Phase::Preflight | Phase::Verify => Vec::new(),
+                    Phase::EtcdBackup => vec![etcd.clone()],
+                    Phase::ControlPlane => masters.iter().map(|m| vec![m.clone()]).collect(),
+                    Phase::Nodes => batch_hosts(&nodes, &settings.serial.value),
+                },
+            })
+            .collect();
+
+        Ok(Plan { phases, settings, hosts, masters, hooks, node_labels, nodes_not_selected, limit })
+    }
+}
+
+fn dedup(hosts: Vec<String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    hosts.into_iter().filter(|h| seen.insert(h.clone())).collect()
+}
+
+fn no_match_error(
+    selector: &LabelSelector,
+    origin: &str,
+    node_labels: &IndexMap<String, BTreeMap<String, String>>,
+) -> Error {
+    let mut present: BTreeSet<String> = BTreeSet::new();
+    for labels in node_labels.values() {
+        present.extend(labels.iter().map(|(k, v)| format!("{k}={v}")));
+    }
+    let hint = if node_labels.is_empty() {
+        "the plan has no nodes to select from (group `nodes` minus `masters`, after --limit)".to_string()
+    } else if present.is_empty() {
+        "no node has labels offline: set node_labels (or openshift_node_group_name) on the nodes, or drop the selector"
+            .to_string()
+    } else {
+        let shown: Vec<String> = present.iter().take(12).cloned().collect();
+        let more = if present.len() > 12 { format!(" (and {} more)", present.len() - 12) } else { String::new() };
+        format!("the nodes have these labels: {}{more}", shown.join(", "))
+    };
+    Error::input(format!(
+        "label selector `{selector}` ({origin}) matches none of the {} nodes (evaluated offline against node_labels \
+         and openshift_node_group_name)",
+        node_labels.len()
+    ))
+    .hint(hint)
+}
+
+/// The batches of the nodes phase: the hosts in order, cut by `serial_batches`.
+pub fn batch_hosts(hosts: &[String], serial: &Serial) -> Vec<Vec<String>> {
+    let mut rest = hosts;
+    let mut batches = Vec::new();
+    for size in serial_batches(hosts.len(), serial) {
+        let (batch, tail) = rest.split_at(size.min(rest.len()));
+        batches.push(batch.to_vec());
+        rest = tail;
+    }
+    batches
+}
+
+/// Batch sizes for `total` hosts, with Ansible's arithmetic (`_get_serialized_batches` and `pct_to_int`): entry i
+/// of the serial list sizes batch i and the last entry repeats; a percentage is of `total`, truncated, at least 1; an
+/// entry of 0 or less takes all the rest. The sizes add up to `total`.
+pub fn serial_batches(total: usize, serial: &Serial) -> Vec<usize> {
+    let items = serial.items();
+    let mut sizes = Vec::new();
+    let mut left = total;
+    let mut index = 0;
+    while left > 0 {
+        let item = items.get(index).or(items.last()).copied().unwrap_or(SerialItem::Count(-1));
+        let size = match item {
+            // Python: int((pct / 100.0) * num_items) or 1, floating point included.
+            SerialItem::Percent(p) => ((f64::from(p) / 100.0) * total as f64) as i64,
+            SerialItem::Count(n) => n,
+        };
+        let size = match (item, size) {
+            (SerialItem::Percent(_), 0) => 1,
+            _ => size,
+        };
+        if size <= 0 {
+            sizes.push(left);
+            break;
+        }
+        let size = usize::try_from(size).unwrap_or(usize::MAX).min(left);
+        sizes.push(size);
+        left -= size;
+        index = (index + 1).min(items.len().saturating_sub(1));
+    }
+    sizes
+}
+
+/// Whether a batch's failures stop the run: the failed share must *exceed* the percentage (Ansible's
+/// `failed / batch_size > pct / 100.0`), and a batch where every host failed stops the run whatever the percentage.
+pub fn threshold_exceeded(failed: usize, batch_size: usize, max_fail: MaxFailPercentage) -> bool {
+    if failed == 0 || batch_size == 0 {
+        return false;
+    }
+    if failed >= batch_size {
+        return true;
+    }
+    failed as f64 / batch_size as f64 > max_fail.percent() / 100.0
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// offline labels
+
+/// openshift-ansible 3.11's default node groups (roles/openshift_facts/defaults/main.yml).
+fn default_node_group_labels(group: &str) -> &'static [&'static str] {
+    match group {
+        "node-config-master" => &["node-role.kubernetes.io/master=true"],
+        "node-config-infra" => &["node-role.kubernetes.io/infra=true"],
+        "node-config-compute" => &["node-role.kubernetes.io/compute=true"],
+        "node-config-all-in-one" => &[
+            "node-role.kubernetes.io/master=true",
+            "node-role.kubernetes.io/infra=true",
+            "node-role.kubernetes.io/compute=true",
+        ],
+        // The -crio variants carry the same role labels plus the runtime.
+        "node-config-master-crio" => &["node-role.kubernetes.io/master=true", "runtime=cri-o"],
+        "node-config-infra-crio" => &["node-role.kubernetes.io/infra=true", "runtime=cri-o"],
+        "node-config-compute-crio" => &["node-role.kubernetes.io/compute=true", "runtime=cri-o"],
+        "node-config-all-in-one-crio" => &[
+            "node-role.kubernetes.io/master=true",
+            "node-role.kubernetes.io/infra=true",
+            "node-role.kubernetes.io/compute=true",
+            "runtime=cri-o",
+        ],
+        _ => &[],
+    }
+}
+
+/// `openshift_node_groups` parsed once per distinct value (most hosts share the one from `[OSEv3:vars]`).
+#[derive(Default)]
+struct NodeGroupsCache {
+    last: Option<(Value, BTreeMap<String, Vec<String>>)>,
+}
+
+impl NodeGroupsCache {
+    fn groups(&mut self, host: &str, var: &inventory::Var) -> Result<&BTreeMap<String, Vec<String>>> {
+        let stale = self.last.as_ref().is_none_or(|(value, _)| value != &var.value);
+        if stale {
+            let parsed = parse_node_groups(&var.value).ok_or_else(|| {
+                located(
+                    Error::input(format!(
+                        "openshift_node_groups (for {host}) is not a list of {{name: ..., labels: [\"k=v\", ...]}}"
+                    ))
+                    .hint(
+                        "write it as openshift-ansible documents it, e.g. [{'name': 'node-config-compute', \
+                           'labels': ['node-role.kubernetes.io/compute=true']}]",
+                    ),
+                    &var.origin,
+                )
+            })?;
+            self.last = Some((var.value.clone(), parsed));
+        }
+        match &self.last {
+            Some((_, groups)) => Ok(groups),
+            None => Err(Error::internal("openshift_node_groups cache is empty")),
+        }
+    }
+}
+
+fn parse_node_groups(value: &Value) -> Option<BTreeMap<String, Vec<String>>> {
+    let parsed;
+    let value = match value {
+        Value::String(s) => {
+            parsed = settings::parse_python_literal(s)?;
+            &parsed
+        }
+        other => other,
+    };
+    let mut groups = BTreeMap::new();
+    for group in value.as_array()? {
+        let name = group.get("name")?.as_str()?.to_string();
+        let labels = match group.get("labels") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items.iter().map(|l| l.as_str().map(str::to_string)).collect::<Option<_>>()?,
+            Some(_) => return None,
+        };
+        groups.insert(name, labels);
+    }
+    Some(groups)
+}
+
+fn located(err: Error, origin: &Origin) -> Error {
+    match origin {
+        Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
+        _ => err,
+    }
+}
+
+/// A node's labels as far as the inventory tells: those of its openshift node group, then `node_labels` on top.
+fn offline_labels(host: &str, vars: &Vars, groups: &mut NodeGroupsCache) -> Result<BTreeMap<String, String>> {
+    let mut labels = BTreeMap::new();
+    let mut add = |pair: &str| {
+        if let Some((k, v)) = pair.split_once('=') {
+            labels.insert(k.trim().to_string(), v.trim().to_string());
+        }
+    };
+    if let Some(Value::String(group)) = vars.get("openshift_node_group_name").map(|v| &v.value) {
+        match vars.get("openshift_node_groups") {
+            Some(var) => {
+                if let Some(list) = groups.groups(host, var)?.get(group.as_str()) {
+                    list.iter().for_each(|l| add(l));
+                }
+            }
+            None => default_node_group_labels(group).iter().for_each(|l| add(l)),
+        }
+    }
+    if let Some(var) = vars.get("node_labels") {
+        let own = settings::labels_from_value(&var.value).ok_or_else(|| {
+            located(
+                Error::input(format!("node_labels (for {host}) is not a mapping of labels or a \"k=v,k2=v2\" string"))
+                    .hint("write node_labels as a mapping, e.g. {region: group1}, or as \"region=group1,zone=a\""),
+                &var.origin,
+            )
+        })?;
+        labels.extend(own);
+    }
+    Ok(labels)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// upgrade --plan
+
+/// `upgrade --plan`: prints what an upgrade would do, without contacting any host.
+pub fn plan_command(args: &UpgradeArgs) -> Result<i32> {
+    let path = args
+        .inventory
+        .inventory
+        .as_deref()
+        .ok_or_else(|| Error::input("no inventory given").hint("pass --inventory PATH"))?;
+    let inventory = Inventory::load(path)?;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let extra = inventory::parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
+    let plan = Plan::build(&inventory, &extra, args)?;
+    let out = match args.output {
+        OutputFormat::Text => plan_text(&plan, &inventory),
+        OutputFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&plan_json(&plan, &inventory))
+                .map_err(|e| Error::internal(format!("cannot render the plan as JSON: {e}")))?;
+            text.push('\n');
+            text
+        }
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not a failure of the plan.
+    let _ = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+//! `--plan` output: text for people, one JSON document for CI (a contract: `phases[].name`, `phases[].batches`,
+//! `settings.{serial, max_fail_percentage, drain_timeout_seconds, label}`).
+
+use std::fmt::Write;
+
+use serde_json::{Map, Value, json};
+
+use super::{Phase, Plan};
+use crate::inventory::{Inventory, Origin};
+use crate::settings::{Hook, Setting};
+
+const LABEL_NOTE: &str = "the label selector was evaluated offline, against each node's node_labels variable and the \
+labels of its openshift_node_group_name; the run evaluates it again against the labels the cluster reports";
+
+pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
+    let s = &plan.settings;
+    let phases: Vec<Value> = plan
+        .phases
+        .iter()
+        .map(|p| {
+            let mut phase = Map::new();
+            phase.insert("name".into(), json!(p.phase.name()));
+            phase.insert("batches".into(), json!(p.batches));
+            if p.phase == Phase::Preflight {
+                phase.insert("hosts".into(), json!(plan.hosts));
+            }
+            Value::Object(phase)
+        })
+        .collect();
+    let origin = |source: &Option<String>, origin: &Origin| json!({"source": source, "origin": origin.to_string()});
+    let hooks: Map<String, Value> = plan
+        .hooks
+        .iter()
+        .map(|(host, hooks)| {
+            let by_point: Map<String, Value> = hooks
+                .iter()
+                .map(|(point, hook)| {
+                    (
+                        point.key().to_string(),
+                        json!({"path": hook.path.display().to_string(), "variable": hook.variable,
+                               "origin": hook.origin.to_string()}),
+                    )
+                })
+                .collect();
+            (host.clone(), Value::Object(by_point))
+        })
+        .collect();
+    json!({
+        "inventory": inventory.path.display().to_string(),
+        "phases": phases,
+        "settings": {
+            "serial": s.serial.value.to_json(),
+            "max_fail_percentage": s.max_fail_percentage.value.to_json(),
+            "drain_timeout_seconds": s.drain_timeout.value.seconds(),
+            "label": s.label.value.as_ref().map(ToString::to_string),
+            "target_version": s.target_version.value.as_ref().map(ToString::to_string),
+        },
+        "setting_origins": {
+            "serial": origin(&s.serial.source, &s.serial.origin),
+            "max_fail_percentage": origin(&s.max_fail_percentage.source, &s.max_fail_percentage.origin),
+            "drain_timeout_seconds": origin(&s.drain_timeout.source, &s.drain_timeout.origin),
+            "label": origin(&s.label.source, &s.label.origin),
+            "target_version": origin(&s.target_version.source, &s.target_version.origin),
+        },
+        "label_evaluation": if s.label.value.is_some() { Value::from("offline") } else { Value::Null },
+        "nodes_not_selected": plan.nodes_not_selected,
+        "limit": plan.limit,
+        "hooks": hooks,
+    })
+}
+
+pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
+    let mut out = String::new();
+    let s = &plan.settings;
+    let _ = writeln!(out, "Upgrade plan for {} (no host is contacted)", inventory.path.display());
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Settings:");
+    let mut rows: Vec<(&str, String, String)> = Vec::new();
+    rows.push(("serial", s.serial.value.to_string(), describe(&s.serial)));
+    rows.push(("max-fail-percentage", s.max_fail_percentage.value.to_string(), describe(&s.max_fail_percentage)));
+    let drain = match s.drain_timeout.value.seconds() {
+        0 => "0 (wait for ever)".to_string(),
+        secs => format!("{} ({secs}s)", s.drain_timeout.value),
+    };
+    rows.push(("drain-timeout", drain, describe(&s.drain_timeout)));
+    let label = s.label.value.as_ref().map_or("none (all nodes)".to_string(), ToString::to_string);
+    rows.push(("label", label, describe(&s.label)));
+    let target = s.target_version.value.as_ref().map_or("not set".to_string(), ToString::to_string);
+    rows.push(("target-version", target, describe(&s.target_version)));
+    if let Some(limit) = &plan.limit {
+        rows.push(("limit", limit.clone(), "--limit (applies to the nodes phase)".into()));
+    }
+    let width = rows.iter().map(|(_, value, _)| value.len()).max().unwrap_or(0).max(20);
+    for (name, value, from) in rows {
+        let _ = writeln!(out, "  {name:<20} {value:<width$}  from {from}");
+    }
+
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Phases:");
+    for phase in &plan.phases {
+        match phase.phase {
+            Phase::Preflight => {
+                let _ = writeln!(out, "  preflight: check {} hosts: {}", plan.hosts.len(), plan.hosts.join(", "));
+            }
+            Phase::Verify => {
+                let _ = writeln!(out, "  verify: every upgraded node ready and at the target version");
+            }
+            Phase::EtcdBackup => {
+                let hosts: Vec<&String> = phase.batches.iter().flatten().collect();
+                let _ = writeln!(out, "  etcd-backup: snapshot etcd on {} host(s), before anything else", hosts.len());
+                for host in hosts {
+                    let _ = writeln!(out, "    {host}");
+                }
+            }
+            Phase::ControlPlane | Phase::Nodes => {
+                let hosts: usize = phase.batches.iter().map(Vec::len).sum();
+                let how = if phase.phase == Phase::ControlPlane {
+                    "one master at a time".to_string()
+                } else {
+                    format!("serial {}", s.serial.value)
+                };
+                let _ = writeln!(out, "  {}: {hosts} host(s) in {} batch(es), {how}", phase.phase, phase.batches.len());
+                for (i, batch) in phase.batches.iter().enumerate() {
+                    let _ = writeln!(out, "    batch {}: {}", i + 1, batch.join(", "));
+                    for host in batch {
+                        write_hooks(&mut out, plan, host);
+                    }
+                }
+            }
+        }
+    }
+    if plan.has_phase(Phase::Nodes) && s.label.value.is_some() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Note: {LABEL_NOTE}.");
+        if !plan.nodes_not_selected.is_empty() {
+            let _ = writeln!(out, "Not selected by the label: {}", plan.nodes_not_selected.join(", "));
+        }
+    }
+    out
+}
+
+fn write_hooks(out: &mut String, plan: &Plan, host: &str) {
+    let Some(hooks) = plan.hooks.get(host) else { return };
+    for (point, Hook { path, variable, origin }) in hooks {
+        let from = match origin {
+            Origin::ExtraVars(arg) => format!("from -e {arg}"),
+            other => format!("at {other}"),
+        };
+        let _ = writeln!(out, "      {host} {} hook: {} ({variable} {from})", point.name(), path.display());
+    }
+}
+
+fn describe<T>(setting: &Setting<T>) -> String {
+    setting.describe_origin()
+}

@@ -1,0 +1,347 @@
+//! The scripted fake cluster API (testing/fake-cluster/) answers the command shapes of DESIGN.md's command table,
+//! keeps state, obeys its cues and logs every call in order.
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::fake_cluster::FakeCluster;
+
+const DRAIN_FLAGS: [&str; 3] = ["--ignore-daemonsets", "--delete-emptydir-data", "--force"];
+
+fn cluster() -> FakeCluster {
+    FakeCluster::init(
+        "# three nodes\n\
+         master-1 v1.28.5 node-role.kubernetes.io/control-plane=\n\
+         node-1 1.28.5 region=group1,zone=a\n\
+         \n\
+         node-2 v1.28.5 region=group2 cordoned notready\n",
+    )
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "expected success, got {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn failed(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "expected exit 1, got {:?}; stdout: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn drain(cluster: &FakeCluster, node: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["drain", node];
+    args.extend(DRAIN_FLAGS);
+    args.extend(extra);
+    cluster.run("kubectl", &args)
+}
+
+fn nodes(cluster: &FakeCluster) -> Vec<Value> {
+    let text = ok(&cluster.run("kubectl", &["get", "nodes", "-o", "json"]));
+    let list: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    assert_eq!(list["kind"], "List");
+    list["items"].as_array().expect("items").clone()
+}
+
+fn ready_status(node: &Value) -> String {
+    let conditions = node["status"]["conditions"].as_array().expect("conditions");
+    let ready = conditions.iter().find(|c| c["type"] == "Ready").expect("a Ready condition");
+    ready["status"].as_str().expect("status").to_string()
+}
+
+#[test]
+fn get_nodes_is_a_standard_node_list() {
+    let cluster = cluster();
+    let items = nodes(&cluster);
+    let names: Vec<&str> = items.iter().map(|n| n["metadata"]["name"].as_str().unwrap_or("")).collect();
+    assert_eq!(names, ["master-1", "node-1", "node-2"]);
+
+    let node1 = &items[1];
+    assert_eq!(node1["kind"], "Node");
+    assert_eq!(node1["status"]["nodeInfo"]["kubeletVersion"], "v1.28.5", "versions are reported with their v");
+    assert_eq!(node1["metadata"]["labels"]["region"], "group1");
+    assert_eq!(node1["metadata"]["labels"]["zone"], "a");
+    assert_eq!(node1["metadata"]["labels"]["kubernetes.io/hostname"], "node-1");
+    assert_eq!(node1["spec"].get("unschedulable"), None, "left out when false, like the API server");
+    assert_eq!(ready_status(node1), "True");
+    assert_eq!(items[0]["metadata"]["labels"]["node-role.kubernetes.io/control-plane"], "");
+
+    let node2 = &items[2];
+    assert_eq!(node2["spec"]["unschedulable"], true);
+    assert_eq!(ready_status(node2), "False");
+}
+
+#[test]
+fn get_one_node_and_unknown_nodes() {
+    let cluster = cluster();
+    let text = ok(&cluster.run("kubectl", &["get", "node", "node-1", "-o", "json"]));
+    let node: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(node["metadata"]["name"], "node-1");
+
+    let err = failed(&cluster.run("kubectl", &["get", "node", "nope", "-o", "json"]));
+    assert!(err.contains(r#"nodes "nope" not found"#), "{err}");
+    let err = failed(&cluster.run("kubectl", &["cordon", "nope"]));
+    assert!(err.contains("NotFound"), "{err}");
+    failed(&cluster.run("kubectl", &["get", "nodes"]));
+}
+
+#[test]
+fn cordon_drain_uncordon_change_the_node() {
+    let cluster = cluster();
+    assert!(!cluster.is_cordoned("node-1"));
+    assert_eq!(ok(&cluster.run("kubectl", &["cordon", "node-1"])), "node/node-1 cordoned\n");
+    assert!(cluster.is_cordoned("node-1"));
+    assert_eq!(ok(&cluster.run("kubectl", &["uncordon", "node-1"])), "node/node-1 uncordoned\n");
+    assert!(!cluster.is_cordoned("node-1"));
+
+    let out = ok(&drain(&cluster, "node-1", &["--timeout=30s"]));
+    assert!(out.contains("node/node-1 drained"), "{out}");
+    assert!(cluster.is_cordoned("node-1"), "drain cordons");
+    assert_eq!(nodes(&cluster)[1]["spec"]["unschedulable"], true);
+}
+
+#[test]
+fn drain_needs_the_flags_kubectl_needs() {
+    let cluster = cluster();
+    let err = failed(&cluster.run("kubectl", &["drain", "node-1", "--force", "--delete-emptydir-data"]));
+    assert!(err.contains("--ignore-daemonsets"), "{err}");
+    let err = failed(&cluster.run("kubectl", &["drain", "node-1", "--force", "--ignore-daemonsets"]));
+    assert!(err.contains("--delete-emptydir-data"), "{err}");
+    let err = failed(&drain(&cluster, "node-1", &["--timeout=ten"]));
+    assert!(err.contains("--timeout"), "{err}");
+    let err = failed(&drain(&cluster, "node-1", &["--bogus"]));
+    assert!(err.contains("unknown flag: --bogus"), "{err}");
+}
+
+#[test]
+fn oc_adm_does_the_same() {
+    let cluster = cluster();
+    ok(&cluster.run("oc", &["adm", "cordon", "master-1"]));
+    assert!(cluster.is_cordoned("master-1"));
+    ok(&cluster.run("oc", &["adm", "drain", "master-1", "--ignore-daemonsets", "--delete-emptydir-data", "--force"]));
+    ok(&cluster.run("oc", &["adm", "uncordon", "master-1"]));
+    assert!(!cluster.is_cordoned("master-1"));
+    assert_eq!(nodes(&cluster).len(), 3);
+}
+
+#[test]
+fn a_hanging_drain_hangs_until_killed() {
+    let cluster = cluster();
+    cluster.set_cue("node-1", "drain_hang", "");
+    let mut args = vec!["drain", "node-1"];
+    args.extend(DRAIN_FLAGS);
+    args.push("--timeout=1s"); // a stuck kubectl ignores its own timeout: the tool must end it
+    let mut child = cluster
+        .command("kubectl", &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(child.try_wait().expect("try_wait").is_none(), "the drain returned instead of hanging");
+    assert!(cluster.is_cordoned("node-1"), "the hanging drain cordoned first");
+    child.kill().expect("kill");
+    let status = child.wait().expect("wait");
+    assert!(!status.success());
+}
+
+#[test]
+fn a_slow_drain_fails_on_its_timeout_like_kubectl() {
+    let cluster = cluster();
+    cluster.set_cue("node-1", "drain_hang", "30");
+    let err = failed(&drain(&cluster, "node-1", &["--timeout=1s"]));
+    assert!(err.contains("global timeout reached: 1s"), "{err}");
+
+    cluster.set_cue("node-2", "drain_hang", "1");
+    ok(&drain(&cluster, "node-2", &["--timeout=20s"]));
+}
+
+#[test]
+fn a_failing_drain_exits_non_zero() {
+    let cluster = cluster();
+    cluster.set_cue("node-1", "drain_fail", "");
+    let err = failed(&drain(&cluster, "node-1", &[]));
+    assert!(err.contains("disruption budget"), "{err}");
+    cluster.set_cue("node-2", "drain_fail", "custom reason");
+    assert!(failed(&drain(&cluster, "node-2", &[])).contains("custom reason"));
+}
+
+#[test]
+fn kubeadm_and_the_node_upgrade_set_the_version_and_count() {
+    let cluster = cluster();
+    let out = ok(&cluster.run("kubeadm", &["--node", "master-1", "upgrade", "apply", "v1.29.1", "--yes"]));
+    assert!(out.contains("v1.29.1"), "{out}");
+    let cp = std::fs::read_to_string(cluster.state_dir().join("control_plane_version")).expect("control_plane_version");
+    assert_eq!(cp.trim(), "v1.29.1");
+    ok(&cluster.run("kubeadm", &["--node", "node-1", "upgrade", "node"]));
+    assert_eq!(cluster.version("node-1"), "v1.28.5", "kubeadm upgrade node does not change the kubelet");
+
+    ok(&cluster.run("fake-node", &["--node", "node-1", "upgrade", "1.29.1"]));
+    assert_eq!(cluster.version("node-1"), "v1.29.1");
+    assert_eq!(cluster.upgrades("node-1"), 1);
+    assert_eq!(nodes(&cluster)[1]["status"]["nodeInfo"]["kubeletVersion"], "v1.29.1");
+    ok(&cluster.run("fake-node", &["--node", "node-1", "upgrade", "v1.29.1"]));
+    assert_eq!(cluster.upgrades("node-1"), 2, "the counter counts every upgrade");
+    assert_eq!(cluster.upgrades("node-2"), 0);
+
+    // The not-ready node becomes ready on restart.
+    assert!(!cluster.is_ready("node-2"));
+    ok(&cluster.run("fake-node", &["--node", "node-2", "restart"]));
+    assert!(cluster.is_ready("node-2"));
+}
+
+#[test]
+fn kubeadm_apply_needs_yes_and_a_version() {
+    let cluster = cluster();
+    let err = failed(&cluster.run("kubeadm", &["--node", "master-1", "upgrade", "apply", "v1.29.1"]));
+    assert!(err.contains("Are you sure"), "{err}");
+    failed(&cluster.run("kubeadm", &["--node", "master-1", "upgrade", "apply", "1.29", "--yes"]));
+    let err = failed(&cluster.run("kubeadm", &["upgrade", "node"]));
+    assert!(err.contains("--node"), "the node side must know its node: {err}");
+}
+
+#[test]
+fn upgrade_and_ready_cues() {
+    let cluster = cluster();
+    cluster.set_cue("node-1", "upgrade_fail", "");
+    failed(&cluster.run("kubeadm", &["--node", "node-1", "upgrade", "node"]));
+    let err = failed(&cluster.run("fake-node", &["--node", "node-1", "upgrade", "v1.29.1"]));
+    assert!(err.contains("upgrade_fail"), "{err}");
+    assert_eq!(cluster.version("node-1"), "v1.28.5", "a failed upgrade changes nothing");
+    assert_eq!(cluster.upgrades("node-1"), 0);
+
+    cluster.set_cue("master-1", "ready_fail", "");
+    ok(&cluster.run("fake-node", &["--node", "master-1", "upgrade", "v1.29.1"]));
+    ok(&cluster.run("fake-node", &["--node", "master-1", "restart"]));
+    assert!(!cluster.is_ready("master-1"));
+    assert_eq!(ready_status(&nodes(&cluster)[0]), "False");
+
+    cluster.set_cue("node-2", "report_version", "v1.27.0");
+    assert_eq!(nodes(&cluster)[2]["status"]["nodeInfo"]["kubeletVersion"], "v1.27.0");
+}
+
+#[test]
+fn the_call_log_keeps_the_order_of_calls() {
+    let cluster = cluster();
+    ok(&cluster.run("kubectl", &["get", "nodes", "-o", "json"]));
+    ok(&cluster.run("kubectl", &["cordon", "node-1"]));
+    ok(&drain(&cluster, "node-1", &[]));
+    ok(&cluster.run("kubeadm", &["--node", "node-1", "upgrade", "node"]));
+    ok(&cluster.run("fake-node", &["--node", "node-1", "upgrade", "v1.29.1"]));
+    ok(&cluster.run("fake-node", &["--node", "node-1", "restart"]));
+    ok(&cluster.run("kubectl", &["uncordon", "node-1"]));
+    ok(&cluster.run("kubectl", &["cordon", "node-2"]));
+
+    assert_eq!(cluster.actions_on("node-1"), ["cordon", "drain", "kubeadm-node", "upgrade", "restart", "uncordon"]);
+    let calls = cluster.calls();
+    assert_eq!(calls.len(), 8);
+    assert_eq!((calls[0].node.as_str(), calls[0].action.as_str()), ("-", "get-nodes"));
+    assert_eq!(calls[2].argv, "kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data --force");
+    assert_eq!(calls[7].node, "node-2");
+}
+
+#[test]
+fn the_command_variables_drive_the_fake_through_a_shell() {
+    let cluster = cluster();
+    // What the executor does with the command variables: template them with the host's variables, run them in sh.
+    let render =
+        |value: &str| value.replace("{{ node_name }}", "node-1").replace("{{ upgrade_target_version }}", "1.29.1");
+    let vars: std::collections::HashMap<_, _> = cluster.command_vars().into_iter().collect();
+    let run = |command: String| {
+        let out = std::process::Command::new("sh").arg("-c").arg(&command).output().expect("sh");
+        ok(&out);
+    };
+    run(format!("{} cordon node-1", render(&vars["upgrade_kubectl"])));
+    run(format!("{} upgrade node", render(&vars["upgrade_kubeadm"])));
+    run(render(&vars["upgrade_kubeadm_package_command"]));
+    run(render(&vars["upgrade_kubelet_package_command"]));
+    run(render(&vars["upgrade_node_restart_command"]));
+    run(render(&vars["upgrade_master_restart_command"]));
+    assert_eq!(cluster.version("node-1"), "v1.29.1");
+    assert_eq!(cluster.upgrades("node-1"), 1);
+    assert_eq!(cluster.actions_on("node-1"), ["cordon", "kubeadm-node", "upgrade", "restart", "restart"]);
+}
+
+#[test]
+fn the_state_directory_can_come_from_the_environment() {
+    let cluster = cluster();
+    let out = std::process::Command::new(FakeCluster::script_dir().join("kubectl"))
+        .args(["cordon", "node-1"])
+        .env("FAKE_CLUSTER_DIR", cluster.state_dir())
+        .output()
+        .expect("run");
+    ok(&out);
+    assert!(cluster.is_cordoned("node-1"));
+}
+
+#[test]
+fn a_seed_file_creates_the_state_on_first_use_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let seed = dir.path().join("cluster.txt");
+    std::fs::write(&seed, "node-1 v1.28.5 region=a\nnode-2 v1.28.5 -\n").expect("seed");
+    let state = dir.path().join("state");
+    let kubectl = |args: &[&str]| {
+        std::process::Command::new(FakeCluster::script_dir().join("kubectl"))
+            .arg("--state")
+            .arg(&state)
+            .arg("--seed")
+            .arg(&seed)
+            .args(args)
+            .env_remove("FAKE_CLUSTER_DIR")
+            .output()
+            .expect("run")
+    };
+    ok(&kubectl(&["cordon", "node-1"]));
+    let text = ok(&kubectl(&["get", "nodes", "-o", "json"]));
+    let list: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(2));
+    assert_eq!(list["items"][0]["spec"]["unschedulable"], true, "the second call did not re-seed");
+}
+
+#[test]
+fn the_demo_etcdctl_answers_the_playbook_shapes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let etcdctl = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("inventories/demo/bin/etcdctl");
+    let run = |args: &[&str]| std::process::Command::new(&etcdctl).args(args).output().expect("run");
+    let status: Value =
+        serde_json::from_str(&ok(&run(&["--endpoints=http://127.0.0.1:2379", "endpoint", "status", "-w", "json"])))
+            .expect("JSON");
+    assert!(status[0]["Status"]["dbSize"].as_u64().unwrap_or(0) > 0);
+    let snapshot = dir.path().join("snapshot.db").display().to_string();
+    ok(&run(&["--endpoints=http://127.0.0.1:2379", "snapshot", "save", &snapshot]));
+    let check: Value = serde_json::from_str(&ok(&run(&["snapshot", "status", &snapshot, "-w", "json"]))).expect("JSON");
+    assert!(check["totalSize"].as_u64().unwrap_or(0) > 0 && check["revision"].as_u64().unwrap_or(0) > 0, "{check}");
+    std::fs::write(&snapshot, "garbage").expect("write");
+    failed(&run(&["snapshot", "status", &snapshot, "-w", "json"]));
+}
+
+#[test]
+fn init_rejects_bad_lines() {
+    for bad in ["node-1\n", "node-1 v1.28.5 region\n", "node-1 v1.28.5 - sleepy\n", "a b\"c v1.28.5 -\n"] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut child = std::process::Command::new(FakeCluster::script_dir().join("fake-cluster"))
+            .args(["init", "--state"])
+            .arg(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        use std::io::Write;
+        child.stdin.take().expect("stdin").write_all(bad.as_bytes()).expect("write");
+        let out = child.wait_with_output().expect("wait");
+        assert!(!out.status.success(), "init accepted {bad:?}");
+    }
+}

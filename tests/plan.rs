@@ -1,0 +1,190 @@
+//! `upgrade --plan`: what an operator sees before anything is touched, and the JSON contract CI relies on.
+
+use serde_json::{Value, json};
+
+use crate::support::{Scenario, openshift_fixture};
+
+fn phase<'a>(plan: &'a Value, name: &str) -> Option<&'a Value> {
+    plan["phases"].as_array()?.iter().find(|p| p["name"] == name)
+}
+
+fn batches(plan: &Value, name: &str) -> Value {
+    phase(plan, name).map_or(Value::Null, |p| p["batches"].clone())
+}
+
+const MASTERS: [&str; 3] =
+    ["ose3-master1.test.example.com", "ose3-master2.test.example.com", "ose3-master3.test.example.com"];
+
+#[test]
+fn the_openshift_example_plan_upgrades_masters_one_at_a_time_then_the_nodes() {
+    let hosts = openshift_fixture("hosts.example");
+    let out = Scenario::new().arg("--inventory").arg(&hosts).arg("--plan").success();
+    let mut out = out
+        .stdout_has("etcd-backup: snapshot etcd on 3 host(s)")
+        .stdout_has("control-plane: 3 host(s) in 3 batch(es), one master at a time")
+        .stdout_has("nodes: 4 host(s) in 4 batch(es), serial 1")
+        .stdout_has("ose3-infra1.test.example.com")
+        .stdout_has("ose3-node2.test.example.com")
+        .stdout_has("serial               1 ");
+    for (i, master) in MASTERS.iter().enumerate() {
+        let line = format!("batch {}: {master}\n", i + 1);
+        out = out.check(&format!("control-plane batch line {line:?}"), |o| o.stdout.contains(&line));
+    }
+
+    let mut out = Scenario::new().arg("-i").arg(&hosts).args(["--plan", "--output", "json"]).success();
+    let plan = out.json();
+    assert_eq!(batches(&plan, "etcd-backup"), json!([MASTERS]));
+    assert_eq!(batches(&plan, "control-plane"), json!([[MASTERS[0]], [MASTERS[1]], [MASTERS[2]]]));
+    assert_eq!(
+        batches(&plan, "nodes"),
+        json!([
+            ["ose3-infra1.test.example.com"],
+            ["ose3-infra2.test.example.com"],
+            ["ose3-node1.test.example.com"],
+            ["ose3-node2.test.example.com"]
+        ])
+    );
+    assert_eq!(plan["settings"]["serial"], json!(1));
+    assert_eq!(plan["settings"]["max_fail_percentage"], json!(0));
+    assert_eq!(plan["settings"]["drain_timeout_seconds"], json!(0));
+    assert_eq!(plan["settings"]["label"], Value::Null);
+}
+
+#[test]
+fn a_label_selects_the_compute_nodes_offline_and_says_so() {
+    let hosts = openshift_fixture("hosts.example");
+    let label = ["--label", "node-role.kubernetes.io/compute=true"];
+    Scenario::new()
+        .arg("-i")
+        .arg(&hosts)
+        .arg("--plan")
+        .args(label)
+        .success()
+        .stdout_has("nodes: 2 host(s)")
+        .stdout_has("evaluated offline")
+        .stdout_has("node_labels")
+        .stdout_has("openshift_node_group_name");
+
+    let mut out = Scenario::new()
+        .arg("-i")
+        .arg(&hosts)
+        .args(["--plan", "--output", "json", "--serial", "2"])
+        .args(label)
+        .success();
+    let plan = out.json();
+    assert_eq!(batches(&plan, "nodes"), json!([["ose3-node1.test.example.com", "ose3-node2.test.example.com"]]));
+    assert_eq!(plan["settings"]["label"], json!("node-role.kubernetes.io/compute=true"));
+    assert_eq!(plan["settings"]["serial"], json!(2));
+}
+
+#[test]
+fn phases_left_out_are_absent_from_the_json() {
+    let mut out = Scenario::new()
+        .arg("-i")
+        .arg(openshift_fixture("hosts.example"))
+        .args(["--plan", "--output", "json", "--phase", "nodes"])
+        .success();
+    let plan = out.json();
+    let names: Vec<&str> = plan["phases"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["preflight", "nodes"]);
+}
+
+const CLUSTER: &str = "\
+[masters]
+m1
+m2
+
+[nodes]
+m1
+m2
+n[1:5] node_labels=\"{'region': 'east'}\"
+
+[all:vars]
+";
+
+/// An INI cluster with one extra line in `[all:vars]` (line 11).
+fn cluster_with(var_line: &str) -> Scenario {
+    Scenario::new().file("hosts.ini", &format!("{CLUSTER}{var_line}\n")).args(["-i", "hosts.ini", "--plan"])
+}
+
+#[test]
+fn settings_come_from_the_inventory_with_their_place() {
+    let mut out = cluster_with("openshift_upgrade_nodes_serial=[1, '20%', -1]").args(["--output", "json"]).success();
+    let plan = out.json();
+    assert_eq!(batches(&plan, "nodes"), json!([["n1"], ["n2"], ["n3", "n4", "n5"]]));
+    assert_eq!(plan["settings"]["serial"], json!([1, "20%", -1]));
+    cluster_with("upgrade_nodes_serial=2").success().stdout_has("upgrade_nodes_serial at hosts.ini:11");
+    // -e beats the inventory; the flag beats -e.
+    cluster_with("upgrade_nodes_serial=2")
+        .args(["-e", "upgrade_nodes_serial=5"])
+        .success()
+        .stdout_has("batch 1: n1, n2, n3, n4, n5");
+    cluster_with("upgrade_nodes_serial=2")
+        .args(["-e", "upgrade_nodes_serial=5", "--serial", "4"])
+        .success()
+        .stdout_has("batch 2: n5");
+}
+
+#[test]
+fn bad_settings_in_the_inventory_name_the_line_and_exit_2() {
+    for (line, message) in [
+        ("upgrade_nodes_serial=abc", "serial `abc`"),
+        ("upgrade_nodes_serial=-1%", "negative percentage"),
+        ("upgrade_nodes_serial=[]", "empty list"),
+        ("upgrade_nodes_max_fail_percentage=101", "outside 0..=100"),
+        ("openshift_upgrade_nodes_max_fail_percentage=-5", "outside 0..=100"),
+        ("upgrade_nodes_drain_timeout=soon", "not a duration"),
+        ("upgrade_nodes_label=region=west", "matches none of the 5 nodes"),
+        ("upgrade_node_pre_hook=hooks/missing.yml", "does not exist"),
+    ] {
+        cluster_with(line).failure(2).stderr_has("hosts.ini:11").stderr_has(message).stderr_has("hint:");
+    }
+}
+
+#[test]
+fn bad_flags_exit_2_with_what_to_do() {
+    for (flag, message) in [
+        (vec!["--serial", "abc"], "serial `abc`"),
+        (vec!["--serial=-1%"], "negative percentage"),
+        (vec!["--serial", "[]"], "empty list"),
+        (vec!["--max-fail-percentage", "101"], "outside 0..=100"),
+        (vec!["--drain-timeout", "ten minutes"], "not a duration"),
+        (vec!["--label", "region=west"], "matches none of the 5 nodes"),
+        (vec!["--label", "a b"], "label"),
+        (vec!["--phase", "drain"], "unknown phase `drain`"),
+        (vec!["--target-version", "latest"], "major.minor.patch"),
+    ] {
+        cluster_with("").args(&flag).failure(2).stderr_has(message).stderr_has("hint:");
+    }
+}
+
+#[test]
+fn the_label_hint_lists_the_labels_nodes_have() {
+    cluster_with("").args(["--label", "region=west"]).failure(2).stderr_has("region=east");
+}
+
+#[test]
+fn hooks_are_listed_per_host_and_a_missing_one_is_named() {
+    Scenario::new()
+        .file("inv/hosts.ini", &format!("{CLUSTER}upgrade_node_pre_hook=hooks/pre.yml\n"))
+        .file("inv/hooks/pre.yml", "- debug: msg=hello\n")
+        .args(["-i", "inv/hosts.ini", "--plan"])
+        .success()
+        .stdout_has("n3 pre hook: ")
+        .stdout_has("hooks/pre.yml (upgrade_node_pre_hook");
+    cluster_with("openshift_node_upgrade_hook=/nonexistent/mid.yml")
+        .failure(2)
+        .stderr_has("openshift_node_upgrade_hook")
+        .stderr_has("/nonexistent/mid.yml");
+}
+
+#[test]
+fn an_inventory_without_masters_is_refused() {
+    Scenario::new()
+        .file("hosts.ini", "[nodes]\nn1\nn2\n")
+        .args(["-i", "hosts.ini", "--plan"])
+        .failure(2)
+        .stderr_has("hosts.ini")
+        .stderr_has("no `masters` group")
+        .stderr_has("hint:");
+}

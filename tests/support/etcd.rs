@@ -1,0 +1,125 @@
+//! A real etcd (Debian's etcd-server) for the end-to-end tests: started on free loopback ports with a temp data dir,
+//! plain http, killed on drop.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct TestEtcd {
+    child: Child,
+    dir: tempfile::TempDir,
+    endpoint: String,
+}
+
+/// Where Debian puts the binaries; `ETCD_BIN`/`ETCDCTL_BIN` point elsewhere.
+pub fn etcd_binary() -> PathBuf {
+    std::env::var_os("ETCD_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/etcd"))
+}
+
+pub fn etcdctl_binary() -> PathBuf {
+    std::env::var_os("ETCDCTL_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/etcdctl"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+impl TestEtcd {
+    /// Starts etcd and waits until `etcdctl endpoint health` says so, then writes a few keys so that a snapshot
+    /// holds data. Panics with etcd's log when it does not come up.
+    pub fn start() -> TestEtcd {
+        let binary = etcd_binary();
+        assert!(
+            binary.exists(),
+            "{} not found: install Debian's etcd-server and etcd-client (scripts/install-test-deps)",
+            binary.display()
+        );
+        let mut last_log = String::new();
+        // A port picked free can be taken by another test before etcd binds it: try again with new ports.
+        for _attempt in 0..3 {
+            let dir = tempfile::Builder::new().prefix("test-etcd-").tempdir().expect("temp dir");
+            let (client, peer) = (free_port(), free_port());
+            let endpoint = format!("http://127.0.0.1:{client}");
+            let peer_url = format!("http://127.0.0.1:{peer}");
+            let log_path = dir.path().join("etcd.log");
+            let log = std::fs::File::create(&log_path).expect("etcd log file");
+            let child = Command::new(&binary)
+                .arg("--name=test")
+                .arg(format!("--data-dir={}", dir.path().join("data").display()))
+                .arg(format!("--listen-client-urls={endpoint}"))
+                .arg(format!("--advertise-client-urls={endpoint}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster=test={peer_url}"))
+                .arg("--initial-cluster-state=new")
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log file"))
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}", binary.display()));
+            let mut etcd = TestEtcd { child, dir, endpoint };
+            if etcd.wait_healthy(Duration::from_secs(30)) {
+                etcd.put_sample_keys();
+                return etcd;
+            }
+            last_log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            // Dropping `etcd` kills it before the next attempt.
+        }
+        panic!("etcd did not become healthy; its log:\n{last_log}");
+    }
+
+    /// The client URL, for `--endpoints=` and `upgrade_etcd_endpoints`.
+    pub fn endpoints(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// etcd's data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// A scratch directory beside the data dir that lives as long as etcd (for backups).
+    pub fn scratch_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `etcdctl --endpoints=THIS ARGS` (API v3).
+    pub fn etcdctl(&self, args: &[&str]) -> Output {
+        Command::new(etcdctl_binary())
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", self.endpoint))
+            .arg("--dial-timeout=2s")
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", etcdctl_binary().display()))
+    }
+
+    fn wait_healthy(&mut self, within: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if self.etcdctl(&["endpoint", "health"]).status.success() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    fn put_sample_keys(&self) {
+        for i in 0..20 {
+            let out = self.etcdctl(&["put", &format!("/registry/test/key-{i:02}"), &"value ".repeat(50)]);
+            assert!(out.status.success(), "etcdctl put: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}
+
+impl Drop for TestEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

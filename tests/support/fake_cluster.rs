@@ -1,0 +1,163 @@
+//! The scripted fake cluster API (testing/fake-cluster/) seen from a test: a private state directory, the command
+//! strings that point the inventory's command variables at it, and readers for node state and the call log.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use upgrade::connection::shell_quote;
+
+/// One call the fake recorded, in the order of `calls.log`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The node the call acted on, `-` for `get nodes`.
+    pub node: String,
+    /// `get-nodes`, `get-node`, `cordon`, `uncordon`, `drain`, `kubeadm-apply`, `kubeadm-node`, `upgrade`, `restart`.
+    pub action: String,
+    /// The tool and its arguments as called (`kubectl drain node-1 --force ...`).
+    pub argv: String,
+}
+
+/// A fake cluster with its own state directory, removed on drop.
+pub struct FakeCluster {
+    _dir: tempfile::TempDir,
+    state: PathBuf,
+}
+
+impl FakeCluster {
+    /// The folder of the fake's scripts in this repository.
+    pub fn script_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testing").join("fake-cluster")
+    }
+
+    /// Creates a cluster from `init` lines: `NAME VERSION LABELS [cordoned] [notready]`, one node a line.
+    pub fn init(nodes: &str) -> FakeCluster {
+        let dir = tempfile::Builder::new().prefix("fake-cluster-").tempdir().expect("temp dir");
+        let state = dir.path().join("state");
+        let cluster = FakeCluster { _dir: dir, state };
+        let out = cluster.run_with_stdin("init", &[], nodes.as_bytes());
+        assert!(out.status.success(), "fake-cluster init failed: {}", String::from_utf8_lossy(&out.stderr));
+        cluster
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state
+    }
+
+    fn tool(&self, tool: &str) -> String {
+        format!(
+            "{} --state {}",
+            shell_quote(&Self::script_dir().join(tool).to_string_lossy()),
+            shell_quote(&self.state.to_string_lossy())
+        )
+    }
+
+    /// The value for `upgrade_kubectl`.
+    pub fn kubectl_command(&self) -> String {
+        self.tool("kubectl")
+    }
+
+    /// The value for `upgrade_kubeadm`: the node is the host's `node_name`, templated by the executor.
+    pub fn kubeadm_command(&self) -> String {
+        format!("{} --node {{{{ node_name }}}}", self.tool("kubeadm"))
+    }
+
+    /// The value for `upgrade_kubelet_package_command`: the kubelet "package swap" sets the node's version.
+    pub fn kubelet_package_command(&self) -> String {
+        format!("{} --node {{{{ node_name }}}} upgrade {{{{ upgrade_target_version }}}}", self.tool("fake-node"))
+    }
+
+    /// The value for `upgrade_master_restart_command` and `upgrade_node_restart_command`.
+    pub fn restart_command(&self) -> String {
+        format!("{} --node {{{{ node_name }}}} restart", self.tool("fake-node"))
+    }
+
+    /// Every command variable the built-in playbooks read, pointed at this fake (for `[all:vars]` or `-e`).
+    pub fn command_vars(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("upgrade_kubectl", self.kubectl_command()),
+            ("upgrade_kubeadm", self.kubeadm_command()),
+            ("upgrade_kubeadm_package_command", "true".to_string()),
+            ("upgrade_kubelet_package_command", self.kubelet_package_command()),
+            ("upgrade_master_restart_command", self.restart_command()),
+            ("upgrade_node_restart_command", self.restart_command()),
+        ]
+    }
+
+    /// Runs one of the fake's tools (`kubectl`, `oc`, `kubeadm`, `fake-node`, or `fake-cluster` verbs such as `set`)
+    /// against this state, the way a playbook's shell would.
+    pub fn run(&self, tool: &str, args: &[&str]) -> Output {
+        self.run_with_stdin(tool, args, b"")
+    }
+
+    fn run_with_stdin(&self, tool: &str, args: &[&str], stdin: &[u8]) -> Output {
+        use std::io::Write;
+        let mut command = self.command(tool, args);
+        command.stdin(std::process::Stdio::piped());
+        command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().expect("run the fake cluster script");
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(stdin).expect("write stdin");
+        }
+        child.wait_with_output().expect("wait for the fake cluster script")
+    }
+
+    /// The command for a tool, not yet started (for tests that need to kill it).
+    pub fn command(&self, tool: &str, args: &[&str]) -> Command {
+        let (program, verb) = match tool {
+            "kubectl" | "oc" | "kubeadm" | "fake-node" => (Self::script_dir().join(tool), None),
+            verb => (Self::script_dir().join("fake-cluster"), Some(verb)),
+        };
+        let mut command = Command::new(program);
+        command.args(verb).arg("--state").arg(&self.state).args(args);
+        command.env_remove("FAKE_CLUSTER_DIR").env_remove("FAKE_NODE");
+        command
+    }
+
+    fn node_file(&self, node: &str, file: &str) -> String {
+        std::fs::read_to_string(self.state.join("nodes").join(node).join(file)).unwrap_or_default().trim().to_string()
+    }
+
+    /// Writes a cue file (README.md: `drain_hang`, `drain_fail`, `upgrade_fail`, `ready_fail`, `report_version`).
+    pub fn set_cue(&self, node: &str, cue: &str, value: &str) {
+        let path = self.state.join("nodes").join(node).join(cue);
+        std::fs::write(&path, value).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    pub fn version(&self, node: &str) -> String {
+        self.node_file(node, "version")
+    }
+
+    pub fn is_ready(&self, node: &str) -> bool {
+        self.node_file(node, "ready") == "true"
+    }
+
+    pub fn is_cordoned(&self, node: &str) -> bool {
+        self.node_file(node, "unschedulable") == "true"
+    }
+
+    /// How many times the node's kubelet was upgraded.
+    pub fn upgrades(&self, node: &str) -> u32 {
+        self.node_file(node, "upgrades").parse().unwrap_or(0)
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        let log = std::fs::read_to_string(self.state.join("calls.log")).unwrap_or_default();
+        log.lines()
+            .filter_map(|line| {
+                let mut fields = line.splitn(4, '\t');
+                let _timestamp = fields.next()?;
+                Some(Call {
+                    node: fields.next()?.to_string(),
+                    action: fields.next()?.to_string(),
+                    argv: fields.next()?.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// The calls that acted on one node, as `action` names in order (e.g. `["cordon", "drain", "upgrade"]`).
+    pub fn actions_on(&self, node: &str) -> Vec<String> {
+        self.calls().into_iter().filter(|c| c.node == node).map(|c| c.action).collect()
+    }
+}
