@@ -5,4 +5,6 @@ mod support;
 mod etcd_backup;
 mod fake_cluster;
 mod plan;
+mod ssh;
 mod tasks;
+mod upgrade;

@@ -29,12 +29,17 @@ impl Connection for LocalConnection {
             .process_group(0)
             .spawn()
             .map_err(|e| ConnectionError::Transport(format!("cannot start /bin/sh: {e}")))?;
-        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            // A command that does not read its stdin closes the pipe early; that is not our failure.
-            let _ = pipe.write_all(data).await;
-        }
+        let input = child.stdin.take();
         let pid = child.id();
-        let wait = child.wait_with_output();
+        // Stdin is written while the output is read: a command that echoes more than a pipe buffer would
+        // otherwise block on its stdout while we block on its stdin.
+        let write = async move {
+            if let (Some(data), Some(mut pipe)) = (stdin, input) {
+                // A command that does not read its stdin closes the pipe early; that is not our failure.
+                let _ = pipe.write_all(data).await;
+            }
+        };
+        let wait = async move { tokio::join!(write, child.wait_with_output()).1 };
         let output = match timeout {
             Some(limit) => match tokio::time::timeout(limit, wait).await {
                 Ok(out) => out,
