@@ -160,7 +160,11 @@ impl TestCluster {
     fn upgrade(&self, args: &[&str]) -> Run {
         let mut command = self.command(args);
         let output = command.output().expect("run upgrade");
-        Run { output, command: format!("upgrade --inventory hosts.yml {}", args.join(" ")), dir: self.dir.path().into() }
+        Run {
+            output,
+            command: format!("upgrade --inventory hosts.yml {}", args.join(" ")),
+            dir: self.dir.path().into(),
+        }
     }
 
     fn version(&self, node: &str) -> String {
@@ -211,8 +215,10 @@ fn a_full_upgrade_backs_up_etcd_then_masters_one_at_a_time_then_nodes_in_batches
     first_batch.sort();
     assert_eq!(first_batch, ["n1", "n2", "n3"], "batch 1 is n1-n3: {drained:?}");
     let calls = cluster.fake.calls();
-    let last_uncordon_batch_1 = calls.iter().rposition(|c| c.action == "uncordon" && ["n1", "n2", "n3"].contains(&c.node.as_str()));
-    let first_cordon_batch_2 = calls.iter().position(|c| c.action == "cordon" && ["n4", "n5", "n6"].contains(&c.node.as_str()));
+    let last_uncordon_batch_1 =
+        calls.iter().rposition(|c| c.action == "uncordon" && ["n1", "n2", "n3"].contains(&c.node.as_str()));
+    let first_cordon_batch_2 =
+        calls.iter().position(|c| c.action == "cordon" && ["n4", "n5", "n6"].contains(&c.node.as_str()));
     assert!(last_uncordon_batch_1 < first_cordon_batch_2, "batch 2 starts after batch 1 is done: {drained:?}");
     drop(run);
 }
@@ -248,15 +254,15 @@ fn a_drain_that_outlasts_the_drain_timeout_fails_the_node_which_is_uncordoned_an
 #[test]
 fn failures_that_exceed_max_fail_percentage_stop_the_later_batches_but_equal_ones_do_not() {
     let list = nodes(4, "region=a");
-    let exceeded = TestCluster::new(&spec(&list))
-        .var("upgrade_nodes_serial: 2")
-        .var("upgrade_nodes_max_fail_percentage: 49");
+    let exceeded =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 49");
     exceeded.fake.set_cue("n1", "upgrade_fail", "");
     exceeded.upgrade(&[]).expect_code(1).expect_stdout("not started");
     assert_eq!(exceeded.fake.upgrades("n3"), 0, "batch 2 never started");
     assert_eq!(exceeded.version("n2"), TARGET, "the rest of batch 1 finished");
 
-    let equal = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 50");
+    let equal =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 50");
     equal.fake.set_cue("n1", "upgrade_fail", "");
     equal.upgrade(&[]).expect_code(1);
     assert_eq!(equal.version("n4"), TARGET, "50% failed is not more than 50%: batch 2 ran");
@@ -265,9 +271,8 @@ fn failures_that_exceed_max_fail_percentage_stop_the_later_batches_but_equal_one
 #[test]
 fn a_batch_in_which_every_node_fails_stops_the_run_even_at_100_percent() {
     let list = nodes(4, "region=a");
-    let cluster = TestCluster::new(&spec(&list))
-        .var("upgrade_nodes_serial: 2")
-        .var("upgrade_nodes_max_fail_percentage: 100");
+    let cluster =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 100");
     cluster.fake.set_cue("n1", "upgrade_fail", "");
     cluster.fake.set_cue("n2", "upgrade_fail", "");
     cluster.upgrade(&[]).expect_code(1).expect_stdout("not started");
@@ -295,10 +300,7 @@ fn a_failing_master_hook_stops_the_run_before_the_next_master_and_hook_output_is
 #[test]
 fn a_nodes_only_run_is_refused_while_the_masters_are_behind() {
     let cluster = TestCluster::new(&[("n1", "region=a")]);
-    cluster
-        .upgrade(&["--phase", "nodes"])
-        .expect_code(2)
-        .expect_stderr("upgrade the control plane first");
+    cluster.upgrade(&["--phase", "nodes"]).expect_code(2).expect_stderr("upgrade the control plane first");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
 }
 
@@ -325,7 +327,7 @@ fn an_sshd_killed_during_a_nodes_upgrade_fails_that_node_and_the_run_goes_on() {
         .var("upgrade_nodes_max_fail_percentage: 50");
     // n2's drain takes a while; its host dies in the middle of it.
     cluster.fake.set_cue("n2", "drain_hang", "6");
-    let mut child = cluster.command(&[]).stdout(std::process::Stdio::piped()).spawn().expect("start upgrade");
+    let child = cluster.command(&[]).stdout(std::process::Stdio::piped()).spawn().expect("start upgrade");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !cluster.drained().iter().any(|n| n == "n2") {
         assert!(std::time::Instant::now() < deadline, "n2's drain never started");
