@@ -4,6 +4,7 @@ mod support;
 
 mod etcd_backup;
 mod fake_cluster;
+mod hooks;
 mod plan;
 mod ssh;
 mod tasks;
