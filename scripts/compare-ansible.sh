@@ -62,7 +62,10 @@ if ra != ru:
     print(f"recap differs:\n  ansible: {ra}\n  upgrade: {ru}")
 for host in ("h1", "h2"):
     files = {t: work / t / host / "semantics.json" for t in ("ansible", "upgrade")}
-    dumps = {t: clean(json.loads(f.read_text())) if f.exists() else None for t, f in files.items()}
+    # Each tool ran in its own directory; the paths in results say which, and nothing else.
+    def load(t, f):
+        return clean(json.loads(f.read_text().replace(str(work / t), str(work / "TOOL")))) if f.exists() else None
+    dumps = {t: load(t, f) for t, f in files.items()}
     if dumps["ansible"] != dumps["upgrade"]:
         ok = False
         a, u = dumps["ansible"] or {}, dumps["upgrade"] or {}

@@ -53,6 +53,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let connect = ConnectOptions {
         connect_timeout: Duration::from_secs(args.run.connect_timeout),
         accept_new_host_keys: args.run.accept_new_host_keys,
+        command_timeout: None,
     };
     let engine_options = EngineOptions {
         assume_yes: args.run.yes,

@@ -319,8 +319,8 @@ pub fn compact_timestamp(t: SystemTime) -> String {
     format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
 
-/// Days since the epoch to a civil date (Howard Hinnant's algorithm), to avoid a date crate for timestamps.
-fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
+/// A time as UTC (year, month, day, hour, minute, second): Howard Hinnant's days-to-civil, to avoid a date crate.
+pub fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
     let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let z = days + 719_468;

@@ -4,6 +4,9 @@ mod support;
 
 mod etcd_backup;
 mod fake_cluster;
+mod hooks;
 mod ops;
 mod plan;
+mod ssh;
 mod tasks;
+mod upgrade;

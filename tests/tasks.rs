@@ -396,6 +396,9 @@ fn set_fact_persists_and_skipped_results_are_registered() {
 fn delegate_to_localhost_works_for_a_host_we_cannot_reach() {
     let mut s = Scenario::new(&["remote"]);
     s.set_host_var("remote", "ansible_connection", json!("ssh"));
+    // Nothing listens on port 1: the host itself cannot be reached.
+    s.set_host_var("remote", "ansible_host", json!("127.0.0.1"));
+    s.set_host_var("remote", "ansible_port", json!(1));
     let run = s.run(
         r#"
 - name: on the controller
@@ -415,7 +418,7 @@ fn delegate_to_localhost_works_for_a_host_we_cannot_reach() {
     assert_eq!(last.1, TaskStatus::Unreachable);
     assert!(run.outcome("remote").unreachable);
     let msg = run.result("remote", "on the host itself")["msg"].as_str().unwrap_or_default().to_string();
-    assert!(msg.contains("ssh not available yet"), "{msg}");
+    assert!(msg.contains("127.0.0.1") && msg.contains("unreachable"), "{msg}");
 }
 
 #[test]

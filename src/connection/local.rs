@@ -45,14 +45,19 @@ impl Connection for LocalConnection {
             .process_group(0)
             .spawn()
             .map_err(|e| ConnectionError::Transport(format!("cannot start /bin/sh: {e}")))?;
-        if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            // A command that does not read its stdin closes the pipe early; that is not our failure.
-            let _ = pipe.write_all(data).await;
-        }
+        let input = child.stdin.take();
         // Kills the command's whole process group if this exec ends before the command does: on a timeout, and
         // when the caller drops the future (a drain cut short by an interrupt), so no grandchild is left behind.
         let mut group = GroupGuard(child.id().and_then(|p| libc::pid_t::try_from(p).ok()).filter(|p| *p > 1));
-        let wait = child.wait_with_output();
+        // Stdin is written while the output is read: a command that echoes more than a pipe buffer would
+        // otherwise block on its stdout while we block on its stdin.
+        let write = async move {
+            if let (Some(data), Some(mut pipe)) = (stdin, input) {
+                // A command that does not read its stdin closes the pipe early; that is not our failure.
+                let _ = pipe.write_all(data).await;
+            }
+        };
+        let wait = async move { tokio::join!(write, child.wait_with_output()).1 };
         let output = match timeout {
             Some(limit) => match tokio::time::timeout(limit, wait).await {
                 Ok(out) => out,

@@ -2,7 +2,10 @@
 //! They know nothing of tasks; become (sudo), templating and retries live above them.
 
 pub mod local;
+mod open;
 pub mod ssh;
+
+pub use open::{ConnectOptions, ConnectionKind, implicit_localhost_vars, open};
 
 use std::fmt;
 use std::sync::Arc;

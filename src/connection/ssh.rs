@@ -1,1 +1,867 @@
-//! SSH through the `openssh` crate with native multiplexing: one master connection per host, reused.
+//! SSH through the `openssh` crate with native multiplexing: one master connection per host, reused for every
+//! command. The system `ssh` client does the protocol work, so `~/.ssh/config`, ProxyJump and agents keep working.
+//!
+//! The crate has no switch for arbitrary `-o` options, so every connection gets a private ssh config file (passed
+//! with `-F`) that holds the inventory's settings, then includes `~/.ssh/config` and `/etc/ssh/ssh_config` — the
+//! same first-match-wins order `ansible-playbook` gets by putting its options on the command line.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Mutex, Semaphore};
+
+use super::{Connection, ConnectionError, ExecOutput, shell_quote};
+
+/// sshd allows 10 sessions per connection by default (`MaxSessions`); stay under it so parallel commands on one host
+/// (several hosts delegating to the first master, say) wait their turn instead of being refused.
+const MAX_PARALLEL_SESSIONS: usize = 8;
+
+/// How long a local timeout waits, past the remote one, for the host to report the kill before giving up on it.
+const REMOTE_KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// How a host is reached, read from its variables the way Ansible's ssh plugin reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshSettings {
+    /// The inventory name, for messages.
+    pub name: String,
+    /// What `ssh` is asked to connect to (`ansible_host`, else the inventory name); `~/.ssh/config` matches on it.
+    pub address: String,
+    pub port: Option<u16>,
+    pub user: Option<String>,
+    pub private_key_file: Option<String>,
+    /// `ansible_ssh_args`, `ansible_ssh_common_args` and `ansible_ssh_extra_args`, split like a shell would.
+    pub args: Vec<String>,
+    /// `ansible_host_key_checking` / `ansible_ssh_host_key_checking` when set.
+    pub host_key_checking: Option<bool>,
+    /// `ansible_ssh_timeout` when set: overrides the run's connect timeout for this host.
+    pub connect_timeout: Option<Duration>,
+}
+
+impl SshSettings {
+    /// Reads the connection variables of one host (after precedence and templating). Where Ansible accepts two
+    /// names, the one its ssh plugin lists last wins (`ansible_ssh_host` over `ansible_host`, and so on).
+    pub fn from_vars(name: &str, vars: &Map<String, Value>) -> Result<Self, ConnectionError> {
+        let address = last_string(vars, &["ansible_host", "ansible_ssh_host"])?.unwrap_or_else(|| name.to_string());
+        if address.is_empty() || address.starts_with('-') || address.contains(char::is_whitespace) {
+            return Err(bad_var(name, "ansible_host", &format!("`{address}` is not a host name or address")));
+        }
+        let port = match last_value(vars, &["ansible_port", "ansible_ssh_port"]) {
+            None | Some((_, Value::Null)) => None,
+            Some((var, value)) => Some(
+                parse_port(value)
+                    .ok_or_else(|| bad_var(name, var, &format!("{} is not a port number (1-65535)", render(value))))?,
+            ),
+        };
+        let user = last_string(vars, &["ansible_user", "ansible_ssh_user"])?.filter(|u| !u.is_empty());
+        let private_key_file = last_string(vars, &["ansible_private_key_file", "ansible_ssh_private_key_file"])?
+            .filter(|k| !k.is_empty())
+            .map(|k| expand_home(&k));
+        let mut args = Vec::new();
+        for var in ["ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args"] {
+            if let Some(text) = last_string(vars, &[var])? {
+                args.extend(split_shell_words(&text).ok_or_else(|| bad_var(name, var, "has an unclosed quote"))?);
+            }
+        }
+        let host_key_checking = match last_value(vars, &["ansible_host_key_checking", "ansible_ssh_host_key_checking"])
+        {
+            None | Some((_, Value::Null)) => None,
+            Some((var, value)) => Some(
+                ansible_bool(value)
+                    .ok_or_else(|| bad_var(name, var, &format!("{} is not a boolean", render(value))))?,
+            ),
+        };
+        let connect_timeout = match last_value(vars, &["ansible_ssh_timeout"]) {
+            None | Some((_, Value::Null)) => None,
+            Some((var, value)) => Some(Duration::from_secs(
+                parse_u64(value).ok_or_else(|| bad_var(name, var, &format!("{} is not a number", render(value))))?,
+            )),
+        };
+        Ok(SshSettings {
+            name: name.to_string(),
+            address,
+            port,
+            user,
+            private_key_file,
+            args,
+            host_key_checking,
+            connect_timeout,
+        })
+    }
+
+    /// `address:port` as a user would name it in a message.
+    pub fn endpoint(&self) -> String {
+        let port = self.port.unwrap_or(22);
+        if self.address.contains(':') {
+            format!("[{}]:{port}", self.address)
+        } else {
+            format!("{}:{port}", self.address)
+        }
+    }
+
+    /// The private ssh config file for this host: the inventory's settings first (first match wins in ssh), then the
+    /// user's and the system's configuration, then our defaults.
+    pub fn config_file(&self) -> Result<String, ConnectionError> {
+        let mut lines = Vec::new();
+        if let Some(port) = self.port {
+            lines.push(format!("Port {port}"));
+        }
+        if let Some(key) = &self.private_key_file {
+            lines.push(format!("IdentityFile {}", config_quote(key)));
+        }
+        if let Some(user) = &self.user {
+            lines.push(format!("User {}", config_quote(user)));
+        }
+        let translated = translate_ssh_args(&self.args).map_err(|m| {
+            ConnectionError::Unreachable(format!("{}: ansible_ssh_common_args/ansible_ssh_extra_args: {m}", self.name))
+        })?;
+        lines.extend(translated.options);
+        match translated.config_file {
+            // `ssh -F FILE` replaces both the user's and the system's configuration.
+            Some(file) => lines.push(format!("Include {}", config_quote(&file))),
+            None => {
+                lines.push("Include ~/.ssh/config".to_string());
+                lines.push("Include /etc/ssh/ssh_config".to_string());
+            }
+        }
+        // Defaults the user's configuration may override: notice a dead host within a minute instead of never.
+        lines.push("Host *".to_string());
+        lines.push("  ServerAliveInterval 15".to_string());
+        lines.push("  ServerAliveCountMax 4".to_string());
+        let mut text = format!("# generated by upgrade for host {}\n", self.name.replace('\n', " "));
+        for line in lines {
+            if line.contains(['\n', '\r', '\0']) {
+                return Err(ConnectionError::Unreachable(format!(
+                    "{}: an ssh option contains a line break: {line:?}",
+                    self.name
+                )));
+            }
+            let _ = writeln!(text, "{line}");
+        }
+        Ok(text)
+    }
+
+    /// The host key policy: `--accept-new-host-keys` wins, then what the inventory says, else strict.
+    fn known_hosts_policy(&self, accept_new: bool) -> KnownHosts {
+        if accept_new {
+            return KnownHosts::Add;
+        }
+        if self.host_key_checking == Some(false) {
+            return KnownHosts::Accept;
+        }
+        match option_value(&self.args, "stricthostkeychecking").map(|v| v.to_ascii_lowercase()).as_deref() {
+            Some("no" | "off") => KnownHosts::Accept,
+            Some("accept-new") => KnownHosts::Add,
+            _ => KnownHosts::Strict,
+        }
+    }
+}
+
+/// The SSH connection to one host: a multiplexing master started on first use and reused by every command. If the
+/// master goes away (the host rebooted, the master idled out), the next command starts a new one.
+pub struct SshConnection {
+    settings: SshSettings,
+    builder: SessionBuilder,
+    connect_timeout: Duration,
+    default_timeout: Option<Duration>,
+    session: Mutex<Option<Arc<Session>>>,
+    sessions: Semaphore,
+    /// Holds the generated config file and the control socket; lives as long as the connection.
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for SshConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshConnection").field("host", &self.settings.name).field("dir", &self.dir.path()).finish()
+    }
+}
+
+impl SshConnection {
+    /// Prepares the connection and starts the master, so an unreachable host or a bad host key shows up here.
+    pub async fn connect(
+        settings: SshSettings,
+        accept_new_host_keys: bool,
+        connect_timeout: Duration,
+        default_timeout: Option<Duration>,
+    ) -> Result<SshConnection, ConnectionError> {
+        let dir = tempfile::Builder::new()
+            .prefix("upgrade-ssh-")
+            .tempdir()
+            .map_err(|e| ConnectionError::Transport(format!("cannot create a temporary directory: {e}")))?;
+        let config_path = dir.path().join("config");
+        std::fs::write(&config_path, settings.config_file()?)
+            .map_err(|e| ConnectionError::Transport(format!("cannot write {}: {e}", config_path.display())))?;
+        let connect_timeout = settings.connect_timeout.unwrap_or(connect_timeout).max(Duration::from_secs(1));
+        let mut builder = SessionBuilder::default();
+        builder
+            .config_file(&config_path)
+            .control_directory(dir.path())
+            .known_hosts_check(settings.known_hosts_policy(accept_new_host_keys))
+            .connect_timeout(connect_timeout)
+            // A master left behind by a killed controller goes away on its own.
+            .control_persist(ControlPersist::IdleFor(
+                std::num::NonZeroUsize::new(300).unwrap_or(std::num::NonZeroUsize::MIN),
+            ));
+        let connection = SshConnection {
+            settings,
+            builder,
+            connect_timeout,
+            default_timeout,
+            session: Mutex::new(None),
+            sessions: Semaphore::new(MAX_PARALLEL_SESSIONS),
+            dir,
+        };
+        connection.master().await?;
+        Ok(connection)
+    }
+
+    pub fn settings(&self) -> &SshSettings {
+        &self.settings
+    }
+
+    /// The live master, starting one if there is none.
+    async fn master(&self) -> Result<Arc<Session>, ConnectionError> {
+        let mut slot = self.session.lock().await;
+        if let Some(session) = slot.as_ref() {
+            return Ok(Arc::clone(session));
+        }
+        // ssh's ConnectTimeout covers the TCP connect and the banner; this also bounds a stalled authentication.
+        let limit = self.connect_timeout * 2 + Duration::from_secs(10);
+        let started = tokio::time::timeout(limit, self.builder.connect_mux(&self.settings.address)).await;
+        let session = match started {
+            Ok(Ok(session)) => Arc::new(session),
+            Ok(Err(err)) => return Err(self.connect_error(err)),
+            Err(_) => {
+                return Err(ConnectionError::Unreachable(format!(
+                    "{} ({}): no SSH session after {}s",
+                    self.settings.name,
+                    self.settings.endpoint(),
+                    limit.as_secs()
+                )));
+            }
+        };
+        *slot = Some(Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// Forgets a master that stopped answering, so the next command starts a new one.
+    async fn forget(&self, dead: &Arc<Session>) {
+        let mut slot = self.session.lock().await;
+        if slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, dead)) {
+            *slot = None;
+        }
+    }
+
+    fn connect_error(&self, err: openssh::Error) -> ConnectionError {
+        let log = match &err {
+            openssh::Error::Connect(io) => io.to_string(),
+            other => {
+                return ConnectionError::Transport(format!(
+                    "{}: cannot start ssh: {}",
+                    self.settings.name,
+                    error_chain(other)
+                ));
+            }
+        };
+        classify_ssh_log(&self.settings, &log)
+    }
+
+    /// Runs the wrapped command on the master, starting a new master once if the old one is gone (the command
+    /// cannot have started then, so trying again is safe).
+    async fn spawn(
+        &self,
+        remote: &str,
+        with_stdin: bool,
+    ) -> Result<(Arc<Session>, openssh::Child<Arc<Session>>), ConnectionError> {
+        let mut retried = false;
+        loop {
+            let session = self.master().await?;
+            let spawned = Session::to_raw_command(Arc::clone(&session), remote)
+                .stdin(if with_stdin { Stdio::piped() } else { Stdio::null() })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .await;
+            match spawned {
+                Ok(child) => return Ok((session, child)),
+                Err(openssh::Error::Disconnected) if !retried => {
+                    self.forget(&session).await;
+                    retried = true;
+                }
+                Err(err) => {
+                    self.forget(&session).await;
+                    return Err(ConnectionError::Transport(format!(
+                        "{}: cannot start a command: {}",
+                        self.settings.name,
+                        error_chain(&err)
+                    )));
+                }
+            }
+        }
+    }
+
+    async fn run(&self, remote: String, stdin: Option<&[u8]>) -> Result<ExecOutput, ConnectionError> {
+        let (session, mut child) = self.spawn(&remote, stdin.is_some()).await?;
+        let input = child.stdin().take();
+        let mut out_pipe = child.stdout().take();
+        let mut err_pipe = child.stderr().take();
+        let write = async {
+            if let (Some(mut pipe), Some(data)) = (input, stdin) {
+                // A command that does not read its stdin closes the pipe early; that is not a failure.
+                let _ = pipe.write_all(data).await;
+                let _ = pipe.shutdown().await;
+            }
+        };
+        let read_out = async {
+            let mut buf = Vec::new();
+            if let Some(pipe) = out_pipe.as_mut() {
+                let _ = pipe.read_to_end(&mut buf).await;
+            }
+            buf
+        };
+        let read_err = async {
+            let mut buf = Vec::new();
+            if let Some(pipe) = err_pipe.as_mut() {
+                let _ = pipe.read_to_end(&mut buf).await;
+            }
+            buf
+        };
+        let ((), stdout, stderr) = tokio::join!(write, read_out, read_err);
+        let status = match child.wait().await {
+            Ok(status) => {
+                use std::os::unix::process::ExitStatusExt;
+                status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+            }
+            // The crate reports exit status 127 as an error; it is a result like any other.
+            Err(openssh::Error::Remote(e)) if e.kind() == std::io::ErrorKind::NotFound => 127,
+            // No exit status: the master went away (the remote shell itself is never killed by a signal, see
+            // `wrap_command`).
+            Err(err) => {
+                let alive = session.check().await.is_ok();
+                if !alive {
+                    self.forget(&session).await;
+                }
+                return Err(ConnectionError::Transport(format!(
+                    "{} ({}): connection lost while running a command: {}",
+                    self.settings.name,
+                    self.settings.endpoint(),
+                    if alive { error_chain(&err) } else { "the SSH master connection closed".to_string() }
+                )));
+            }
+        };
+        Ok(ExecOutput { status, stdout, stderr })
+    }
+}
+
+#[async_trait::async_trait]
+impl Connection for SshConnection {
+    async fn exec(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        let _permit = self
+            .sessions
+            .acquire()
+            .await
+            .map_err(|_| ConnectionError::Transport(format!("{}: connection closed", self.settings.name)))?;
+        let limit = timeout.or(self.default_timeout);
+        let remote = wrap_command(command, limit);
+        let started = Instant::now();
+        let Some(limit) = limit else {
+            return self.run(remote, stdin).await;
+        };
+        match tokio::time::timeout(remote_limit(limit) + REMOTE_KILL_GRACE, self.run(remote, stdin)).await {
+            // `timeout -s KILL` on the host: the wrapper shell reports 137 once the limit has passed.
+            Ok(Ok(out)) if out.status == 137 && started.elapsed() >= limit => Err(ConnectionError::Timeout(limit)),
+            Ok(result) => result,
+            Err(_) => Err(ConnectionError::Timeout(limit)),
+        }
+    }
+
+    async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {
+        let target = Path::new(path);
+        let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+        let tmp = dir.join(format!(".{name}.upgrade-tmp.{}", unique_suffix()));
+        let tmp = shell_quote(&tmp.to_string_lossy());
+        let script = format!(
+            "cat > {tmp} && chmod {mode:o} {tmp} && mv -f {tmp} {dest} || {{ rc=$?; rm -f {tmp}; exit $rc; }}",
+            mode = mode & 0o7777,
+            dest = shell_quote(path),
+        );
+        let out = self.exec(&script, Some(data), None).await?;
+        if out.status != 0 {
+            return Err(ConnectionError::Transport(format!(
+                "{}: cannot write {path}: {}",
+                self.settings.name,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    async fn fetch(&self, path: &str) -> Result<Vec<u8>, ConnectionError> {
+        let out = self.exec(&format!("cat -- {}", shell_quote(path)), None, None).await?;
+        if out.status != 0 {
+            return Err(ConnectionError::Transport(format!(
+                "{}: cannot read {path}: {}",
+                self.settings.name,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(out.stdout)
+    }
+
+    async fn close(&self) {
+        let session = self.session.lock().await.take();
+        if let Some(session) = session {
+            match Arc::try_unwrap(session) {
+                Ok(session) => {
+                    let _ = session.close().await;
+                }
+                // Commands still hold it: the last one to finish drops it, which stops the master.
+                Err(shared) => drop(shared),
+            }
+        }
+    }
+}
+
+/// The command line sent to the host. The login shell may be anything, so the command always runs under
+/// `/bin/sh -c`, as Ansible does. An outer `/bin/sh` that does not `exec` its last command reports a command killed
+/// by a signal as 128+N (the mux protocol would otherwise report no status at all), and runs the command under
+/// `timeout -s KILL` when there is a limit, so nothing keeps running on the host after we gave up on it.
+pub fn wrap_command(command: &str, limit: Option<Duration>) -> String {
+    let inner = format!("/bin/sh -c {}", shell_quote(command));
+    let script = match limit {
+        None => format!("{inner}; exit $?"),
+        Some(limit) => format!(
+            "if command -v timeout >/dev/null 2>&1; then timeout -s KILL {} {inner}; else {inner}; fi; exit $?",
+            remote_limit(limit).as_secs()
+        ),
+    };
+    format!("/bin/sh -c {}", shell_quote(&script))
+}
+
+/// The host counts whole seconds (busybox's `timeout` takes no fractions), never less than the limit.
+fn remote_limit(limit: Duration) -> Duration {
+    Duration::from_secs(limit.as_secs() + u64::from(limit.subsec_nanos() > 0)).max(Duration::from_secs(1))
+}
+
+/// Turns what `ssh` logged on a failed connect into an error the user can act on.
+pub fn classify_ssh_log(settings: &SshSettings, log: &str) -> ConnectionError {
+    let who = format!("{} ({})", settings.name, settings.endpoint());
+    let known_hosts = option_value(&settings.args, "userknownhostsfile")
+        .and_then(|v| v.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "~/.ssh/known_hosts".to_string());
+    let port = settings.port.filter(|p| *p != 22).map(|p| format!("-p {p} ")).unwrap_or_default();
+    let keyscan = format!("ssh-keyscan {port}{} >> {known_hosts}", settings.address);
+    if log.contains("REMOTE HOST IDENTIFICATION HAS CHANGED")
+        || log.contains("Host key for") && log.contains("has changed")
+    {
+        let entry = match settings.port.filter(|p| *p != 22) {
+            Some(p) => format!("[{}]:{p}", settings.address),
+            None => settings.address.clone(),
+        };
+        return ConnectionError::HostKey(format!(
+            "{who}: the host key has CHANGED since it was recorded in {known_hosts} (the host was reinstalled, or \
+             someone is intercepting the connection). If the change is expected, check the new fingerprint, then \
+             replace the old entry: `ssh-keygen -f {known_hosts} -R '{entry}' && {keyscan}`. \
+             --accept-new-host-keys does not accept changed keys"
+        ));
+    }
+    if log.contains("Host key verification failed") || log.contains("host key is known for") {
+        return ConnectionError::HostKey(format!(
+            "{who}: the host key is not known and host keys are checked strictly. Check the host's fingerprint, \
+             then trust it with `{keyscan}`, or pass --accept-new-host-keys to accept unknown keys on first use"
+        ));
+    }
+    let reason = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Warning: Permanently added"))
+        .last()
+        .unwrap_or("ssh exited without saying why")
+        .trim_start_matches("ssh: ");
+    ConnectionError::Unreachable(format!("{who}: {reason}"))
+}
+
+/// An `openssh::Error` with its causes, since the crate's own messages are generic.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let _ = write!(text, ": {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    format!("{}.{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The last of several alias variables that is set, as Ansible's config manager picks it.
+fn last_value<'a>(vars: &'a Map<String, Value>, names: &[&'static str]) -> Option<(&'static str, &'a Value)> {
+    names.iter().rev().find_map(|n| vars.get(*n).map(|v| (*n, v)))
+}
+
+fn last_string(vars: &Map<String, Value>, names: &[&'static str]) -> Result<Option<String>, ConnectionError> {
+    match last_value(vars, names) {
+        None | Some((_, Value::Null)) => Ok(None),
+        Some((_, Value::String(s))) => Ok(Some(s.clone())),
+        Some((_, v @ (Value::Number(_) | Value::Bool(_)))) => Ok(Some(v.to_string())),
+        Some((var, v)) => Err(ConnectionError::Unreachable(format!("{var} must be a string, not {}", render(v)))),
+    }
+}
+
+fn bad_var(host: &str, var: &str, problem: &str) -> ConnectionError {
+    ConnectionError::Unreachable(format!("{host}: {var}: {problem}"))
+}
+
+fn render(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("`{s}`"),
+        other => format!("`{other}`"),
+    }
+}
+
+fn parse_u64(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn parse_port(value: &Value) -> Option<u16> {
+    parse_u64(value).and_then(|n| u16::try_from(n).ok()).filter(|p| *p > 0)
+}
+
+/// Ansible's boolean conversion (`yes`, `on`, `1`, `true`, ... and their opposites).
+fn ansible_bool(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => n.as_f64().map(|f| f != 0.0),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "yes" | "on" | "1" | "true" | "y" | "t" | "1.0" => Some(true),
+            "no" | "off" | "0" | "false" | "n" | "f" | "0.0" | "" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `~/key` as Ansible expands it (ssh would too, but only inside its config, not in our messages).
+fn expand_home(path: &str) -> String {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest).to_string_lossy().into_owned(),
+        _ => path.to_string(),
+    }
+}
+
+/// A value as ssh's config reader takes it: double-quoted when it holds spaces or quotes.
+fn config_quote(value: &str) -> String {
+    if !value.is_empty() && !value.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\' || c == '#') {
+        return value.to_string();
+    }
+    format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Splits a command-line fragment the way Python's `shlex.split` (what Ansible uses) does: quotes, backslashes,
+/// whitespace. `None` on an unclosed quote.
+pub fn split_shell_words(text: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => word.push(c),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            c @ ('"' | '\\' | '$' | '`') => word.push(c),
+                            '\n' => {}
+                            c => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                        },
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some('\n') | None => {}
+                    Some(c) => word.push(c),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Some(words)
+}
+
+/// `ssh` command-line arguments turned into config-file lines.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct TranslatedArgs {
+    options: Vec<String>,
+    /// `-F FILE`: replaces the user's and the system's configuration.
+    config_file: Option<String>,
+}
+
+/// Flags without a value that only change what `ssh` prints or how it runs interactively; harmless to drop here.
+const IGNORED_FLAGS: &str = "qvtTnNsfGVkKgMxXYy";
+
+fn translate_ssh_args(args: &[String]) -> Result<TranslatedArgs, String> {
+    let mut out = TranslatedArgs::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) else {
+            return Err(format!("`{arg}` is not an ssh option"));
+        };
+        let mut chars = flags.char_indices();
+        while let Some((at, flag)) = chars.next() {
+            let simple = match flag {
+                'A' => Some("ForwardAgent yes"),
+                'a' => Some("ForwardAgent no"),
+                'C' => Some("Compression yes"),
+                '4' => Some("AddressFamily inet"),
+                '6' => Some("AddressFamily inet6"),
+                f if IGNORED_FLAGS.contains(f) => Some(""),
+                _ => None,
+            };
+            if let Some(line) = simple {
+                if !line.is_empty() {
+                    out.options.push(line.to_string());
+                }
+                continue;
+            }
+            // A flag with a value: the rest of this word, or the next word.
+            let rest = &flags[at + flag.len_utf8()..];
+            let value = if !rest.is_empty() {
+                rest.to_string()
+            } else if i < args.len() {
+                i += 1;
+                args[i - 1].clone()
+            } else {
+                return Err(format!("-{flag} needs a value"));
+            };
+            let keyword = match flag {
+                'o' => {
+                    out.options.push(value);
+                    break;
+                }
+                'F' => {
+                    out.config_file = Some(value);
+                    break;
+                }
+                'i' => "IdentityFile",
+                'J' => "ProxyJump",
+                'p' => "Port",
+                'l' => "User",
+                'b' => "BindAddress",
+                'B' => "BindInterface",
+                'c' => "Ciphers",
+                'm' => "MACs",
+                'D' => "DynamicForward",
+                'L' => "LocalForward",
+                'R' => "RemoteForward",
+                'I' => "PKCS11Provider",
+                'P' => "Tag",
+                // The control socket and the log are ours; an escape character means nothing without a terminal.
+                'S' | 'E' | 'e' | 'O' | 'W' | 'w' | 'Q' => break,
+                other => return Err(format!("-{other} is not an ssh option upgrade understands")),
+            };
+            out.options.push(format!("{keyword} {}", config_quote(&value)));
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The value of an option (`-o Key=Value`, `-oKey Value`, `-o "Key Value"`) the user gave, keyword matched
+/// case-insensitively; the first one wins, as in ssh.
+fn option_value(args: &[String], keyword: &str) -> Option<String> {
+    let translated = translate_ssh_args(args).ok()?;
+    translated.options.iter().find_map(|line| {
+        let line = line.trim_start();
+        let end = line.find(|c: char| c == '=' || c.is_whitespace())?;
+        let (key, rest) = line.split_at(end);
+        key.eq_ignore_ascii_case(keyword).then(|| {
+            rest.trim_start_matches(|c: char| c == '=' || c.is_whitespace()).trim().trim_matches('"').to_string()
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn reads_ansible_variables_with_their_aliases() {
+        let s = SshSettings::from_vars(
+            "node1",
+            &vars(json!({"ansible_host": "10.0.0.1", "ansible_ssh_host": "10.0.0.2", "ansible_port": "2222",
+                          "ansible_user": "core", "ansible_ssh_private_key_file": "/k/id",
+                          "ansible_ssh_common_args": "-o ProxyJump=bastion -o 'ServerAliveInterval 5'"})),
+        )
+        .unwrap();
+        assert_eq!(s.address, "10.0.0.2");
+        assert_eq!(s.port, Some(2222));
+        assert_eq!(s.user.as_deref(), Some("core"));
+        assert_eq!(s.private_key_file.as_deref(), Some("/k/id"));
+        assert_eq!(s.args, ["-o", "ProxyJump=bastion", "-o", "ServerAliveInterval 5"]);
+        assert_eq!(s.endpoint(), "10.0.0.2:2222");
+        let bare = SshSettings::from_vars("web", &Map::new()).unwrap();
+        assert_eq!((bare.address.as_str(), bare.port, bare.endpoint()), ("web", None, "web:22".to_string()));
+    }
+
+    #[test]
+    fn rejects_bad_ports_and_option_like_hosts() {
+        for bad in [json!({"ansible_port": "http"}), json!({"ansible_port": 70000}), json!({"ansible_port": 0})] {
+            let err = SshSettings::from_vars("h", &vars(bad)).unwrap_err();
+            assert!(err.to_string().contains("ansible_port"), "{err}");
+        }
+        let err = SshSettings::from_vars("h", &vars(json!({"ansible_host": "-oProxyCommand=x"}))).unwrap_err();
+        assert!(err.to_string().contains("ansible_host"), "{err}");
+    }
+
+    #[test]
+    fn config_file_puts_inventory_settings_before_the_users_config() {
+        let s = SshSettings::from_vars(
+            "h",
+            &vars(json!({"ansible_port": 2200, "ansible_user": "ops", "ansible_ssh_private_key_file": "/keys/my key",
+                          "ansible_ssh_common_args": "-o UserKnownHostsFile=/kh -J jump -C -q",
+                          "ansible_ssh_extra_args": "-oStrictHostKeyChecking=yes"})),
+        )
+        .unwrap();
+        let text = s.config_file().unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "Port 2200",
+                "IdentityFile \"/keys/my key\"",
+                "User ops",
+                "UserKnownHostsFile=/kh",
+                "ProxyJump jump",
+                "Compression yes",
+                "StrictHostKeyChecking=yes",
+                "Include ~/.ssh/config",
+                "Include /etc/ssh/ssh_config",
+                "Host *",
+                "  ServerAliveInterval 15",
+                "  ServerAliveCountMax 4",
+            ]
+        );
+        let with_f = SshSettings::from_vars("h", &vars(json!({"ansible_ssh_common_args": "-F /etc/my.conf"}))).unwrap();
+        assert!(with_f.config_file().unwrap().contains("Include /etc/my.conf\nHost *"));
+        let bad = SshSettings::from_vars("h", &vars(json!({"ansible_ssh_common_args": "-Z"}))).unwrap();
+        assert!(bad.config_file().is_err());
+    }
+
+    #[test]
+    fn host_key_policy_is_strict_unless_told_otherwise() {
+        let policy = |v: Value, accept_new| {
+            format!("{:?}", SshSettings::from_vars("h", &vars(v)).unwrap().known_hosts_policy(accept_new))
+        };
+        assert_eq!(policy(json!({}), false), "Strict");
+        assert_eq!(policy(json!({}), true), "Add");
+        assert_eq!(policy(json!({"ansible_ssh_common_args": "-o StrictHostKeyChecking=no"}), false), "Accept");
+        assert_eq!(policy(json!({"ansible_ssh_common_args": "-o StrictHostKeyChecking=accept-new"}), false), "Add");
+        assert_eq!(policy(json!({"ansible_host_key_checking": "false"}), false), "Accept");
+        assert_eq!(policy(json!({"ansible_ssh_common_args": "-o StrictHostKeyChecking=no"}), true), "Add");
+    }
+
+    #[test]
+    fn splits_like_shlex() {
+        assert_eq!(split_shell_words(r#"-o 'A B' -o "C \"D\"" e\ f"#).unwrap(), ["-o", "A B", "-o", "C \"D\"", "e f"]);
+        assert_eq!(split_shell_words("  ").unwrap(), Vec::<String>::new());
+        assert_eq!(split_shell_words("''").unwrap(), [""]);
+        assert!(split_shell_words("'open").is_none());
+    }
+
+    #[test]
+    fn classifies_ssh_failures() {
+        let s = SshSettings::from_vars(
+            "n1",
+            &vars(json!({"ansible_host": "127.0.0.1", "ansible_port": 2022,
+                          "ansible_ssh_common_args": "-o UserKnownHostsFile=/tmp/kh"})),
+        )
+        .unwrap();
+        let unknown = "No ED25519 host key is known for [127.0.0.1]:2022 and you have requested strict checking.\r\n\
+                       Host key verification failed.";
+        match classify_ssh_log(&s, unknown) {
+            ConnectionError::HostKey(m) => {
+                assert!(m.contains("ssh-keyscan -p 2022 127.0.0.1 >> /tmp/kh"), "{m}");
+                assert!(m.contains("--accept-new-host-keys"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let changed =
+            "@@@@@@@\r\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\r\nHost key verification failed.";
+        match classify_ssh_log(&s, changed) {
+            ConnectionError::HostKey(m) => assert!(m.contains("CHANGED") && m.contains("ssh-keygen"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            classify_ssh_log(&s, "ssh: connect to host 127.0.0.1 port 2022: Connection refused\r\n"),
+            ConnectionError::Unreachable(
+                "n1 (127.0.0.1:2022): connect to host 127.0.0.1 port 2022: Connection refused".into()
+            )
+        );
+    }
+
+    #[test]
+    fn wraps_commands_for_the_remote_shell() {
+        // The wrapped line is what the login shell runs: run it through a local shell to check the quoting.
+        let line = wrap_command("printf '%s|' \"$0\" 'it'\\''s'; kill -TERM $$", None);
+        let out = std::process::Command::new("/bin/sh").arg("-c").arg(&line).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "/bin/sh|it's|");
+        // Killed by a signal, yet the outer shell reports it as a status.
+        assert_eq!(out.status.code(), Some(128 + 15));
+        let timed = wrap_command("sleep 9", Some(Duration::from_millis(1500)));
+        assert!(timed.contains("timeout -s KILL 2 /bin/sh -c"), "{timed}");
+    }
+}

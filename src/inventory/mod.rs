@@ -24,7 +24,7 @@ use crate::error::{Error, Location, Result};
 
 pub use extra_vars::parse_extra_vars;
 pub use literal::parse_value as parse_python_literal;
-pub use ranges::expand_host_pattern;
+pub use ranges::{expand_host_pattern, python_int};
 
 /// Where a variable's value came from, so the plan can say why a setting has the value it has.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
@@ -13,36 +12,7 @@ use tokio::sync::OnceCell;
 use crate::connection::local::LocalConnection;
 use crate::connection::{ConnectionError, SharedConnection};
 
-/// How to reach hosts, from the command line.
-#[derive(Debug, Clone)]
-pub struct ConnectOptions {
-    pub connect_timeout: Duration,
-    pub accept_new_host_keys: bool,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        ConnectOptions { connect_timeout: Duration::from_secs(10), accept_new_host_keys: false }
-    }
-}
-
-/// Opens a connection to `host` as its variables say (`ansible_connection`, `ansible_host`, `ansible_port`, ...).
-pub async fn open(
-    host: &str,
-    vars: &Map<String, Value>,
-    _options: &ConnectOptions,
-) -> Result<SharedConnection, ConnectionError> {
-    let kind = vars.get("ansible_connection").and_then(Value::as_str).unwrap_or("ssh");
-    match kind {
-        "local" => Ok(Arc::new(LocalConnection)),
-        "ssh" | "smart" | "paramiko" => Err(ConnectionError::Unreachable(format!(
-            "{host}: ssh not available yet (only `ansible_connection: local` hosts can be reached in this build)"
-        ))),
-        other => Err(ConnectionError::Unreachable(format!(
-            "{host}: unsupported ansible_connection `{other}` (use `ssh` or `local`)"
-        ))),
-    }
-}
+pub use crate::connection::{ConnectOptions, open};
 
 /// Connections by host name, opened on first use and reused. A failure to connect is remembered too, so an
 /// unreachable host is tried once per run.

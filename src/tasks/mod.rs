@@ -162,6 +162,7 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
     let connect = ConnectOptions {
         connect_timeout: std::time::Duration::from_secs(args.run.connect_timeout),
         accept_new_host_keys: args.run.accept_new_host_keys,
+        command_timeout: None,
     };
     let reporter = Arc::new(report::TextReporter::new(args.run.verbose, Box::new(std::io::stdout()), &hosts));
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -5,6 +5,7 @@
 
 pub mod etcd;
 pub mod fake_cluster;
+pub mod sshd;
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;

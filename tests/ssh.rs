@@ -1,0 +1,277 @@
+//! Connections against a real sshd on loopback (and the local connection), as the executor uses them.
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use upgrade::connection::{ConnectOptions, ConnectionError, SharedConnection, open};
+
+use crate::support::sshd::TestSshd;
+
+fn options() -> ConnectOptions {
+    ConnectOptions { connect_timeout: Duration::from_secs(5), ..ConnectOptions::default() }
+}
+
+async fn connect(sshd: &TestSshd, name: &str) -> SharedConnection {
+    match open(name, &sshd.vars_json(name), &options()).await {
+        Ok(conn) => conn,
+        Err(err) => panic!("cannot connect to {name}: {err}\nsshd log:\n{}", sshd.log()),
+    }
+}
+
+fn local_vars() -> Map<String, Value> {
+    let mut vars = Map::new();
+    vars.insert("ansible_connection".into(), "local".into());
+    vars
+}
+
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or("<not utf-8>")
+}
+
+/// The checks every connection kind must pass the same way.
+async fn check_exec_results(conn: &SharedConnection) {
+    let out = conn.exec("echo out; echo err >&2", None, None).await.unwrap();
+    assert_eq!((out.status, text(&out.stdout), text(&out.stderr)), (0, "out\n", "err\n"));
+    for code in [1, 2, 127, 255] {
+        let out = conn.exec(&format!("exit {code}"), None, None).await.unwrap();
+        assert_eq!(out.status, code, "exit {code} is a result, not a connection error");
+    }
+    let missing = conn.exec("no-such-command-here", None, None).await.unwrap();
+    assert_eq!(missing.status, 127);
+    assert!(text(&missing.stderr).contains("not found"), "{}", text(&missing.stderr));
+    let killed = conn.exec("kill -TERM $$", None, None).await.unwrap();
+    assert_eq!(killed.status, 128 + 15, "a command killed by a signal reports 128+N");
+    let piped = conn.exec("tr a-z A-Z", Some(b"hello\nworld"), None).await.unwrap();
+    assert_eq!(text(&piped.stdout), "HELLO\nWORLD");
+    let quoted = conn.exec("printf '%s' \"it's $((6*7))\"", None, None).await.unwrap();
+    assert_eq!(text(&quoted.stdout), "it's 42");
+    // More than a pipe buffer each way, at once, must not deadlock.
+    let big = vec![b'x'; 1 << 20];
+    let echoed = conn.exec("cat; head -c 300000 /dev/zero >&2", Some(&big), None).await.unwrap();
+    assert_eq!((echoed.stdout.len(), echoed.stderr.len()), (1 << 20, 300000));
+}
+
+async fn check_put_and_fetch(conn: &SharedConnection, dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("etc").join("app.conf");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let path_text = path.to_str().unwrap();
+    conn.put(b"key: value\n", path_text, 0o640).await.unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
+    assert_eq!(std::fs::read(&path).unwrap(), b"key: value\n");
+    conn.put(b"replaced", path_text, 0o755).await.unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o755);
+    assert_eq!(conn.fetch(path_text).await.unwrap(), b"replaced");
+    let leftovers: Vec<_> =
+        std::fs::read_dir(path.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "no temp files left behind: {leftovers:?}");
+    let binary: Vec<u8> = (0..=255).collect();
+    conn.put(&binary, path_text, 0o600).await.unwrap();
+    assert_eq!(conn.fetch(path_text).await.unwrap(), binary);
+    let missing_dir = dir.join("no/such/dir/file");
+    let err = conn.put(b"x", missing_dir.to_str().unwrap(), 0o644).await.unwrap_err();
+    assert!(err.to_string().contains("no/such/dir/file"), "{err}");
+    let err = conn.fetch(dir.join("absent").to_str().unwrap()).await.unwrap_err();
+    assert!(err.to_string().contains("absent"), "{err}");
+}
+
+#[tokio::test]
+async fn ssh_exec_reports_output_and_every_exit_code_as_a_result() {
+    let sshd = TestSshd::start();
+    let conn = connect(&sshd, "node1").await;
+    check_exec_results(&conn).await;
+    // Sessions get the clean HOME the harness configures, not root's (pyenv-laden) one.
+    let home = conn.exec("echo $HOME", None, None).await.unwrap();
+    assert_eq!(text(&home.stdout).trim(), sshd.dir().join("home").to_str().unwrap());
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn local_exec_reports_output_and_every_exit_code_as_a_result() {
+    let conn = open("localhost", &local_vars(), &options()).await.unwrap();
+    check_exec_results(&conn).await;
+}
+
+#[tokio::test]
+async fn ssh_put_is_atomic_with_mode_and_fetch_reads_it_back() {
+    let sshd = TestSshd::start();
+    let conn = connect(&sshd, "node1").await;
+    check_put_and_fetch(&conn, &sshd.host_root("node1")).await;
+}
+
+#[tokio::test]
+async fn local_put_is_atomic_with_mode_and_fetch_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = open("localhost", &local_vars(), &options()).await.unwrap();
+    check_put_and_fetch(&conn, dir.path()).await;
+}
+
+#[tokio::test]
+async fn many_commands_and_hosts_share_one_master_per_host() {
+    let sshd = TestSshd::start();
+    let (a, b) = (connect(&sshd, "a").await, connect(&sshd, "b").await);
+    // The client side of SSH_CONNECTION names the TCP connection: one per host, whatever the number of commands.
+    let source = |out: upgrade::connection::ExecOutput| text(&out.stdout).split_whitespace().nth(1).map(str::to_string);
+    let first = source(a.exec("echo $SSH_CONNECTION", None, None).await.unwrap());
+    assert!(first.is_some());
+    let runs = (0..40).map(|_| {
+        let a = a.clone();
+        async move { a.exec("echo $SSH_CONNECTION", None, None).await }
+    });
+    for out in futures_join_all(runs).await {
+        assert_eq!(source(out.unwrap()), first);
+    }
+    let other = source(b.exec("echo $SSH_CONNECTION", None, None).await.unwrap());
+    assert_ne!(other, first, "each inventory host has its own master");
+    // The two names keep separate state directories on the shared sshd.
+    assert_ne!(sshd.host_root("a"), sshd.host_root("b"));
+}
+
+/// Runs futures concurrently (the test binary has no `futures` crate).
+async fn futures_join_all<F: std::future::Future + Send + 'static>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut outputs = Vec::new();
+    for handle in handles {
+        outputs.push(handle.await.unwrap());
+    }
+    outputs
+}
+
+#[tokio::test]
+async fn a_closed_master_is_started_again_on_the_next_command() {
+    let sshd = TestSshd::start();
+    let conn = connect(&sshd, "node1").await;
+    conn.close().await;
+    conn.close().await;
+    let out = conn.exec("echo again", None, None).await.unwrap();
+    assert_eq!(text(&out.stdout), "again\n");
+}
+
+#[tokio::test]
+async fn an_unknown_host_key_fails_strictly_and_is_accepted_on_request() {
+    let sshd = TestSshd::start();
+    let empty = sshd.dir().join("empty_known_hosts");
+    std::fs::write(&empty, "").unwrap();
+    let mut vars = sshd.vars_json("node1");
+    vars.insert("ansible_ssh_common_args".into(), format!("-o UserKnownHostsFile={}", empty.display()).into());
+
+    let err = open("node1", &vars, &options()).await.err().expect("an unknown key must fail");
+    let ConnectionError::HostKey(message) = &err else { panic!("expected a host key error, got {err:?}") };
+    let keyscan = format!("ssh-keyscan -p {} 127.0.0.1 >> {}", sshd.port(), empty.display());
+    assert!(message.contains(&keyscan), "the message says how to trust the key: {message}");
+    assert!(message.contains("--accept-new-host-keys"), "{message}");
+    assert_eq!(std::fs::read_to_string(&empty).unwrap(), "", "strict checking records nothing");
+
+    let accept_new = ConnectOptions { accept_new_host_keys: true, ..options() };
+    let conn = open("node1", &vars, &accept_new).await.unwrap();
+    assert_eq!(conn.exec("true", None, None).await.unwrap().status, 0);
+    assert!(!std::fs::read_to_string(&empty).unwrap().is_empty(), "the accepted key is recorded");
+}
+
+#[tokio::test]
+async fn a_changed_host_key_fails_even_with_accept_new() {
+    let (sshd, impostor) = (TestSshd::start(), TestSshd::start());
+    let known_hosts = sshd.dir().join("stale_known_hosts");
+    std::fs::write(&known_hosts, format!("[127.0.0.1]:{} {}\n", sshd.port(), impostor.host_public_key())).unwrap();
+    let mut vars = sshd.vars_json("node1");
+    vars.insert("ansible_ssh_common_args".into(), format!("-o UserKnownHostsFile={}", known_hosts.display()).into());
+    for accept_new_host_keys in [false, true] {
+        let err = open("node1", &vars, &ConnectOptions { accept_new_host_keys, ..options() }).await.err();
+        let Some(ConnectionError::HostKey(message)) = &err else { panic!("expected a host key error, got {err:?}") };
+        assert!(message.contains("CHANGED") && message.contains("ssh-keygen"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_closed_port_is_unreachable_and_names_the_address() {
+    let sshd = TestSshd::start();
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut vars = sshd.vars_json("gone");
+    vars.insert("ansible_port".into(), closed.into());
+    let err = open("gone", &vars, &options()).await.err();
+    let Some(ConnectionError::Unreachable(message)) = &err else { panic!("expected unreachable, got {err:?}") };
+    assert!(message.contains(&format!("127.0.0.1:{closed}")), "{message}");
+    assert!(message.contains("Connection refused"), "{message}");
+}
+
+#[tokio::test]
+async fn a_host_that_never_answers_times_out() {
+    let sshd = TestSshd::start();
+    // The kernel completes the TCP handshake for a listener nobody accepts on, but no SSH banner ever comes.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut vars = sshd.vars_json("silent");
+    vars.insert("ansible_port".into(), silent.local_addr().unwrap().port().into());
+    let started = Instant::now();
+    let quick = ConnectOptions { connect_timeout: Duration::from_secs(1), ..options() };
+    let err = open("silent", &vars, &quick).await.err();
+    let Some(ConnectionError::Unreachable(message)) = &err else { panic!("expected unreachable, got {err:?}") };
+    assert!(message.to_lowercase().contains("timed out"), "{message}");
+    assert!(started.elapsed() < Duration::from_secs(15), "gave up after {:?}", started.elapsed());
+}
+
+/// Whether a process whose command line contains `pattern` runs on this machine (the test hosts are local).
+fn running(pattern: &str) -> bool {
+    std::process::Command::new("pgrep").arg("-f").arg(pattern).output().is_ok_and(|o| o.status.success())
+}
+
+async fn gone_within(pattern: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if !running(pattern) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    !running(pattern)
+}
+
+#[tokio::test]
+async fn a_command_past_its_timeout_fails_and_stops_on_the_host() {
+    let sshd = TestSshd::start();
+    let conn = connect(&sshd, "node1").await;
+    let seconds = 100_000 + u32::from(sshd.port());
+    let marker = format!("sleep {seconds}");
+    let started = Instant::now();
+    let err = conn.exec(&format!("{marker}; echo never"), None, Some(Duration::from_secs(1))).await.unwrap_err();
+    assert_eq!(err, ConnectionError::Timeout(Duration::from_secs(1)));
+    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
+    assert!(gone_within(&marker, Duration::from_secs(3)).await, "`{marker}` still runs on the host");
+    // The connection stays usable, and the run-wide default applies to commands without their own limit.
+    assert_eq!(conn.exec("true", None, Some(Duration::from_secs(5))).await.unwrap().status, 0);
+    let defaulted = ConnectOptions { command_timeout: Some(Duration::from_secs(1)), ..options() };
+    let conn = open("node1", &sshd.vars_json("node1"), &defaulted).await.unwrap();
+    let err = conn.exec(&format!("{marker}; echo never"), None, None).await.unwrap_err();
+    assert_eq!(err, ConnectionError::Timeout(Duration::from_secs(1)));
+    assert!(gone_within(&marker, Duration::from_secs(3)).await, "`{marker}` still runs on the host");
+}
+
+#[tokio::test]
+async fn a_local_command_past_its_timeout_fails_and_stops() {
+    let conn = open("localhost", &local_vars(), &options()).await.unwrap();
+    let marker = format!("sleep {}", 200_000 + std::process::id() % 100_000);
+    let err = conn.exec(&format!("{marker}; echo never"), None, Some(Duration::from_millis(500))).await.unwrap_err();
+    assert_eq!(err, ConnectionError::Timeout(Duration::from_millis(500)));
+    assert!(gone_within(&marker, Duration::from_secs(3)).await, "`{marker}` still runs");
+}
+
+#[tokio::test]
+async fn sshd_killed_during_a_command_is_an_error_not_a_hang() {
+    let sshd = TestSshd::start();
+    let conn = connect(&sshd, "node1").await;
+    let running_conn = conn.clone();
+    let command = tokio::spawn(async move { running_conn.exec("sleep 30", None, None).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    sshd.kill();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), command).await;
+    let result = outcome.expect("the command must not hang when the host goes away").unwrap();
+    let err = result.expect_err("a command whose host died is an error");
+    assert!(matches!(err, ConnectionError::Transport(_)), "{err:?}");
+    // The host stays down: the next command fails to connect again, quickly.
+    let next = tokio::time::timeout(Duration::from_secs(20), conn.exec("true", None, None)).await.unwrap();
+    assert!(matches!(next, Err(ConnectionError::Unreachable(_))), "{next:?}");
+}
