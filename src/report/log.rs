@@ -81,7 +81,7 @@ impl EventSink for HostLogReporter {
                     .collect();
                 self.write(host, &lines);
             }
-            Event::Notice { host: Some(host), message } => self.write(host, &[message.clone()]),
+            Event::Notice { host: Some(host), message } => self.write(host, std::slice::from_ref(message)),
             Event::HostCompleted { report } => {
                 let what = match &report.outcome {
                     HostOutcome::Upgraded { .. } => "done".to_string(),
