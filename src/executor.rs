@@ -1,9 +1,289 @@
-//! Carries out a plan: phases, batches, host steps and hooks. It never prints; it sends events.
+//! Carries out a plan: loads and checks everything first (bad input touches nothing), takes the lock, then runs the
+//! phases in order and says, at the end, what was done and what is left. It never prints: reporters do.
 
-use crate::cli::UpgradeArgs;
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
+use crate::events::{Event, SharedSink};
+use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
+use crate::journal::{DEFAULT_STATE_DIR, Journal, JournalEntry, RunLock, utc_timestamp};
+use crate::phase::batches::{StopSignal, stop_signal};
+use crate::phase::run::{RunOptions, RunParts, UpgradeRun};
+use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
+use crate::plan::{Phase, Plan, render::plan_text};
+use crate::report::{human::HumanReporter, json::JsonReporter, junit};
+use crate::tasks::connect::{ConnectOptions, ConnectionPool};
+use crate::tasks::engine::EngineOptions;
 
 /// `upgrade --inventory X`: the upgrade itself.
-pub fn upgrade_command(_args: &UpgradeArgs) -> Result<i32> {
-    Err(Error::internal("the upgrade is not implemented yet"))
+pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
+    let path = args.inventory.inventory.as_ref().ok_or_else(|| Error::input("--inventory is required"))?;
+    let inventory = Inventory::load(path)?;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
+    let plan = Plan::build_for_run(&inventory, &extra, args)?;
+    let target = plan.settings.target_version.value.clone().ok_or_else(|| {
+        Error::input("no target version")
+            .in_file(&inventory.path)
+            .hint("set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)")
+    })?;
+    check_hook_files(&plan)?;
+
+    let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
+    let lock = RunLock::acquire(&state_dir)?;
+    let (journal, history) = Journal::open(&state_dir, args.fresh)?;
+    let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
+
+    let sink: SharedSink = match args.output {
+        OutputFormat::Text => {
+            let stdout = std::io::stdout();
+            let timestamps = !stdout.is_terminal();
+            print!("{}", plan_text(&plan, &inventory));
+            Arc::new(HumanReporter::new(Box::new(stdout), args.run.verbose, timestamps))
+        }
+        OutputFormat::Json => Arc::new(JsonReporter::new(Box::new(std::io::stdout()))),
+    };
+    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
+        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let connect = ConnectOptions {
+        connect_timeout: Duration::from_secs(args.run.connect_timeout),
+        accept_new_host_keys: args.run.accept_new_host_keys,
+        command_timeout: None,
+    };
+    let engine_options = EngineOptions {
+        assume_yes: args.run.yes,
+        verbosity: args.run.verbose,
+        command_timeout: None,
+        prompter: crate::tasks::terminal_prompter(),
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let summary = runtime.block_on(async {
+        let (stop_handle, stop) = stop_signal();
+        let run = Arc::new(UpgradeRun::new(RunParts {
+            inventory: Arc::new(inventory),
+            plan,
+            target,
+            extra,
+            pool: Arc::new(ConnectionPool::new(hosts, connect.clone())),
+            engine_options,
+            sink: sink.clone(),
+            playbooks,
+            journal,
+            history,
+            stop: stop.clone(),
+            options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
+        }));
+        let signals = tokio::spawn(watch_signals(stop_handle, sink.clone()));
+        let result = run_phases(&run, &stop).await;
+        signals.abort();
+        run.close().await;
+        result
+    });
+    drop(lock);
+    let summary = summary?;
+    if let Some(path) = &args.junit {
+        write_junit(path, &summary.hosts)?;
+    }
+    Ok(summary.exit_code())
+}
+
+/// Every hook file must be a valid task list before anything is touched.
+fn check_hook_files(plan: &Plan) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for hooks in plan.hooks.values() {
+        for hook in hooks.values() {
+            if !seen.insert(hook.path.clone()) {
+                continue;
+            }
+            if let Some(first) = crate::tasks::check_task_file(&hook.path).into_iter().next() {
+                return Err(first.hint(format!(
+                    "fix the hook file named by {} ({}); `upgrade check` lists every problem",
+                    hook.variable, hook.origin
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_junit(path: &PathBuf, reports: &[HostReport]) -> Result<()> {
+    std::fs::write(path, junit::render(reports)).map_err(|e| {
+        Error::internal(format!("cannot write the JUnit report {}: {e}", path.display()))
+            .hint("check that its directory exists and is writable")
+    })
+}
+
+/// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence. A second one exits
+/// at once: the journal is already on disk, entry by entry.
+async fn watch_signals(stop: crate::phase::batches::StopHandle, sink: SharedSink) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return;
+    };
+    let mut received = 0;
+    loop {
+        tokio::select! {
+            _ = int.recv() => {},
+            _ = term.recv() => {},
+        }
+        received += 1;
+        if received == 1 {
+            stop.stop();
+            sink.event(&Event::Notice {
+                host: None,
+                message: "interrupted: no new host starts; hosts in flight finish their sequence (interrupt again to \
+                          exit at once)"
+                    .into(),
+            });
+        } else {
+            sink.event(&Event::Notice { host: None, message: "interrupted again: exiting now".into() });
+            std::process::exit(130);
+        }
+    }
+}
+
+async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> Result<Summary> {
+    let phases: Vec<String> = run.plan.phases.iter().map(|p| p.phase.name().to_string()).collect();
+    let resumed = run.history.runs > 0;
+    run.event(Event::RunStarted { run: run.run_id(), target: run.target.to_string(), phases, resumed });
+    run.record(JournalEntry::RunStarted {
+        run: run.run_id(),
+        time: utc_timestamp(std::time::SystemTime::now()),
+        target: run.target.to_string(),
+    });
+    let mut summary = Summary {
+        target: run.target.to_string(),
+        hosts: Vec::new(),
+        stopped: None,
+        left_cordoned: Vec::new(),
+        interrupted: false,
+    };
+
+    let started = phase_started(run, Phase::Preflight);
+    let pre = match preflight::run(run).await {
+        Ok(pre) => pre,
+        Err(e) => {
+            phase_finished(run, Phase::Preflight, false, started);
+            summary.stopped = Some(format!("preflight: {}", e.message));
+            finish(run, &mut summary);
+            return Err(e);
+        }
+    };
+    for report in &pre.skipped {
+        run.event(Event::HostCompleted { report: report.clone() });
+    }
+    summary.hosts.extend(pre.skipped.iter().cloned());
+    phase_finished(run, Phase::Preflight, true, started);
+
+    let nothing_to_do = pre.masters.is_empty() && pre.node_batches.is_empty();
+    if nothing_to_do {
+        run.notice(None, format!("nothing to upgrade: every selected host already runs {}", run.target));
+    }
+    if run.plan.has_phase(Phase::EtcdBackup) && nothing_to_do {
+        run.notice(None, "etcd backup skipped: nothing will change");
+    } else if run.plan.has_phase(Phase::EtcdBackup) {
+        let started = phase_started(run, Phase::EtcdBackup);
+        let (reports, open) = etcd_backup::run(run).await;
+        summary.hosts.extend(reports);
+        phase_finished(run, Phase::EtcdBackup, open, started);
+        if !open {
+            summary.stopped = Some("the etcd backup failed: nothing else was started".into());
+        }
+    }
+
+    if run.plan.has_phase(Phase::ControlPlane) {
+        if summary.stopped.is_none() {
+            let started = phase_started(run, Phase::ControlPlane);
+            let (reports, stopped) = control_plane::run(run, &pre.masters, stop).await;
+            summary.hosts.extend(reports);
+            phase_finished(run, Phase::ControlPlane, stopped.is_none(), started);
+            summary.stopped = stopped;
+        } else {
+            summary.hosts.extend(not_started(run, Phase::ControlPlane, &pre.masters, &summary.stopped));
+        }
+    }
+
+    if run.plan.has_phase(Phase::Nodes) {
+        if summary.stopped.is_none() {
+            let started = phase_started(run, Phase::Nodes);
+            let (reports, stopped) = nodes::run(run, &pre.node_batches, stop).await;
+            summary.hosts.extend(reports);
+            phase_finished(run, Phase::Nodes, stopped.is_none(), started);
+            summary.stopped = stopped;
+        } else {
+            summary.hosts.extend(not_started(run, Phase::Nodes, &pre.node_batches.concat(), &summary.stopped));
+        }
+    }
+
+    // The cluster is read at the end whatever happened, to say what is left cordoned.
+    let verifying = run.plan.has_phase(Phase::Verify);
+    let started = verifying.then(|| phase_started(run, Phase::Verify));
+    match verify::final_state(run).await {
+        Ok(cluster) => {
+            if verifying {
+                let upgraded: Vec<String> = summary
+                    .hosts
+                    .iter()
+                    .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }) && r.phase != "etcd-backup")
+                    .map(|r| r.host.clone())
+                    .collect();
+                let checks = verify::check_upgraded(run, &cluster, &upgraded);
+                let ok = checks.iter().all(|r| !r.outcome.is_failure());
+                summary.hosts.extend(checks);
+                if let Some(started) = started {
+                    phase_finished(run, Phase::Verify, ok, started);
+                }
+            }
+            summary.left_cordoned = verify::left_cordoned(run, &cluster);
+        }
+        Err(e) => {
+            run.notice(None, format!("could not read the cluster at the end: {e}"));
+            if let Some(started) = started {
+                phase_finished(run, Phase::Verify, false, started);
+            }
+        }
+    }
+    summary.interrupted = stop.is_stopping();
+    finish(run, &mut summary);
+    Ok(summary)
+}
+
+fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<String>) -> Vec<HostReport> {
+    let reason = format!("not started: {}", why.as_deref().unwrap_or("an earlier phase stopped the run"));
+    hosts
+        .iter()
+        .map(|h| run.host_completed(phase, h, HostOutcome::NotStarted { reason: reason.clone() }, Instant::now()))
+        .collect()
+}
+
+fn phase_started(run: &UpgradeRun, phase: Phase) -> Instant {
+    run.event(Event::PhaseStarted { phase: phase.name().into() });
+    Instant::now()
+}
+
+fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
+    run.event(Event::PhaseFinished { phase: phase.name().into(), ok, duration: started.elapsed() });
+}
+
+fn finish(run: &UpgradeRun, summary: &mut Summary) {
+    let status = match summary.exit_code() {
+        0 => "success",
+        130 => "interrupted",
+        _ => "failed",
+    };
+    run.record(JournalEntry::RunFinished {
+        run: run.run_id(),
+        time: utc_timestamp(std::time::SystemTime::now()),
+        status: status.into(),
+    });
+    run.event(Event::RunFinished { summary: summary.clone() });
 }

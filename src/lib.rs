@@ -1,12 +1,17 @@
 //! `upgrade`: reads an Ansible inventory, plans an upgrade, and carries it out over SSH, phase by phase.
 
 pub mod cli;
+pub mod cluster;
 pub mod connection;
 pub mod error;
 pub mod events;
 pub mod executor;
 pub mod inventory;
+pub mod journal;
+pub mod phase;
 pub mod plan;
+pub mod playbooks;
+pub mod report;
 pub mod settings;
 pub mod tasks;
 pub mod yaml;

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::cli::UpgradeArgs;
 use crate::error::{Error, Result};
-use crate::inventory::{Origin, Var, Vars};
+use crate::inventory::{Origin, Var, Vars, python_int};
 
 // ---------------------------------------------------------------------------------------------------------------
 // serial
@@ -960,24 +960,6 @@ fn unquote(s: &str) -> &str {
     s
 }
 
-/// Python's `int()` on a string: surrounding blanks, a sign, digits and single underscores between digits.
-fn python_int(text: &str) -> Option<i64> {
-    let t = text.trim();
-    let (negative, digits) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
-        return None;
-    }
-    if !digits.chars().all(|c| c.is_ascii_digit() || c == '_') {
-        return None;
-    }
-    let n: i64 = digits.replace('_', "").parse().ok()?;
-    Some(if negative { -n } else { n })
-}
-
-/// A JSON number that is a whole number.
 fn integral(value: &Value) -> Option<i64> {
     let n = value.as_number()?;
     n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64))
@@ -1003,117 +985,14 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// Parses a Python literal (lists, dicts, tuples, quoted strings, numbers, True/False/None), the form an INI
-/// `[vars]` section gives to structured values such as `openshift_node_groups`. `None` when it is not one.
+/// A Python literal (lists, dicts, tuples, quoted strings, numbers, True/False/None), the form an INI `[vars]`
+/// section or a quoted YAML string can give structured values such as `openshift_node_groups`; read by the
+/// inventory's own literal reader. `None` when the text is not one.
 pub fn parse_python_literal(text: &str) -> Option<Value> {
-    let mut p = PyParser { s: text.as_bytes(), i: 0, depth: 0 };
-    let v = p.value()?;
-    p.blank();
-    (p.i == p.s.len()).then_some(v)
-}
-
-struct PyParser<'a> {
-    s: &'a [u8],
-    i: usize,
-    depth: usize,
-}
-
-impl PyParser<'_> {
-    fn blank(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, c: u8) -> bool {
-        self.blank();
-        if self.s.get(self.i) == Some(&c) {
-            self.i += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn value(&mut self) -> Option<Value> {
-        self.blank();
-        self.depth += 1;
-        if self.depth > 64 {
-            return None;
-        }
-        let c = *self.s.get(self.i)?;
-        let v = match c {
-            b'[' | b'(' => {
-                self.i += 1;
-                let close = if c == b'[' { b']' } else { b')' };
-                Value::Array(self.items(close, |p| p.value())?)
-            }
-            b'{' => {
-                self.i += 1;
-                let pairs = self.items(b'}', |p| {
-                    let k = p.value()?;
-                    if !p.eat(b':') {
-                        return None;
-                    }
-                    Some((scalar_text(&k), p.value()?))
-                })?;
-                Value::Object(pairs.into_iter().collect())
-            }
-            b'\'' | b'"' => Value::String(self.string(c)?),
-            _ => {
-                let start = self.i;
-                while self.i < self.s.len() && !b",:]})".contains(&self.s[self.i]) {
-                    self.i += 1;
-                }
-                let word = std::str::from_utf8(&self.s[start..self.i]).ok()?.trim();
-                match word {
-                    "True" | "true" => Value::Bool(true),
-                    "False" | "false" => Value::Bool(false),
-                    "None" | "null" => Value::Null,
-                    w => match python_int(w) {
-                        Some(n) => Value::from(n),
-                        None => Value::from(w.parse::<f64>().ok().filter(|f| f.is_finite())?),
-                    },
-                }
-            }
-        };
-        self.depth -= 1;
-        Some(v)
-    }
-
-    fn items<T>(&mut self, close: u8, mut item: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
-        let mut out = Vec::new();
-        loop {
-            if self.eat(close) {
-                return Some(out);
-            }
-            out.push(item(self)?);
-            if !self.eat(b',') {
-                return self.eat(close).then_some(out);
-            }
-        }
-    }
-
-    fn string(&mut self, quote: u8) -> Option<String> {
-        self.i += 1;
-        let mut out = Vec::new();
-        while let Some(&c) = self.s.get(self.i) {
-            self.i += 1;
-            match c {
-                b'\\' => {
-                    let e = *self.s.get(self.i)?;
-                    self.i += 1;
-                    out.push(match e {
-                        b'n' => b'\n',
-                        b't' => b'\t',
-                        other => other,
-                    });
-                }
-                c if c == quote => return String::from_utf8(out).ok(),
-                c => out.push(c),
-            }
-        }
-        None
+    match crate::inventory::parse_python_literal(text) {
+        Ok(Value::String(same)) if same == text => None,
+        Ok(value) => Some(value),
+        Err(_) => None,
     }
 }
 

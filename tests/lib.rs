@@ -4,5 +4,8 @@ mod support;
 
 mod etcd_backup;
 mod fake_cluster;
+mod hooks;
 mod plan;
 mod ssh;
+mod tasks;
+mod upgrade;

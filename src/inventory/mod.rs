@@ -1,5 +1,18 @@
 //! The Ansible inventory: hosts, groups and variables, read from the files operators already have
 //! (YAML or INI, with `group_vars/` and `host_vars/` beside them), with Ansible's precedence.
+//!
+//! The reference is ansible-core: `plugins/inventory/{ini,yaml}.py` read the files, `inventory/data.py`,
+//! `group.py` and `host.py` hold the model, `vars/manager.py` merges the variables.
+
+mod builder;
+mod extra_vars;
+mod ini;
+mod literal;
+mod pattern;
+mod ranges;
+mod shlex;
+mod vars;
+mod yaml;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -7,7 +20,11 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::error::{Location, Result};
+use crate::error::{Error, Location, Result};
+
+pub use extra_vars::parse_extra_vars;
+pub use literal::parse_value as parse_python_literal;
+pub use ranges::{expand_host_pattern, python_int};
 
 /// Where a variable's value came from, so the plan can say why a setting has the value it has.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,10 +67,16 @@ pub type Vars = IndexMap<String, Var>;
 #[derive(Debug, Clone)]
 pub struct Host {
     pub name: String,
-    /// The host's own variables: inline in the inventory, then `host_vars/` on top.
+    /// Variables from inventory files: `inventory_file`/`inventory_dir`, the port of `host:port`, inline
+    /// `key=value` or YAML host vars, later declarations winning.
     pub vars: Vars,
+    /// Variables from `host_vars/NAME*` files; they win over `vars`.
+    pub file_vars: Vars,
     /// Where the host was first declared.
     pub location: Location,
+    /// Every group the host belongs to, directly or through child groups, `all` and `ungrouped` included,
+    /// sorted by name. Computed when the inventory is loaded.
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -63,10 +86,21 @@ pub struct Group {
     pub hosts: Vec<String>,
     /// Child groups, in file order.
     pub children: Vec<String>,
-    /// Variables from inventory files (`[g:vars]`, `vars:`), then `group_vars/g` on top.
+    /// Parent groups, in the order the links were made.
+    pub parents: Vec<String>,
+    /// Variables from inventory files (`[g:vars]`, `vars:`).
     pub vars: Vars,
+    /// Variables from `group_vars/NAME*` files.
+    pub file_vars: Vars,
     /// Where the group was first declared, when it was.
     pub location: Option<Location>,
+    /// Ansible's group depth: the longest chain of parents up to `all` (0 for `all`).
+    pub depth: usize,
+    /// `ansible_group_priority` (default 1): among groups of one depth, a higher priority wins.
+    pub priority: i64,
+    /// Ansible's `Group.get_hosts()`: this group's hosts, then its descendants' (breadth first), without
+    /// duplicates. Computed when the inventory is loaded.
+    pub member_hosts: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,100 +113,228 @@ pub struct Inventory {
     pub hosts: IndexMap<String, Host>,
     /// Every group, `all` and `ungrouped` included.
     pub groups: IndexMap<String, Group>,
+    /// What Ansible would warn about (skipped YAML keys, odd group names), for the reporters to show.
+    pub warnings: Vec<String>,
 }
 
 impl Inventory {
     /// Loads an inventory file, or every inventory file of a directory, plus `group_vars/` and `host_vars/`.
     pub fn load(path: &Path) -> Result<Inventory> {
-        Err(crate::error::Error::input("inventory loading is not implemented yet").in_file(path))
+        let meta = std::fs::metadata(path).map_err(|e| Error::read_file(path, e))?;
+        let mut builder = builder::Builder::new();
+        if meta.is_dir() {
+            builder::load_dir(&mut builder, path)?;
+        } else {
+            let text = read_text(path)?;
+            builder::parse_source(&mut builder, &text, path)?;
+        }
+        let dir = if meta.is_dir() {
+            path.to_path_buf()
+        } else {
+            match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            }
+        };
+        let mut inventory = builder.finish(path.to_path_buf(), dir.clone())?;
+        vars::load_vars_files(&mut inventory, &dir)?;
+        Ok(inventory)
+    }
+
+    /// Reads inventory text (YAML or INI, as `load` decides for a file of that name) without `group_vars/`:
+    /// for tests and for callers that build inventories in memory.
+    pub fn parse_str(text: &str, path: &Path) -> Result<Inventory> {
+        let mut builder = builder::Builder::new();
+        builder::parse_source(&mut builder, text, path)?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        builder.finish(path.to_path_buf(), dir)
     }
 }
 
-// The methods below are the contract the plan, the executor and the task engine rely on. The bodies are
-// placeholders until the real readers land.
+/// Constructors for inventories built in code (tests, callers that synthesise hosts). After editing `hosts`,
+/// `groups`, their `hosts` or `children` by hand, call [`Inventory::refresh`].
+impl Inventory {
+    /// An empty inventory: just `all` and `ungrouped`.
+    pub fn new(path: PathBuf, dir: PathBuf) -> Inventory {
+        Inventory { path, dir, hosts: IndexMap::new(), groups: IndexMap::new(), warnings: Vec::new() }.refreshed()
+    }
+
+    /// Recomputes what loading derives (parents, depths, `member_hosts`, hosts' `groups`, membership of `all`
+    /// and `ungrouped`) after the inventory was edited by hand. Variables are left as they are.
+    pub fn refresh(&mut self) {
+        let taken = std::mem::replace(self, Inventory::empty());
+        *self = taken.refreshed();
+    }
+
+    fn refreshed(self) -> Inventory {
+        let (builder, path, dir) = builder::Builder::from_inventory(self);
+        let fallback = (path.clone(), dir.clone());
+        builder.finish(path, dir).unwrap_or_else(|_| Inventory::empty_at(fallback.0, fallback.1))
+    }
+
+    fn empty() -> Inventory {
+        Inventory::empty_at(PathBuf::new(), PathBuf::new())
+    }
+
+    fn empty_at(path: PathBuf, dir: PathBuf) -> Inventory {
+        Inventory { path, dir, hosts: IndexMap::new(), groups: IndexMap::new(), warnings: Vec::new() }
+    }
+}
+
+impl Host {
+    /// A host with no variables and no groups yet.
+    pub fn new(name: &str, location: Location) -> Host {
+        Host { name: name.to_string(), vars: Vars::new(), file_vars: Vars::new(), location, groups: Vec::new() }
+    }
+}
+
+impl Group {
+    /// A group with no hosts, children or variables yet.
+    pub fn new(name: &str) -> Group {
+        Group {
+            name: name.to_string(),
+            hosts: Vec::new(),
+            children: Vec::new(),
+            parents: Vec::new(),
+            vars: Vars::new(),
+            file_vars: Vars::new(),
+            location: None,
+            depth: 0,
+            priority: 1,
+            member_hosts: Vec::new(),
+        }
+    }
+}
+
+/// Reads a user's file as UTF-8 text.
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::read_file(path, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::input(format!("{} is not UTF-8 text", path.display()))
+            .at(Location::new(path, line_of_offset(e.as_bytes(), e.utf8_error().valid_up_to()), 0))
+            .hint("save the file as UTF-8")
+    })
+}
+
+fn line_of_offset(bytes: &[u8], offset: usize) -> usize {
+    bytes.iter().take(offset).filter(|b| **b == b'\n').count() + 1
+}
+
+// The methods below are the contract the plan, the executor and the task engine rely on.
 impl Inventory {
     /// The hosts of a group and of its descendants, in Ansible's order, without duplicates.
     /// `None` when there is no such group.
     pub fn group_hosts(&self, group: &str) -> Option<Vec<String>> {
-        let mut out: Vec<String> = Vec::new();
-        let mut stack = vec![group.to_string()];
-        let mut seen_groups = std::collections::HashSet::new();
-        self.groups.get(group)?;
-        while let Some(g) = stack.pop() {
-            if !seen_groups.insert(g.clone()) {
-                continue;
-            }
-            if let Some(grp) = self.groups.get(&g) {
-                for h in &grp.hosts {
-                    if !out.contains(h) {
-                        out.push(h.clone());
-                    }
-                }
-                stack.extend(grp.children.iter().rev().cloned());
-            }
-        }
-        Some(out)
+        self.groups.get(group).map(|g| g.member_hosts.clone())
     }
 
-    /// The groups a host belongs to, directly or through children, sorted, without `all` and `ungrouped`
-    /// (Ansible's `group_names`).
+    /// Ansible's `group_names`: the groups a host belongs to, directly or through children, sorted, without
+    /// `all`. As in Ansible, a host in no group gets `["ungrouped"]`.
     pub fn group_names(&self, host: &str) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .groups
-            .keys()
-            .filter(|g| *g != "all" && *g != "ungrouped")
-            .filter(|g| self.group_hosts(g).is_some_and(|hs| hs.iter().any(|h| h == host)))
-            .cloned()
-            .collect();
-        names.sort();
-        names
+        match self.hosts.get(host) {
+            Some(h) => h.groups.iter().filter(|g| *g != "all").cloned().collect(),
+            None => Vec::new(),
+        }
     }
 
-    /// A host's variables after Ansible's precedence, with `extra` (`-e`) on top.
+    /// Ansible's `groups` magic variable: every group (with `all` and `ungrouped`) and its hosts.
+    pub fn groups(&self) -> IndexMap<String, Vec<String>> {
+        self.groups.iter().map(|(name, g)| (name.clone(), g.member_hosts.clone())).collect()
+    }
+
+    /// A host's variables after Ansible's precedence (VariableManager with the default VARIABLE_PRECEDENCE),
+    /// lowest first: `all`'s inventory vars, the other groups' inventory vars (by depth, priority, name),
+    /// `group_vars/all`, the other groups' `group_vars/` (same order), the host's inventory vars, `host_vars/`,
+    /// then `extra` (`-e`). Unknown hosts get the `all` layers and `extra`.
     pub fn host_vars(&self, host: &str, extra: &Vars) -> Vars {
         let mut vars = Vars::new();
-        for g in self.groups.values().filter(|g| g.name == "all" || self.group_names(host).contains(&g.name)) {
-            vars.extend(g.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let put = |vars: &mut Vars, layer: &Vars| {
+            for (k, v) in layer {
+                vars.insert(k.clone(), v.clone());
+            }
+        };
+        let all = self.groups.get("all");
+        let host_entry = self.hosts.get(host);
+        let mut groups: Vec<&Group> = host_entry
+            .map(|h| h.groups.iter().filter(|g| *g != "all").filter_map(|g| self.groups.get(g)).collect())
+            .unwrap_or_default();
+        groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
+        if let Some(all) = all {
+            put(&mut vars, &all.vars);
         }
-        if let Some(h) = self.hosts.get(host) {
-            vars.extend(h.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for g in &groups {
+            put(&mut vars, &g.vars);
         }
-        vars.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(all) = all {
+            put(&mut vars, &all.file_vars);
+        }
+        for g in &groups {
+            put(&mut vars, &g.file_vars);
+        }
+        if let Some(h) = host_entry {
+            put(&mut vars, &h.vars);
+            put(&mut vars, &h.file_vars);
+        }
+        put(&mut vars, extra);
         vars
     }
 
-    /// The hosts an Ansible host pattern (`--limit`) selects, in inventory order.
+    /// The hosts an Ansible host pattern (`--limit`) selects, in the order Ansible evaluates them: `a,b` or
+    /// `a:b` (union), `&g` (intersection), `!g` (exclusion), `*`/`?` wildcards, `~regex`, `g[0]`/`g[1:3]`
+    /// subscripts, `@file` (one pattern a line). A part that matches nothing is an input error naming it.
     pub fn select(&self, pattern: &str) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        for part in pattern.split([',', ':']).filter(|p| !p.is_empty()) {
-            match self.group_hosts(part) {
-                Some(hosts) => out.extend(hosts),
-                None if self.hosts.contains_key(part) => out.push(part.to_string()),
-                None => {
-                    return Err(crate::error::Error::input(format!("no host or group matches `{part}`"))
-                        .hint("check the name against the inventory"));
-                }
-            }
-        }
-        Ok(out)
+        pattern::select(self, pattern)
     }
 }
 
-/// Parses `-e` arguments: `KEY=VALUE ...`, a JSON/YAML mapping, or `@FILE`, later ones winning.
-pub fn parse_extra_vars(args: &[String], _base_dir: &Path) -> Result<Vars> {
-    let mut vars = Vars::new();
-    for arg in args {
-        for pair in arg.split_whitespace() {
-            if let Some((k, v)) = pair.split_once('=') {
-                let var = Var { value: Value::String(v.to_string()), origin: Origin::ExtraVars(arg.clone()) };
-                vars.insert(k.to_string(), var);
+impl Inventory {
+    /// What `ansible-inventory --list` prints: groups with their direct hosts and children, and every host's
+    /// variables (Ansible's internal `inventory_file`/`inventory_dir` left out, as it does).
+    pub fn to_ansible_list(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        let mut hostvars = serde_json::Map::new();
+        let no_extra = Vars::new();
+        for name in self.hosts.keys() {
+            let mut vars = vars_to_json(&self.host_vars(name, &no_extra));
+            vars.remove("inventory_file");
+            vars.remove("inventory_dir");
+            // Like ansible-inventory, hosts without variables are left out of `hostvars`.
+            if !vars.is_empty() {
+                hostvars.insert(name.clone(), Value::Object(vars));
             }
         }
+        out.insert("_meta".into(), serde_json::json!({ "hostvars": hostvars }));
+        let mut stack = vec!["all".to_string()];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(name) = stack.pop() {
+            let Some(g) = self.groups.get(&name) else { continue };
+            let mut entry = serde_json::Map::new();
+            if name != "all" && !g.hosts.is_empty() {
+                entry.insert("hosts".into(), Value::from(g.hosts.clone()));
+            }
+            if !g.children.is_empty() {
+                entry.insert("children".into(), Value::from(g.children.clone()));
+            }
+            if !entry.is_empty() {
+                out.insert(name.clone(), Value::Object(entry));
+            }
+            for c in g.children.iter().rev() {
+                if seen.insert(c.clone()) {
+                    stack.push(c.clone());
+                }
+            }
+        }
+        Value::Object(out)
     }
-    Ok(vars)
 }
 
 /// The plain values of a set of variables, for templating.
 pub fn vars_to_json(vars: &Vars) -> serde_json::Map<String, Value> {
     vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! The plan: a pure function from inventory and settings to phases and batches. Nothing here connects; `--plan`
 //! prints it and the executor only carries it out.
 
-mod render;
+pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
@@ -100,6 +100,9 @@ pub struct Plan {
     pub nodes_not_selected: Vec<String>,
     /// The `--limit` pattern that restricted the nodes, if any.
     pub limit: Option<String>,
+    /// The label selector is left to preflight, which evaluates it against the labels the cluster reports; the nodes
+    /// phase then holds every candidate node.
+    pub labels_from_cluster: bool,
 }
 
 impl Plan {
@@ -114,6 +117,16 @@ impl Plan {
     /// Builds the plan from the inventory, the extra vars and the command line. Pure apart from checking that hook
     /// files exist.
     pub fn build(inventory: &Inventory, extra: &Vars, args: &UpgradeArgs) -> Result<Plan> {
+        Plan::build_with(inventory, extra, args, false)
+    }
+
+    /// The plan of a real run: the label selector is not applied offline; preflight applies it to the labels the
+    /// cluster reports, then re-batches the nodes it keeps.
+    pub fn build_for_run(inventory: &Inventory, extra: &Vars, args: &UpgradeArgs) -> Result<Plan> {
+        Plan::build_with(inventory, extra, args, true)
+    }
+
+    fn build_with(inventory: &Inventory, extra: &Vars, args: &UpgradeArgs, labels_from_cluster: bool) -> Result<Plan> {
         let selected = Phase::select(&args.phase)?;
         let wants = |p: Phase| selected.contains(&p);
         let limit = args.inventory.limit.clone();
@@ -184,6 +197,7 @@ impl Plan {
             node_labels.insert(host.to_string(), offline_labels(host, vars, &mut groups_cache)?);
         }
         let (nodes, nodes_not_selected) = match &settings.label.value {
+            Some(_) if labels_from_cluster => (candidates.clone(), Vec::new()),
             Some(selector) => {
                 let (kept, left): (Vec<String>, Vec<String>) = candidates
                     .iter()
@@ -233,7 +247,17 @@ impl Plan {
             })
             .collect();
 
-        Ok(Plan { phases, settings, hosts, masters, hooks, node_labels, nodes_not_selected, limit })
+        Ok(Plan {
+            phases,
+            settings,
+            hosts,
+            masters,
+            hooks,
+            node_labels,
+            nodes_not_selected,
+            limit,
+            labels_from_cluster,
+        })
     }
 }
 

@@ -131,7 +131,15 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     }
     if plan.has_phase(Phase::Nodes) && s.label.value.is_some() {
         let _ = writeln!(out);
-        let _ = writeln!(out, "Note: {LABEL_NOTE}.");
+        if plan.labels_from_cluster {
+            let _ = writeln!(
+                out,
+                "Note: the label selector is evaluated in preflight against the labels the cluster reports; the \
+                 node batches above are re-cut from the nodes it selects."
+            );
+        } else {
+            let _ = writeln!(out, "Note: {LABEL_NOTE}.");
+        }
         if !plan.nodes_not_selected.is_empty() {
             let _ = writeln!(out, "Not selected by the label: {}", plan.nodes_not_selected.join(", "));
         }

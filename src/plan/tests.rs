@@ -1,5 +1,4 @@
 use clap::Parser;
-use indexmap::IndexMap;
 use serde_json::{Value, json};
 
 use super::*;
@@ -77,22 +76,18 @@ struct TestInventory {
 impl TestInventory {
     fn new() -> Self {
         let dir = std::env::temp_dir();
-        let mut groups = IndexMap::new();
-        groups.insert("all".to_string(), group("all", &[]));
-        TestInventory { inv: Inventory { path: dir.join("hosts"), dir, hosts: IndexMap::new(), groups } }
+        TestInventory { inv: Inventory::new(dir.join("hosts"), dir) }
     }
 
     fn group(mut self, name: &str, hosts: &[&str]) -> Self {
         for h in hosts {
             if !self.inv.hosts.contains_key(*h) {
-                let host = Host { name: h.to_string(), vars: Vars::new(), location: Location::new("hosts", 1, 1) };
+                let host = Host::new(h, Location::new("hosts", 1, 1));
                 self.inv.hosts.insert(h.to_string(), host);
             }
         }
         self.inv.groups.insert(name.to_string(), group(name, hosts));
-        if let Some(all) = self.inv.groups.get_mut("all") {
-            all.children.push(name.to_string());
-        }
+        self.inv.refresh();
         self
     }
 
@@ -110,13 +105,9 @@ impl TestInventory {
 }
 
 fn group(name: &str, hosts: &[&str]) -> Group {
-    Group {
-        name: name.to_string(),
-        hosts: hosts.iter().map(|h| h.to_string()).collect(),
-        children: Vec::new(),
-        vars: Vars::new(),
-        location: None,
-    }
+    let mut group = Group::new(name);
+    group.hosts = hosts.iter().map(|h| h.to_string()).collect();
+    group
 }
 
 fn cluster() -> TestInventory {

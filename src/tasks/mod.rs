@@ -1,16 +1,310 @@
 //! Ansible task files: the model, templating, modules and the engine that runs them on a host.
 
+pub mod connect;
+pub mod engine;
+pub mod model;
+pub mod modules;
+pub mod report;
 pub mod template;
+
+pub use template::{Templar, Vars};
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
 
 use crate::cli::{CheckArgs, RunTasksArgs};
 use crate::error::{Error, Result};
+use crate::events::SharedSink;
+use crate::inventory::{self, Inventory, parse_extra_vars, vars_to_json};
+use connect::{ConnectOptions, ConnectionPool};
+use engine::{Engine, EngineOptions, HostOutcome};
+use model::{Action, Task};
 
-/// `upgrade check`: validates inventory, settings and task files without connecting.
-pub fn check_command(_args: &CheckArgs) -> Result<i32> {
-    Err(Error::internal("check is not implemented yet"))
+/// The inventory variables that name hook files: ours and openshift-ansible's.
+pub const HOOK_VARIABLES: &[&str] = &[
+    "upgrade_master_pre_hook",
+    "upgrade_master_mid_hook",
+    "upgrade_master_post_hook",
+    "upgrade_node_pre_drain_hook",
+    "upgrade_node_pre_hook",
+    "upgrade_node_mid_hook",
+    "upgrade_node_post_hook",
+    "openshift_master_upgrade_pre_hook",
+    "openshift_master_upgrade_hook",
+    "openshift_master_upgrade_post_hook",
+    "openshift_node_upgrade_pre_drain_hook",
+    "openshift_node_upgrade_pre_hook",
+    "openshift_node_upgrade_hook",
+    "openshift_node_upgrade_post_hook",
+];
+
+/// A host's variables for templating: inventory vars after precedence (with `-e` on top) plus Ansible's magic
+/// variables `inventory_hostname`, `group_names`, `groups`, `hostvars` and friends.
+pub fn host_task_vars(inventory: &Inventory, host: &str, extra: &inventory::Vars) -> Map<String, Value> {
+    let mut vars = vars_to_json(&inventory.host_vars(host, extra));
+    let mut groups = Map::new();
+    for name in inventory.groups.keys() {
+        let hosts = inventory.group_hosts(name).unwrap_or_default();
+        groups.insert(name.clone(), Value::Array(hosts.into_iter().map(Value::String).collect()));
+    }
+    if !groups.contains_key("all") {
+        groups.insert("all".into(), Value::Array(inventory.hosts.keys().cloned().map(Value::String).collect()));
+    }
+    let mut hostvars = Map::new();
+    for other in inventory.hosts.keys() {
+        let mut hv = vars_to_json(&inventory.host_vars(other, extra));
+        hv.insert("inventory_hostname".into(), Value::String(other.clone()));
+        hostvars.insert(other.clone(), Value::Object(hv));
+    }
+    let short = host.split('.').next().unwrap_or(host).to_string();
+    let group_names = inventory.group_names(host).into_iter().map(Value::String).collect();
+    let magic = [
+        ("inventory_hostname", Value::String(host.to_string())),
+        ("inventory_hostname_short", Value::String(short)),
+        ("group_names", Value::Array(group_names)),
+        ("groups", Value::Object(groups)),
+        ("hostvars", Value::Object(hostvars)),
+        ("inventory_dir", Value::String(inventory.dir.display().to_string())),
+        ("inventory_file", Value::String(inventory.path.display().to_string())),
+        ("ansible_check_mode", Value::Bool(false)),
+        ("ansible_diff_mode", Value::Bool(false)),
+        ("omit", Value::String("__omit_place_holder__".into())),
+    ];
+    for (k, v) in magic {
+        vars.insert(k.to_string(), v);
+    }
+    vars
+}
+
+/// Runs `tasks` on `hosts` concurrently (at most `forks` at once), sending events to `sink`.
+pub async fn run_tasks(
+    inventory: &Inventory,
+    extra: &inventory::Vars,
+    hosts: &[String],
+    tasks: &[Task],
+    forks: usize,
+    options: EngineOptions,
+    connect: ConnectOptions,
+    sink: SharedSink,
+) -> Vec<(String, HostOutcome)> {
+    let pool_hosts: HashMap<String, Map<String, Value>> =
+        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect();
+    let pool = Arc::new(ConnectionPool::new(pool_hosts, connect));
+    let engine = Arc::new(Engine::new(Arc::new(Templar::new()), sink, options, pool.clone()));
+    let permits = Arc::new(tokio::sync::Semaphore::new(forks.max(1)));
+    let tasks = Arc::new(tasks.to_vec());
+    let extra_json = vars_to_json(extra);
+    let mut handles = Vec::new();
+    for host in hosts {
+        let vars = host_task_vars(inventory, host, extra);
+        let (engine, permits, tasks, extra_json, host) =
+            (engine.clone(), permits.clone(), tasks.clone(), extra_json.clone(), host.clone());
+        handles.push(tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let outcome = engine.run_host(&host, vars, extra_json, &tasks).await;
+            (host, outcome)
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for (handle, host) in handles.into_iter().zip(hosts) {
+        match handle.await {
+            Ok(pair) => outcomes.push(pair),
+            Err(e) => outcomes.push((
+                host.clone(),
+                HostOutcome {
+                    failed: true,
+                    unreachable: false,
+                    facts: Map::from_iter([("error".into(), Value::String(e.to_string()))]),
+                },
+            )),
+        }
+    }
+    pool.close_all().await;
+    outcomes
+}
+
+fn load_inventory(path: Option<&PathBuf>) -> Result<Inventory> {
+    let path = path.ok_or_else(|| Error::input("--inventory is required").hint("give --inventory PATH"))?;
+    Inventory::load(path)
+}
+
+/// Asks `pause` prompts on the terminal; `None` when there is none (then `pause` with a prompt needs `--yes`).
+pub fn terminal_prompter() -> Option<engine::Prompter> {
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    Some(Arc::new(|question: &str| {
+        eprint!("{question}: ");
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_string()),
+        }
+    }))
 }
 
 /// `upgrade run-tasks FILE`: runs one task file on inventory hosts.
-pub fn run_tasks_command(_args: &RunTasksArgs) -> Result<i32> {
-    Err(Error::internal("run-tasks is not implemented yet"))
+pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
+    let inventory = load_inventory(args.inventory.inventory.as_ref())?;
+    let extra = parse_extra_vars(&args.inventory.extra_vars, &std::env::current_dir().unwrap_or_default())?;
+    let hosts = inventory.select(args.inventory.limit.as_deref().unwrap_or("all"))?;
+    if hosts.is_empty() {
+        return Err(Error::input("no hosts selected").hint("check --limit against the inventory"));
+    }
+    let tasks = model::load_task_file(&args.file)?;
+    let prompter = terminal_prompter();
+    let options =
+        EngineOptions { assume_yes: args.run.yes, verbosity: args.run.verbose, command_timeout: None, prompter };
+    let connect = ConnectOptions {
+        connect_timeout: std::time::Duration::from_secs(args.run.connect_timeout),
+        accept_new_host_keys: args.run.accept_new_host_keys,
+        command_timeout: None,
+    };
+    let reporter = Arc::new(report::TextReporter::new(args.run.verbose, Box::new(std::io::stdout()), &hosts));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let sink: SharedSink = reporter.clone();
+    let outcomes = runtime.block_on(run_tasks(&inventory, &extra, &hosts, &tasks, args.forks, options, connect, sink));
+    reporter.print_recap();
+    let bad = outcomes.iter().any(|(_, o)| o.failed || o.unreachable);
+    Ok(if bad { 1 } else { 0 })
+}
+
+/// Problems found in one task file: YAML, unknown keys and modules, template syntax, missing includes.
+pub fn check_task_file(path: &Path) -> Vec<Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return vec![Error::read_file(path, e)],
+    };
+    let (tasks, mut errors) = model::parse_tasks(&text, path);
+    let templar = Templar::new();
+    check_tasks(&tasks, &templar, &mut errors);
+    errors
+}
+
+fn check_tasks(tasks: &[Task], templar: &Templar, errors: &mut Vec<Error>) {
+    for task in tasks {
+        for (text, bare) in task.templated_strings() {
+            let checked = if bare { templar.check_condition_syntax(&text) } else { templar.check_syntax(&text) };
+            if let Err(e) = checked {
+                errors.push(
+                    Error::input(format!("task \"{}\": bad template `{text}`: {}", task.display_name(), e.message))
+                        .at(task.location.clone())
+                        .hint("fix the Jinja syntax (matching braces, filter names, quotes)"),
+                );
+            }
+        }
+        match &task.action {
+            Action::Block { block, rescue, always } => {
+                check_tasks(block, templar, errors);
+                check_tasks(rescue, templar, errors);
+                check_tasks(always, templar, errors);
+            }
+            Action::Include { file } if !file.contains("{{") => {
+                let target = engine::resolve_local(&task.location.file, file, None);
+                if !target.exists() {
+                    errors.push(
+                        Error::input(format!(
+                            "task \"{}\": included file {} does not exist",
+                            task.display_name(),
+                            target.display()
+                        ))
+                        .at(task.location.clone())
+                        .hint("fix the path; relative paths resolve against the including file's directory"),
+                    );
+                } else {
+                    let nested = check_task_file(&target);
+                    errors.extend(nested);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The hook files the inventory's hosts name, resolved against the inventory's directory, without duplicates.
+pub fn hook_files(inventory: &Inventory, extra: &inventory::Vars) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for host in inventory.hosts.keys() {
+        let vars = inventory.host_vars(host, extra);
+        for name in HOOK_VARIABLES {
+            if let Some(Value::String(file)) = vars.get(*name).map(|v| &v.value) {
+                if file.trim().is_empty() {
+                    continue;
+                }
+                let path = Path::new(file);
+                let path = if path.is_absolute() { path.to_path_buf() } else { inventory.dir.join(path) };
+                if !files.contains(&path) {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files
+}
+
+/// Task files of the built-in playbooks, when the crate's playbooks/ directory is there.
+fn builtin_playbooks() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+                // defaults.yml holds the playbooks' default variables, not tasks.
+                .filter(|p| p.file_stem().is_some_and(|n| n != "defaults"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// `upgrade check`: validates inventory, settings and task files without connecting.
+pub fn check_command(args: &CheckArgs) -> Result<i32> {
+    let mut problems = 0usize;
+    let mut files: Vec<PathBuf> = Vec::new();
+    match load_inventory(args.inventory.inventory.as_ref()) {
+        Ok(inventory) => {
+            let extra = parse_extra_vars(&args.inventory.extra_vars, &std::env::current_dir().unwrap_or_default());
+            match extra {
+                Ok(extra) => {
+                    println!("ok: {}", inventory.path.display());
+                    files.extend(hook_files(&inventory, &extra));
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    problems += 1;
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            problems += 1;
+        }
+    }
+    files.extend(builtin_playbooks());
+    for f in &args.files {
+        if !files.contains(f) {
+            files.push(f.clone());
+        }
+    }
+    for file in &files {
+        let errors = check_task_file(file);
+        if errors.is_empty() {
+            println!("ok: {}", file.display());
+        } else {
+            problems += errors.len();
+            for e in errors {
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    Ok(if problems > 0 { 2 } else { 0 })
 }

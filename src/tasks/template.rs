@@ -145,6 +145,63 @@ impl Object for LazyVars {
     }
 }
 
+/// The variables a template sees, with Ansible's lazy templating: a variable whose value is itself a template
+/// (`upgrade_kubectl: "{{ tools }}/kubectl"`) is rendered, with the same variables, when it is used.
+#[derive(Debug)]
+struct Resolving {
+    vars: Value,
+    env: Arc<Environment<'static>>,
+}
+
+fn resolving(env: &Arc<Environment<'static>>, vars: &Vars) -> Value {
+    Value::from_object(Resolving { vars: vars.0.clone(), env: env.clone() })
+}
+
+thread_local! {
+    /// How deep variables are being rendered inside variables on this thread: a variable that refers to itself
+    /// stops here instead of recursing for ever.
+    static NESTING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+const MAX_NESTING: usize = 32;
+
+impl Object for Resolving {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let value = self.vars.get_item(key).ok().filter(|v| !v.is_undefined())?;
+        let name = key.as_str().unwrap_or_default();
+        // The magic variables are data, never templates of the operator's.
+        if matches!(name, "hostvars" | "groups" | "group_names" | "inventory_hostname") {
+            return Some(value);
+        }
+        let Some(text) = value.as_str().filter(|s| is_template(s)) else { return Some(value) };
+        let depth = NESTING.with(|n| n.get());
+        if depth >= MAX_NESTING {
+            return None;
+        }
+        NESTING.with(|n| n.set(depth + 1));
+        let context = Value::from_dyn_object(self.clone());
+        let stripped = strip_builtin_prefix(text);
+        let source = escape_backslashes(&stripped);
+        // One `{{ expr }}` keeps its native type; anything else (`{{ a }}/x {{ b }}` too) renders to text.
+        let compiled = single_expression(&source).and_then(|expr| self.env.compile_expression(expr).ok());
+        let rendered = match compiled {
+            Some(expr) => expr.eval(context),
+            None => self.env.render_str(&source, context).map(Value::from),
+        };
+        NESTING.with(|n| n.set(depth));
+        // A variable that cannot be rendered reads as undefined, so the error names it rather than running its
+        // raw text.
+        rendered.ok()
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        match self.vars.try_iter() {
+            Ok(keys) => Enumerator::Values(keys.collect()),
+            Err(_) => Enumerator::Empty,
+        }
+    }
+}
+
 impl Vars {
     /// No variables at all.
     pub fn empty() -> Vars {
@@ -205,10 +262,10 @@ impl From<Json> for Vars {
 
 /// The templating engine: one minijinja environment set up like Ansible's, shared by every host.
 pub struct Templar {
-    env: Environment<'static>,
+    env: Arc<Environment<'static>>,
     /// The same environment with chainable undefined values, for a second try when a template that guards with
     /// `default`/`defined`/`mandatory` failed on an undefined value: `a.missing.b | default(1)` works in Ansible.
-    chain_env: Environment<'static>,
+    chain_env: Arc<Environment<'static>>,
     allow_broken_conditionals: bool,
 }
 
@@ -332,8 +389,8 @@ fn starts_and_ends_as_template(s: &str) -> bool {
 impl Templar {
     pub fn new() -> Templar {
         Templar {
-            env: Self::environment(UndefinedBehavior::Strict),
-            chain_env: Self::environment(UndefinedBehavior::Chainable),
+            env: Arc::new(Self::environment(UndefinedBehavior::Strict)),
+            chain_env: Arc::new(Self::environment(UndefinedBehavior::Chainable)),
             allow_broken_conditionals: false,
         }
     }
@@ -373,7 +430,7 @@ impl Templar {
         let source = escape_backslashes(&stripped);
         if let Some(expr) = single_expression(&source) {
             if let Ok(compiled) = self.env.compile_expression(expr) {
-                let value = match compiled.eval(vars.0.clone()) {
+                let value = match compiled.eval(resolving(&self.env, vars)) {
                     Ok(value) => value,
                     Err(e) => self.retry_chained(e, expr, true, vars)?,
                 };
@@ -393,7 +450,7 @@ impl Templar {
     }
 
     fn render_text(&self, source: &str, vars: &Vars) -> Result<String, TemplateError> {
-        match self.env.render_str(source, vars.0.clone()) {
+        match self.env.render_str(source, resolving(&self.env, vars)) {
             Ok(text) => Ok(text),
             Err(e) => {
                 let value = self.retry_chained(e, source, false, vars)?;
@@ -416,9 +473,9 @@ impl Templar {
             return Err(self.error(e, source, is_expression, vars));
         }
         let retried = if is_expression {
-            self.chain_env.compile_expression(source).and_then(|c| c.eval(vars.0.clone()))
+            self.chain_env.compile_expression(source).and_then(|c| c.eval(resolving(&self.chain_env, vars)))
         } else {
-            self.chain_env.render_str(source, vars.0.clone()).map(Value::from)
+            self.chain_env.render_str(source, resolving(&self.chain_env, vars)).map(Value::from)
         };
         retried.map_err(|_| self.error(e, source, is_expression, vars))
     }
@@ -446,7 +503,7 @@ impl Templar {
     pub fn eval_expression(&self, expr: &str, vars: &Vars) -> Result<Json, TemplateError> {
         let source = strip_builtin_prefix(expr);
         let compiled = self.env.compile_expression(&source).map_err(|e| self.error(e, &source, true, vars))?;
-        let value = match compiled.eval(vars.0.clone()) {
+        let value = match compiled.eval(resolving(&self.env, vars)) {
             Ok(value) => value,
             Err(e) => self.retry_chained(e, &source, true, vars)?,
         };

@@ -1,0 +1,111 @@
+//! What the cluster says about its nodes: the `get nodes -o json` NodeList, read into plain values.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// One node as the cluster API reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterNode {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub unschedulable: bool,
+    pub kubelet_version: String,
+    pub ready: bool,
+}
+
+#[derive(Deserialize)]
+struct NodeList {
+    #[serde(default)]
+    items: Vec<NodeItem>,
+}
+
+#[derive(Deserialize)]
+struct NodeItem {
+    metadata: Metadata,
+    #[serde(default)]
+    spec: Spec,
+    #[serde(default)]
+    status: Status,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    name: String,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Spec {
+    #[serde(default)]
+    unschedulable: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Status {
+    #[serde(default)]
+    node_info: NodeInfo,
+    #[serde(default)]
+    conditions: Vec<Condition>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct NodeInfo {
+    #[serde(default)]
+    kubelet_version: String,
+}
+
+#[derive(Deserialize)]
+struct Condition {
+    #[serde(rename = "type")]
+    kind: String,
+    status: String,
+}
+
+/// Reads the output of `kubectl get nodes -o json`. The message of the error says what was wrong with it.
+pub fn parse_node_list(json: &str) -> Result<Vec<ClusterNode>, String> {
+    let list: NodeList =
+        serde_json::from_str(json).map_err(|e| format!("the cluster's node list is not a Kubernetes NodeList: {e}"))?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|item| ClusterNode {
+            ready: item.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
+            name: item.metadata.name,
+            labels: item.metadata.labels,
+            unschedulable: item.spec.unschedulable,
+            kubelet_version: item.status.node_info.kubelet_version,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_node_list() {
+        let json = r#"{"apiVersion":"v1","kind":"NodeList","items":[
+          {"metadata":{"name":"m1","labels":{"node-role.kubernetes.io/master":"true"}},
+           "spec":{},
+           "status":{"nodeInfo":{"kubeletVersion":"v1.28.4"},
+                     "conditions":[{"type":"MemoryPressure","status":"False"},{"type":"Ready","status":"True"}]}},
+          {"metadata":{"name":"n1"},"spec":{"unschedulable":true},
+           "status":{"nodeInfo":{"kubeletVersion":"v1.28.4"},"conditions":[{"type":"Ready","status":"False"}]}}]}"#;
+        let nodes = parse_node_list(json).unwrap();
+        assert_eq!(nodes.len(), 2);
+        assert!(nodes[0].ready && !nodes[0].unschedulable);
+        assert_eq!(nodes[0].labels["node-role.kubernetes.io/master"], "true");
+        assert!(!nodes[1].ready && nodes[1].unschedulable);
+        assert_eq!(nodes[1].kubelet_version, "v1.28.4");
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_node_list() {
+        assert!(parse_node_list("Error from server (Forbidden)").is_err());
+        assert!(parse_node_list(r#"{"items":[{"spec":{}}]}"#).is_err());
+    }
+}

@@ -1,0 +1,247 @@
+//! Running hosts batch by batch: every host of a batch at once, each finishing its own sequence, then the
+//! failure threshold decides whether the next batch starts.
+
+use std::future::Future;
+
+use tokio::sync::watch;
+
+use super::HostOutcome;
+
+/// Set once by the signal handler; checked before anything new starts.
+#[derive(Clone, Debug)]
+pub struct StopSignal {
+    rx: watch::Receiver<bool>,
+}
+
+/// The sending side, kept by whoever handles signals.
+#[derive(Debug)]
+pub struct StopHandle {
+    tx: watch::Sender<bool>,
+}
+
+pub fn stop_signal() -> (StopHandle, StopSignal) {
+    let (tx, rx) = watch::channel(false);
+    (StopHandle { tx }, StopSignal { rx })
+}
+
+impl StopHandle {
+    pub fn stop(&self) {
+        let _ = self.tx.send(true);
+    }
+}
+
+impl StopSignal {
+    /// A signal that never fires, for runs without a signal handler.
+    pub fn never() -> StopSignal {
+        let (tx, rx) = watch::channel(false);
+        // Keep the sender alive for ever so `stopped()` waits rather than returning at once.
+        std::mem::forget(tx);
+        StopSignal { rx }
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Resolves when a stop is requested.
+    pub async fn stopped(&mut self) {
+        while !*self.rx.borrow_and_update() {
+            if self.rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+/// Why the batches stopped before the last one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchStop {
+    /// The failures of batch `batch` (1-based) exceeded the threshold.
+    Threshold { batch: usize, failed: usize, size: usize },
+    /// A stop was requested (a signal).
+    Interrupted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchesResult {
+    /// Every host of every batch, in batch order, with its outcome (`NotStarted` for hosts never reached).
+    pub outcomes: Vec<(String, HostOutcome)>,
+    pub stopped: Option<BatchStop>,
+}
+
+/// Runs the batches in order. `run_host` runs one host's whole sequence; `exceeded(batch, failed, size)` is the
+/// failure threshold, asked after each batch (1-based); `on_batch(index, hosts)` is told when a batch starts.
+pub async fn run_batches<F, Fut>(
+    batches: &[Vec<String>],
+    stop: &StopSignal,
+    exceeded: impl Fn(usize, usize, usize) -> bool,
+    mut on_batch: impl FnMut(usize, &[String]),
+    run_host: F,
+) -> BatchesResult
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = HostOutcome> + Send + 'static,
+{
+    let mut outcomes = Vec::new();
+    let mut stopped = None;
+    for (index, batch) in batches.iter().enumerate() {
+        if stopped.is_none() && stop.is_stopping() {
+            stopped = Some(BatchStop::Interrupted);
+        }
+        if let Some(reason) = &stopped {
+            let why = match reason {
+                BatchStop::Threshold { batch, .. } => format!("batch {batch} failed past max-fail-percentage"),
+                BatchStop::Interrupted => "the run was interrupted".to_string(),
+            };
+            outcomes.extend(batch.iter().map(|h| (h.clone(), HostOutcome::NotStarted { reason: why.clone() })));
+            continue;
+        }
+        on_batch(index + 1, batch);
+        let results = run_all(batch.iter().map(|h| run_host(h.clone()))).await;
+        let failed = results.iter().filter(|o| o.is_failure()).count();
+        outcomes.extend(batch.iter().cloned().zip(results));
+        if exceeded(index + 1, failed, batch.len()) {
+            stopped = Some(BatchStop::Threshold { batch: index + 1, failed, size: batch.len() });
+        }
+    }
+    BatchesResult { outcomes, stopped }
+}
+
+/// Runs every host's sequence as its own task and returns the outcomes in batch order. A host task that panics
+/// fails that host instead of the run.
+async fn run_all<Fut>(futures: impl Iterator<Item = Fut>) -> Vec<HostOutcome>
+where
+    Fut: Future<Output = HostOutcome> + Send + 'static,
+{
+    let mut set = tokio::task::JoinSet::new();
+    let mut outputs = Vec::new();
+    for (index, fut) in futures.enumerate() {
+        set.spawn(async move { (index, fut.await) });
+        outputs.push(None);
+    }
+    while let Some(joined) = set.join_next().await {
+        if let Ok((index, outcome)) = joined {
+            outputs[index] = Some(outcome);
+        }
+    }
+    outputs
+        .into_iter()
+        .map(|o| {
+            o.unwrap_or_else(|| HostOutcome::Failed {
+                step: super::Step::Connect,
+                reason: "internal error: the host's task stopped unexpectedly".into(),
+                unreachable: false,
+                left_cordoned: false,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::Step;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    fn failed() -> HostOutcome {
+        HostOutcome::Failed { step: Step::Upgrade, reason: "boom".into(), unreachable: false, left_cordoned: true }
+    }
+
+    fn batches(spec: &[&[&str]]) -> Vec<Vec<String>> {
+        spec.iter().map(|b| b.iter().map(|h| h.to_string()).collect()).collect()
+    }
+
+    /// Ansible's rule: strictly exceeded, and a batch that failed whole always stops.
+    fn exceeds(pct: usize) -> impl Fn(usize, usize, usize) -> bool {
+        move |_, failed, size| failed == size || failed * 100 > pct * size
+    }
+
+    #[tokio::test]
+    async fn a_batch_over_the_threshold_stops_the_later_ones() {
+        let plan = batches(&[&["a", "b", "c", "d"], &["e"]]);
+        let result =
+            run_batches(
+                &plan,
+                &StopSignal::never(),
+                exceeds(49),
+                |_, _| {},
+                |h| async move {
+                    if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
+                },
+            )
+            .await;
+        assert_eq!(result.stopped, Some(BatchStop::Threshold { batch: 1, failed: 2, size: 4 }));
+        assert!(matches!(result.outcomes[4].1, HostOutcome::NotStarted { .. }));
+    }
+
+    #[tokio::test]
+    async fn failures_at_the_threshold_go_on() {
+        let plan = batches(&[&["a", "b", "c", "d"], &["e"]]);
+        let result =
+            run_batches(
+                &plan,
+                &StopSignal::never(),
+                exceeds(50),
+                |_, _| {},
+                |h| async move {
+                    if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
+                },
+            )
+            .await;
+        assert_eq!(result.stopped, None);
+        assert_eq!(result.outcomes[4].1, HostOutcome::Upgraded { left_cordoned: false });
+    }
+
+    #[tokio::test]
+    async fn hosts_of_a_batch_run_at_once_and_all_finish() {
+        let plan = batches(&[&["a", "b", "c"]]);
+        let running = Arc::new(Mutex::new((0, 0)));
+        let result = run_batches(
+            &plan,
+            &StopSignal::never(),
+            exceeds(0),
+            |_, _| {},
+            |_| {
+                let running = running.clone();
+                async move {
+                    {
+                        let mut r = running.lock().unwrap();
+                        r.0 += 1;
+                        r.1 = r.1.max(r.0);
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    running.lock().unwrap().0 -= 1;
+                    failed()
+                }
+            },
+        )
+        .await;
+        assert_eq!(running.lock().unwrap().1, 3, "all three hosts were in flight together");
+        assert_eq!(result.outcomes.iter().filter(|(_, o)| o.is_failure()).count(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_stop_lets_the_batch_finish_and_starts_nothing_new() {
+        let plan = batches(&[&["a"], &["b"]]);
+        let (handle, signal) = stop_signal();
+        let handle = Arc::new(handle);
+        let result = run_batches(
+            &plan,
+            &signal,
+            exceeds(100),
+            |_, _| {},
+            |_| {
+                let handle = handle.clone();
+                async move {
+                    handle.stop();
+                    HostOutcome::Upgraded { left_cordoned: false }
+                }
+            },
+        )
+        .await;
+        assert_eq!(result.stopped, Some(BatchStop::Interrupted));
+        assert_eq!(result.outcomes[0].1, HostOutcome::Upgraded { left_cordoned: false });
+        assert!(matches!(result.outcomes[1].1, HostOutcome::NotStarted { .. }));
+    }
+}

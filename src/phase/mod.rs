@@ -1,0 +1,160 @@
+//! The phases of an upgrade, in their fixed order, and the vocabulary they share: host steps and outcomes.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub mod batches;
+pub mod control_plane;
+pub mod etcd_backup;
+pub mod nodes;
+pub mod preflight;
+pub mod run;
+pub mod sequence;
+pub mod verify;
+
+/// One step of a host's sequence; its name is what the output, the journal and the JSON events say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    Connect,
+    ReadCluster,
+    Backup,
+    PreDrainHook,
+    PreHook,
+    Cordon,
+    Drain,
+    Upgrade,
+    MidHook,
+    Restart,
+    WaitReady,
+    Uncordon,
+    PostHook,
+    Verify,
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Connect => "connect",
+            Step::ReadCluster => "read-cluster",
+            Step::Backup => "etcd-backup",
+            Step::PreDrainHook => "pre-drain-hook",
+            Step::PreHook => "pre-hook",
+            Step::Cordon => "cordon",
+            Step::Drain => "drain",
+            Step::Upgrade => "upgrade",
+            Step::MidHook => "mid-hook",
+            Step::Restart => "restart",
+            Step::WaitReady => "wait-ready",
+            Step::Uncordon => "uncordon",
+            Step::PostHook => "post-hook",
+            Step::Verify => "verify",
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How one host's sequence in one phase ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum HostOutcome {
+    /// Upgraded; `left_cordoned` when it was cordoned before the run and so stays cordoned.
+    Upgraded { left_cordoned: bool },
+    /// Nothing to do, and why (already at the target, not selected by the label).
+    Skipped { reason: String },
+    /// A step failed. `left_cordoned` says whether the node is still unschedulable because of this run.
+    Failed { step: Step, reason: String, unreachable: bool, left_cordoned: bool },
+    /// Never started: an earlier failure stopped the phase, or the run was interrupted.
+    NotStarted { reason: String },
+}
+
+impl HostOutcome {
+    pub fn is_failure(&self) -> bool {
+        matches!(self, HostOutcome::Failed { .. })
+    }
+}
+
+/// One host's result in one phase, for the summary, the JSON stream and the JUnit report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostReport {
+    pub phase: String,
+    pub host: String,
+    /// The Kubernetes node name, when it differs from the inventory name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(flatten)]
+    pub outcome: HostOutcome,
+    #[serde(serialize_with = "seconds")]
+    pub duration: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
+}
+
+/// What the run did, said once at the end: what was upgraded, skipped, failed, never started, and what is left.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub target: String,
+    pub hosts: Vec<HostReport>,
+    /// Why the run stopped early, if it did (a failed master, the failure threshold, a signal, a preflight check).
+    pub stopped: Option<String>,
+    /// Nodes the cluster reports unschedulable at the end, with the command that makes each schedulable again.
+    pub left_cordoned: Vec<CordonedNode>,
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CordonedNode {
+    pub node: String,
+    /// Whether it was cordoned before this run (then leaving it so was on purpose).
+    pub before_run: bool,
+    pub fix: String,
+}
+
+impl Summary {
+    pub fn failed(&self) -> bool {
+        self.stopped.is_some() || self.hosts.iter().any(|h| h.outcome.is_failure())
+    }
+
+    /// The process exit code the summary calls for.
+    pub fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            130
+        } else if self.failed() {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// Awaits futures together on the current task (they borrow the run) and returns their outputs in order.
+pub async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut pending: Vec<Option<std::pin::Pin<Box<F>>>> = futures.map(|f| Some(Box::pin(f))).collect();
+    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut any_pending = false;
+        for (slot, fut) in outputs.iter_mut().zip(pending.iter_mut()) {
+            if let Some(f) = fut {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *slot = Some(v);
+                        *fut = None;
+                    }
+                    std::task::Poll::Pending => any_pending = true,
+                }
+            }
+        }
+        if any_pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}

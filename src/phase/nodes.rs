@@ -1,0 +1,63 @@
+//! Nodes: batches sized by serial, every node of a batch in flight at once, the failure threshold checked after
+//! each batch.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::HostReport;
+use super::batches::{BatchStop, StopSignal, run_batches};
+use super::run::UpgradeRun;
+use super::sequence::{Role, upgrade_host};
+use crate::events::Event;
+use crate::plan::{Phase, threshold_exceeded};
+
+/// Upgrades the batches in order. Returns the reports and, when the phase stopped early, why.
+pub async fn run(
+    run: &Arc<UpgradeRun>,
+    batches: &[Vec<String>],
+    stop: &StopSignal,
+) -> (Vec<HostReport>, Option<String>) {
+    let max_fail = run.plan.settings.max_fail_percentage.value;
+    let total = batches.len();
+    let phase = Phase::Nodes.name().to_string();
+    let finished: Arc<Mutex<HashMap<String, HostReport>>> = Arc::default();
+    let result = run_batches(
+        batches,
+        stop,
+        |index, failed, size| {
+            run.event(Event::BatchFinished { phase: phase.clone(), index, failed, size });
+            threshold_exceeded(failed, size, max_fail)
+        },
+        |index, hosts| run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() }),
+        |host| {
+            let (run, finished) = (run.clone(), finished.clone());
+            async move {
+                let report = upgrade_host(&run, &host, Role::Node).await;
+                let outcome = report.outcome.clone();
+                if let Ok(mut finished) = finished.lock() {
+                    finished.insert(host, report);
+                }
+                outcome
+            }
+        },
+    )
+    .await;
+
+    let mut finished = finished.lock().map(|mut f| std::mem::take(&mut *f)).unwrap_or_default();
+    let mut reports = Vec::new();
+    for (host, outcome) in result.outcomes {
+        // Hosts that ran reported themselves, with their timings; the others are said here.
+        match finished.remove(&host) {
+            Some(report) => reports.push(report),
+            None => reports.push(run.host_completed(Phase::Nodes, &host, outcome, std::time::Instant::now())),
+        }
+    }
+    let stopped = result.stopped.map(|stop| match stop {
+        BatchStop::Threshold { batch, failed, size } => format!(
+            "batch {batch}: {failed} of {size} nodes failed, more than max-fail-percentage {max_fail} allows; \
+             the later batches were not started"
+        ),
+        BatchStop::Interrupted => "the run was interrupted; nodes not yet started were left alone".into(),
+    });
+    (reports, stopped)
+}

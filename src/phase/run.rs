@@ -1,0 +1,410 @@
+//! What every phase of one upgrade run shares: the plan, the hosts' variables, the task engine and its connections,
+//! the journal, the stop signal; and the one way a phase runs a step on a host: a task file through the engine.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::batches::StopSignal;
+use super::{HostOutcome, HostReport, Step};
+use crate::cluster::ClusterNode;
+use crate::events::{Event, EventSink, SharedSink, TaskStatus};
+use crate::inventory::{self, Inventory, vars_to_json};
+use crate::journal::{History, HostRecord, Journal, JournalEntry, utc_timestamp};
+use crate::plan::{Phase, Plan};
+use crate::settings::{HookPoint, TargetVersion};
+use crate::tasks::Templar;
+use crate::tasks::connect::ConnectionPool;
+use crate::tasks::engine::{Engine, EngineOptions};
+use crate::tasks::model::{Task, load_task_file};
+
+/// A step that did not succeed, and why, in words for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepFailure {
+    pub step: Step,
+    pub reason: String,
+    pub unreachable: bool,
+}
+
+pub struct UpgradeRun {
+    pub inventory: Arc<Inventory>,
+    pub plan: Plan,
+    pub target: TargetVersion,
+    /// The master that runs cluster commands (`delegate_to`).
+    pub first_master: String,
+    pub stop: StopSignal,
+    pub history: History,
+    /// One timestamp for the whole run (etcd backup directories).
+    pub run_timestamp: String,
+    pub options: RunOptions,
+    extra: Map<String, Value>,
+    task_vars: TaskVars,
+    templar: Arc<Templar>,
+    pool: Arc<ConnectionPool>,
+    engine_options: EngineOptions,
+    sink: SharedSink,
+    playbooks: PathBuf,
+    task_files: Mutex<HashMap<PathBuf, Arc<Vec<Task>>>>,
+    journal: Mutex<Journal>,
+    /// The nodes as the cluster reported them in preflight, by node name.
+    pub cluster_before: Mutex<HashMap<String, ClusterNode>>,
+}
+
+/// Settings of the run that are not in the plan.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub allow_skip_minor: bool,
+    pub connect_timeout: Duration,
+}
+
+/// Parts of the run context built by the executor before any phase starts.
+pub struct RunParts {
+    pub inventory: Arc<Inventory>,
+    pub plan: Plan,
+    pub target: TargetVersion,
+    pub extra: inventory::Vars,
+    pub pool: Arc<ConnectionPool>,
+    pub engine_options: EngineOptions,
+    pub sink: SharedSink,
+    pub playbooks: PathBuf,
+    pub journal: Journal,
+    pub history: History,
+    pub stop: StopSignal,
+    pub options: RunOptions,
+}
+
+impl UpgradeRun {
+    pub fn new(parts: RunParts) -> UpgradeRun {
+        let first_master = parts.plan.masters.first().cloned().unwrap_or_default();
+        let task_vars = TaskVars::new(&parts.inventory, &parts.extra);
+        UpgradeRun {
+            first_master,
+            run_timestamp: crate::journal::compact_timestamp(std::time::SystemTime::now()),
+            extra: vars_to_json(&parts.extra),
+            task_vars,
+            templar: Arc::new(Templar::new()),
+            pool: parts.pool,
+            engine_options: parts.engine_options,
+            sink: parts.sink,
+            playbooks: parts.playbooks,
+            task_files: Mutex::new(HashMap::new()),
+            journal: Mutex::new(parts.journal),
+            cluster_before: Mutex::new(HashMap::new()),
+            inventory: parts.inventory,
+            plan: parts.plan,
+            target: parts.target,
+            stop: parts.stop,
+            history: parts.history,
+            options: parts.options,
+        }
+    }
+
+    pub fn event(&self, event: Event) {
+        self.sink.event(&event);
+    }
+
+    pub fn notice(&self, host: Option<&str>, message: impl Into<String>) {
+        self.event(Event::Notice { host: host.map(str::to_string), message: message.into() });
+    }
+
+    /// Appends to the journal. A journal that cannot be written is said, once per entry, but does not stop the
+    /// upgrade half-way: the cluster's own state is still what resume checks first.
+    pub fn record(&self, entry: JournalEntry) {
+        let result = match self.journal.lock() {
+            Ok(mut journal) => journal.record(&entry),
+            Err(_) => return,
+        };
+        if let Err(e) = result {
+            self.notice(None, format!("journal: {e}"));
+        }
+    }
+
+    pub fn run_id(&self) -> String {
+        self.journal.lock().map(|j| j.run_id().to_string()).unwrap_or_default()
+    }
+
+    pub fn pool(&self) -> &ConnectionPool {
+        &self.pool
+    }
+
+    /// The Kubernetes node name of an inventory host: its `node_name` variable, else its inventory name.
+    pub fn node_name(&self, host: &str) -> String {
+        self.task_vars
+            .own(host)
+            .get("node_name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(host)
+            .to_string()
+    }
+
+    /// A host variable rendered as text for the operator (e.g. the kubectl command in a fix hint).
+    pub fn render_for(&self, host: &str, template: &str) -> String {
+        let vars = crate::tasks::Vars::new(Value::Object(self.task_vars.for_host(host)));
+        self.templar.render_str(template, &vars).unwrap_or_else(|_| template.to_string())
+    }
+
+    /// The path of a built-in step file.
+    pub fn playbook(&self, name: &str) -> PathBuf {
+        self.playbooks.join(name)
+    }
+
+    /// A setting read from the host's variables as a boolean (Ansible's truth table), with a default.
+    pub fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
+        self.task_vars
+            .own(host)
+            .get(name)
+            .map(|v| crate::tasks::engine::parse_bool(v).unwrap_or(default))
+            .unwrap_or(default)
+    }
+
+    fn load(&self, file: &Path) -> Result<Arc<Vec<Task>>, String> {
+        if let Some(tasks) = self.task_files.lock().ok().and_then(|m| m.get(file).cloned()) {
+            return Ok(tasks);
+        }
+        let tasks = Arc::new(load_task_file(file).map_err(|e| e.to_string())?);
+        if let Ok(mut files) = self.task_files.lock() {
+            files.insert(file.to_path_buf(), tasks.clone());
+        }
+        Ok(tasks)
+    }
+
+    /// The variables every step of a host sees besides its own: who it is in the cluster and what the run does.
+    fn step_vars(&self, host: &str) -> Map<String, Value> {
+        let mut vars = Map::new();
+        vars.insert("node_name".into(), Value::String(self.node_name(host)));
+        vars.insert("upgrade_target_version".into(), Value::String(self.target.to_string()));
+        vars.insert("upgrade_first_master".into(), Value::String(self.first_master.clone()));
+        vars.insert("upgrade_is_first_master".into(), Value::Bool(host == self.first_master));
+        vars.insert(
+            "upgrade_drain_timeout_seconds".into(),
+            Value::from(self.plan.settings.drain_timeout.value.seconds()),
+        );
+        vars.insert("upgrade_etcd_backup_timestamp".into(), Value::String(self.run_timestamp.clone()));
+        vars
+    }
+
+    /// Runs one task file on a host as one step of its sequence. `more` adds or overrides step variables;
+    /// `timeout` bounds every command of the step (on the host too). Returns the facts the tasks left.
+    pub async fn run_step(
+        &self,
+        phase: Phase,
+        host: &str,
+        step: Step,
+        file: &Path,
+        more: &[(&str, Value)],
+        timeout: Option<Duration>,
+    ) -> Result<Map<String, Value>, StepFailure> {
+        let started = Instant::now();
+        self.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step });
+        let result = self.run_step_inner(host, step, file, more, timeout).await;
+        let error = result.as_ref().err().map(|f| f.reason.clone());
+        self.event(Event::StepFinished {
+            phase: phase.name().into(),
+            host: host.into(),
+            step,
+            ok: result.is_ok(),
+            duration: started.elapsed(),
+            error,
+        });
+        if result.is_ok() {
+            self.record(JournalEntry::StepDone {
+                run: self.run_id(),
+                time: utc_timestamp(std::time::SystemTime::now()),
+                phase: phase.name().into(),
+                host: host.into(),
+                step: step.name().into(),
+            });
+        }
+        result
+    }
+
+    async fn run_step_inner(
+        &self,
+        host: &str,
+        step: Step,
+        file: &Path,
+        more: &[(&str, Value)],
+        timeout: Option<Duration>,
+    ) -> Result<Map<String, Value>, StepFailure> {
+        let fail = |reason: String| StepFailure { step, reason, unreachable: false };
+        let tasks = self.load(file).map_err(fail)?;
+        let mut vars = self.task_vars.for_host(host);
+        for (k, v) in self.step_vars(host) {
+            // The inventory's own value wins (an operator's node_name), except for what the run decides.
+            if !vars.contains_key(&k) || k != "node_name" {
+                vars.insert(k, v);
+            }
+        }
+        for (k, v) in more {
+            vars.insert((*k).to_string(), v.clone());
+        }
+        let capture = Arc::new(FailureCapture { inner: self.sink.clone(), failure: Mutex::new(None) });
+        let mut options = self.engine_options.clone();
+        if timeout.is_some() {
+            options.command_timeout = timeout;
+        }
+        let engine = Engine::new(self.templar.clone(), capture.clone(), options, self.pool.clone());
+        let outcome = engine.run_host(host, vars, self.extra.clone(), &tasks).await;
+        if outcome.failed || outcome.unreachable {
+            let reason = capture.failure.lock().ok().and_then(|f| f.clone()).unwrap_or_else(|| {
+                if outcome.unreachable { "host unreachable".into() } else { "a task failed".into() }
+            });
+            return Err(StepFailure { step, reason, unreachable: outcome.unreachable });
+        }
+        Ok(outcome.facts)
+    }
+
+    /// Runs the host's hook at `point`, if it has one.
+    pub async fn run_hook(&self, phase: Phase, host: &str, point: HookPoint, step: Step) -> Result<(), StepFailure> {
+        let Some(hook) = self.plan.hooks.get(host).and_then(|h| h.get(&point)).cloned() else { return Ok(()) };
+        self.run_step(phase, host, step, &hook.path, &[], None).await.map(|_| ())
+    }
+
+    /// Tells the reporters and the journal that a host's sequence starts.
+    pub fn host_started(&self, phase: Phase, host: &str) {
+        self.event(Event::HostStarted { phase: phase.name().into(), host: host.into() });
+        self.record(JournalEntry::HostStarted {
+            run: self.run_id(),
+            time: utc_timestamp(std::time::SystemTime::now()),
+            phase: phase.name().into(),
+            host: host.into(),
+        });
+    }
+
+    /// Tells the reporters and the journal how a host's sequence ended, and returns its report.
+    pub fn host_completed(&self, phase: Phase, host: &str, outcome: HostOutcome, started: Instant) -> HostReport {
+        let node = self.node_name(host);
+        let report = HostReport {
+            phase: phase.name().into(),
+            host: host.into(),
+            node: (node != host).then_some(node),
+            outcome,
+            duration: started.elapsed(),
+        };
+        let (record, detail) = match &report.outcome {
+            HostOutcome::Upgraded { .. } => (Some(HostRecord::Upgraded), String::new()),
+            HostOutcome::Skipped { reason } => (Some(HostRecord::Skipped), reason.clone()),
+            HostOutcome::Failed { step, reason, .. } => (Some(HostRecord::Failed), format!("{step}: {reason}")),
+            HostOutcome::NotStarted { .. } => (None, String::new()),
+        };
+        if let Some(outcome) = record {
+            self.record(JournalEntry::HostFinished {
+                run: self.run_id(),
+                time: utc_timestamp(std::time::SystemTime::now()),
+                phase: phase.name().into(),
+                host: host.into(),
+                outcome,
+                detail,
+            });
+        }
+        self.event(Event::HostCompleted { report: report.clone() });
+        report
+    }
+
+    pub async fn close(&self) {
+        self.pool.close_all().await;
+    }
+}
+
+/// Passes events on and keeps the first failure that failed the host (not one that was ignored or rescued), so a
+/// step can say why it failed.
+struct FailureCapture {
+    inner: SharedSink,
+    failure: Mutex<Option<String>>,
+}
+
+impl EventSink for FailureCapture {
+    fn event(&self, event: &Event) {
+        if let Event::TaskFinished { task, status, result, ignored: false, rescued: false, .. } = event {
+            if matches!(status, TaskStatus::Failed | TaskStatus::Unreachable) {
+                if let Ok(mut slot) = self.failure.lock() {
+                    slot.get_or_insert_with(|| format!("{}: {}", task.name, failure_message(result)));
+                }
+            }
+        }
+        self.inner.event(event);
+    }
+}
+
+/// The most telling line of a failed task's result.
+fn failure_message(result: &Value) -> String {
+    let text = |key: &str| result.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+    let mut message = text("msg").unwrap_or("failed").to_string();
+    if let Some(stderr) = text("stderr") {
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(stderr);
+        message = format!("{message} ({last})");
+    } else if let Some(rc) = result.get("rc").and_then(Value::as_i64) {
+        if rc != 0 && message == "non-zero return code" {
+            message = format!("{message} {rc}");
+        }
+    }
+    message
+}
+
+/// Every host's variables for templating, computed once: `groups` and `hostvars` are shared by all hosts.
+struct TaskVars {
+    own: HashMap<String, Map<String, Value>>,
+    groups: Value,
+    hostvars: Value,
+    inventory_dir: String,
+    inventory_file: String,
+    group_names: HashMap<String, Vec<String>>,
+}
+
+impl TaskVars {
+    fn new(inventory: &Inventory, extra: &inventory::Vars) -> TaskVars {
+        let mut own = HashMap::new();
+        let mut hostvars = Map::new();
+        for host in inventory.hosts.keys() {
+            let vars = vars_to_json(&inventory.host_vars(host, extra));
+            let mut hv = vars.clone();
+            hv.insert("inventory_hostname".into(), Value::String(host.clone()));
+            hostvars.insert(host.clone(), Value::Object(hv));
+            own.insert(host.clone(), vars);
+        }
+        let mut groups = Map::new();
+        for name in inventory.groups.keys() {
+            let hosts = inventory.group_hosts(name).unwrap_or_default();
+            groups.insert(name.clone(), Value::Array(hosts.into_iter().map(Value::String).collect()));
+        }
+        let group_names = inventory.hosts.keys().map(|h| (h.clone(), inventory.group_names(h))).collect();
+        TaskVars {
+            own,
+            groups: Value::Object(groups),
+            hostvars: Value::Object(hostvars),
+            inventory_dir: inventory.dir.display().to_string(),
+            inventory_file: inventory.path.display().to_string(),
+            group_names,
+        }
+    }
+
+    fn own(&self, host: &str) -> &Map<String, Value> {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        self.own.get(host).unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+    }
+
+    fn for_host(&self, host: &str) -> Map<String, Value> {
+        let mut vars = self.own(host).clone();
+        let group_names = self.group_names.get(host).cloned().unwrap_or_default();
+        let magic = [
+            ("inventory_hostname", Value::String(host.to_string())),
+            ("inventory_hostname_short", Value::String(host.split('.').next().unwrap_or(host).to_string())),
+            ("group_names", Value::Array(group_names.into_iter().map(Value::String).collect())),
+            ("groups", self.groups.clone()),
+            ("hostvars", self.hostvars.clone()),
+            ("inventory_dir", Value::String(self.inventory_dir.clone())),
+            ("inventory_file", Value::String(self.inventory_file.clone())),
+            ("ansible_check_mode", Value::Bool(false)),
+            ("ansible_diff_mode", Value::Bool(false)),
+            ("omit", Value::String(crate::tasks::template::OMIT.to_string())),
+        ];
+        for (k, v) in magic {
+            vars.insert(k.to_string(), v);
+        }
+        vars
+    }
+}

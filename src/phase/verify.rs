@@ -1,0 +1,64 @@
+//! Verify: the cluster is read once more; every node this run upgraded must be Ready at the target, and every node
+//! left unschedulable is listed with the command that makes it schedulable again.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::preflight::read_cluster;
+use super::run::UpgradeRun;
+use super::{CordonedNode, HostOutcome, HostReport, Step};
+use crate::cluster::ClusterNode;
+use crate::error::Result;
+use crate::plan::Phase;
+use crate::settings::TargetVersion;
+
+/// Checks the hosts upgraded by this run. Returns a report per host checked.
+pub fn check_upgraded(
+    run: &UpgradeRun,
+    cluster: &HashMap<String, ClusterNode>,
+    upgraded: &[String],
+) -> Vec<HostReport> {
+    upgraded
+        .iter()
+        .map(|host| {
+            let started = Instant::now();
+            let node = run.node_name(host);
+            let outcome = match cluster.get(&node) {
+                None => failed(format!("node {node} is no longer in the cluster")),
+                Some(n) if !n.ready => failed(format!("node {node} is not Ready")),
+                Some(n) if TargetVersion::parse(&n.kubelet_version).ok().as_ref() != Some(&run.target) => {
+                    failed(format!("node {node} runs {}, not {}", n.kubelet_version, run.target))
+                }
+                Some(_) => HostOutcome::Upgraded { left_cordoned: false },
+            };
+            run.host_completed(Phase::Verify, host, outcome, started)
+        })
+        .collect()
+}
+
+fn failed(reason: String) -> HostOutcome {
+    HostOutcome::Failed { step: Step::Verify, reason, unreachable: false, left_cordoned: false }
+}
+
+/// Reads the cluster at the end of the run.
+pub async fn final_state(run: &UpgradeRun) -> Result<HashMap<String, ClusterNode>> {
+    let nodes = read_cluster(run, Phase::Verify).await?;
+    Ok(nodes.into_iter().map(|n| (n.name.clone(), n)).collect())
+}
+
+/// Every node the cluster reports unschedulable, with how to make it schedulable again.
+pub fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Vec<CordonedNode> {
+    let before = run.cluster_before.lock().map(|b| b.clone()).unwrap_or_default();
+    let kubectl = run.render_for(&run.first_master, "{{ upgrade_kubectl | default('kubectl') }}");
+    let mut nodes: Vec<CordonedNode> = cluster
+        .values()
+        .filter(|n| n.unschedulable)
+        .map(|n| CordonedNode {
+            node: n.name.clone(),
+            before_run: before.get(&n.name).is_some_and(|b| b.unschedulable),
+            fix: format!("{kubectl} uncordon {}", n.name),
+        })
+        .collect();
+    nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    nodes
+}

@@ -1,0 +1,51 @@
+//! The built-in step task files, compiled into the binary so it works from anywhere. Each run writes them into
+//! its state directory (they include each other by relative path), where an operator can also read what runs.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+const FILES: &[(&str, &str)] = &[
+    ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
+    ("cordon.yml", include_str!("../playbooks/cordon.yml")),
+    ("defaults.yml", include_str!("../playbooks/defaults.yml")),
+    ("drain.yml", include_str!("../playbooks/drain.yml")),
+    ("etcd_backup.yml", include_str!("../playbooks/etcd_backup.yml")),
+    ("master_restart.yml", include_str!("../playbooks/master_restart.yml")),
+    ("master_upgrade.yml", include_str!("../playbooks/master_upgrade.yml")),
+    ("node_restart.yml", include_str!("../playbooks/node_restart.yml")),
+    ("node_upgrade.yml", include_str!("../playbooks/node_upgrade.yml")),
+    ("reboot.yml", include_str!("../playbooks/reboot.yml")),
+    ("uncordon.yml", include_str!("../playbooks/uncordon.yml")),
+    ("wait_ready.yml", include_str!("../playbooks/wait_ready.yml")),
+];
+
+/// Writes the built-in step files into `dir` and returns it.
+pub fn materialize(dir: &Path) -> Result<PathBuf> {
+    let fail = |e: std::io::Error| {
+        Error::internal(format!("cannot write the built-in step files to {}: {e}", dir.display()))
+            .hint("check that the state directory is writable, or move it with --state-dir")
+    };
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    for (name, text) in FILES {
+        let path = dir.join(name);
+        // Rewritten only when different, so a reader of the directory sees stable files.
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(*text) {
+            std::fs::write(&path, text).map_err(fail)?;
+        }
+    }
+    Ok(dir.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_built_in_step_file_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = super::materialize(dir.path()).unwrap();
+        for (name, _) in super::FILES {
+            let errors = crate::tasks::check_task_file(&dir.join(name));
+            assert!(errors.is_empty() || *name == "defaults.yml", "{name}: {errors:?}");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! JSON lines for CI: one object per event, flushed as it happens, then a summary object. The schema is in the
+//! README; every object has `event` and `time`.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::events::{Event, EventSink};
+
+pub struct JsonReporter {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl JsonReporter {
+    pub fn new(out: Box<dyn Write + Send>) -> JsonReporter {
+        JsonReporter { out: Mutex::new(out) }
+    }
+}
+
+fn ms(d: &std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// The JSON object of an event, or `None` for events CI does not need.
+pub fn event_json(event: &Event) -> Option<Value> {
+    let value = match event {
+        Event::RunStarted { run, target, phases, resumed } => {
+            json!({"event": "run-started", "run": run, "target": target, "phases": phases, "resumed": resumed})
+        }
+        Event::PhaseStarted { phase } => json!({"event": "phase-started", "phase": phase}),
+        Event::PhaseFinished { phase, ok, duration } => {
+            json!({"event": "phase-finished", "phase": phase, "status": if *ok { "ok" } else { "failed" }, "duration": ms(duration)})
+        }
+        Event::BatchStarted { phase, index, total, hosts } => {
+            json!({"event": "batch-started", "phase": phase, "batch": index, "batches": total, "hosts": hosts})
+        }
+        Event::BatchFinished { phase, index, failed, size } => {
+            json!({"event": "batch-finished", "phase": phase, "batch": index, "failed": failed, "size": size})
+        }
+        Event::HostStarted { phase, host } => json!({"event": "host-started", "phase": phase, "host": host}),
+        Event::StepStarted { phase, host, step } => {
+            json!({"event": "step-started", "phase": phase, "host": host, "step": step.name()})
+        }
+        Event::StepFinished { phase, host, step, ok, duration, error } => json!({
+            "event": "step-finished", "phase": phase, "host": host, "step": step.name(),
+            "status": if *ok { "ok" } else { "failed" }, "duration": ms(duration), "error": error
+        }),
+        Event::HostCompleted { report } => {
+            let mut v = serde_json::to_value(report).ok()?;
+            if let Value::Object(m) = &mut v {
+                m.insert("event".into(), json!("host-finished"));
+            }
+            v
+        }
+        Event::TaskFinished { host, task, status, result, duration, ignored, rescued } => json!({
+            "event": "task-finished", "host": host, "task": task.name, "file": task.file, "line": task.line,
+            "status": status.as_str(), "duration": ms(duration), "ignored": ignored, "rescued": rescued,
+            "result": result
+        }),
+        Event::Notice { host, message } => json!({"event": "notice", "host": host, "message": message}),
+        Event::RunFinished { summary } => {
+            let mut v = serde_json::to_value(summary).ok()?;
+            if let Value::Object(m) = &mut v {
+                m.insert("event".into(), json!("summary"));
+                m.insert(
+                    "status".into(),
+                    json!(match summary.exit_code() {
+                        0 => "success",
+                        130 => "interrupted",
+                        _ => "failed",
+                    }),
+                );
+                m.insert("exit_code".into(), json!(summary.exit_code()));
+            }
+            v
+        }
+        _ => return None,
+    };
+    Some(value)
+}
+
+impl EventSink for JsonReporter {
+    fn event(&self, event: &Event) {
+        let Some(mut value) = event_json(event) else { return };
+        if let Value::Object(m) = &mut value {
+            m.insert("time".into(), json!(crate::journal::utc_timestamp(std::time::SystemTime::now())));
+        }
+        if let (Ok(mut out), Ok(line)) = (self.out.lock(), serde_json::to_string(&value)) {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    }
+}

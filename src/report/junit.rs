@@ -1,0 +1,129 @@
+//! The JUnit XML report for CI: one test suite per phase, one test case per host.
+
+use std::fmt::Write;
+
+use crate::phase::{HostOutcome, HostReport};
+
+/// Renders the report. Phases keep the order in which they first appear.
+pub fn render(reports: &[HostReport]) -> String {
+    let mut phases: Vec<&str> = Vec::new();
+    for r in reports {
+        if !phases.contains(&r.phase.as_str()) {
+            phases.push(&r.phase);
+        }
+    }
+    let count = |pred: &dyn Fn(&HostOutcome) -> bool, phase: Option<&str>| {
+        reports.iter().filter(|r| phase.is_none_or(|p| r.phase == p) && pred(&r.outcome)).count()
+    };
+    let failed = |o: &HostOutcome| matches!(o, HostOutcome::Failed { .. });
+    let skipped = |o: &HostOutcome| matches!(o, HostOutcome::Skipped { .. } | HostOutcome::NotStarted { .. });
+    let total_time: f64 = reports.iter().map(|r| r.duration.as_secs_f64()).sum();
+
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        xml,
+        "<testsuites name=\"upgrade\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
+        reports.len(),
+        count(&failed, None),
+        count(&skipped, None),
+        total_time
+    );
+    for phase in phases {
+        let cases: Vec<&HostReport> = reports.iter().filter(|r| r.phase == phase).collect();
+        let time: f64 = cases.iter().map(|r| r.duration.as_secs_f64()).sum();
+        let _ = writeln!(
+            xml,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
+            escape(phase),
+            cases.len(),
+            count(&failed, Some(phase)),
+            count(&skipped, Some(phase)),
+            time
+        );
+        for case in cases {
+            let _ = write!(
+                xml,
+                "    <testcase classname=\"upgrade.{}\" name=\"{}\" time=\"{:.3}\"",
+                escape(phase),
+                escape(&case.host),
+                case.duration.as_secs_f64()
+            );
+            match &case.outcome {
+                HostOutcome::Upgraded { .. } => xml.push_str("/>\n"),
+                HostOutcome::Skipped { reason } | HostOutcome::NotStarted { reason } => {
+                    let _ = write!(xml, ">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(reason));
+                }
+                HostOutcome::Failed { step, reason, .. } => {
+                    let _ = write!(
+                        xml,
+                        ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
+                        escape(&format!("{step}: {reason}")),
+                        step,
+                        escape(reason)
+                    );
+                }
+            }
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml
+}
+
+/// XML-escapes text and drops characters XML 1.0 cannot carry (control characters from command output).
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::Step;
+    use std::time::Duration;
+
+    fn report(phase: &str, host: &str, outcome: HostOutcome) -> HostReport {
+        HostReport {
+            phase: phase.into(),
+            host: host.into(),
+            node: None,
+            outcome,
+            duration: Duration::from_millis(1500),
+        }
+    }
+
+    #[test]
+    fn one_case_per_host_and_phase() {
+        let xml = render(&[
+            report("control-plane", "m1", HostOutcome::Upgraded { left_cordoned: false }),
+            report(
+                "nodes",
+                "n1",
+                HostOutcome::Failed {
+                    step: Step::Drain,
+                    reason: "drain timed out after 5m <pods>\u{1b}".into(),
+                    unreachable: false,
+                    left_cordoned: false,
+                },
+            ),
+            report("nodes", "n2", HostOutcome::Skipped { reason: "already at v1.29.1".into() }),
+        ]);
+        assert!(xml.contains("<testsuites name=\"upgrade\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""));
+        assert!(xml.contains("<testsuite name=\"nodes\" tests=\"2\" failures=\"1\""));
+        assert!(xml.contains("<testcase classname=\"upgrade.control-plane\" name=\"m1\" time=\"1.500\"/>"));
+        assert!(xml.contains("message=\"drain: drain timed out after 5m &lt;pods&gt;\" type=\"drain\""));
+        assert!(!xml.contains('\u{1b}'));
+    }
+}

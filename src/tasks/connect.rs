@@ -1,0 +1,67 @@
+//! Opening connections for the task engine: a host's own, and other hosts' for `delegate_to`.
+//!
+//! `open` is the one place that turns a host's variables into a connection. The SSH connection (src/connection/ssh.rs)
+//! is written in parallel; until it lands, only `ansible_connection: local` hosts can be reached.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::sync::OnceCell;
+
+use crate::connection::local::LocalConnection;
+use crate::connection::{ConnectionError, SharedConnection};
+
+pub use crate::connection::{ConnectOptions, open};
+
+/// Connections by host name, opened on first use and reused. A failure to connect is remembered too, so an
+/// unreachable host is tried once per run.
+pub struct ConnectionPool {
+    hosts: HashMap<String, Map<String, Value>>,
+    options: ConnectOptions,
+    slots: std::sync::Mutex<HashMap<String, Arc<OnceCell<Result<SharedConnection, ConnectionError>>>>>,
+}
+
+impl ConnectionPool {
+    /// `hosts`: every inventory host's variables (for its connection settings).
+    pub fn new(hosts: HashMap<String, Map<String, Value>>, options: ConnectOptions) -> Self {
+        ConnectionPool { hosts, options, slots: std::sync::Mutex::new(HashMap::new()) }
+    }
+
+    /// Hands the pool a connection opened elsewhere (the executor's own).
+    pub fn insert(&self, host: &str, connection: SharedConnection) {
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.insert(host.to_string(), Arc::new(OnceCell::new_with(Some(Ok(connection)))));
+        }
+    }
+
+    pub async fn get(&self, host: &str) -> Result<SharedConnection, ConnectionError> {
+        let slot = {
+            let mut slots =
+                self.slots.lock().map_err(|_| ConnectionError::Transport("connection pool poisoned".into()))?;
+            slots.entry(host.to_string()).or_default().clone()
+        };
+        slot.get_or_init(|| async {
+            match self.hosts.get(host) {
+                Some(vars) => open(host, vars, &self.options).await,
+                // As Ansible does, `delegate_to: localhost` works without localhost in the inventory.
+                None if matches!(host, "localhost" | "127.0.0.1" | "::1") => {
+                    Ok(Arc::new(LocalConnection) as SharedConnection)
+                }
+                None => open(host, &Map::new(), &self.options).await,
+            }
+        })
+        .await
+        .clone()
+    }
+
+    /// Closes every connection opened so far.
+    pub async fn close_all(&self) {
+        let slots: Vec<_> = self.slots.lock().map(|s| s.values().cloned().collect()).unwrap_or_default();
+        for slot in slots {
+            if let Some(Ok(conn)) = slot.get() {
+                conn.close().await;
+            }
+        }
+    }
+}

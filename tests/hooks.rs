@@ -1,0 +1,124 @@
+//! Hook authors' tools over real SSH: `upgrade run-tasks` runs the example hooks on sshd hosts, `upgrade check`
+//! rejects broken task files with file:line, and hosts that cannot be trusted or reached fail clearly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::sshd::TestSshd;
+
+fn repo(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// Two inventory hosts on one real sshd, each with its own root directory.
+fn inventory(dir: &Path, sshd: &TestSshd, extra: &str) -> PathBuf {
+    let path = dir.join("hosts.ini");
+    let text = format!("[nodes]\n{}\n{}\n\n[all:vars]\n{extra}\n", sshd.ini_host("h1"), sshd.ini_host("h2"));
+    std::fs::write(&path, text).expect("inventory");
+    path
+}
+
+fn upgrade(args: &[&str], inventory: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .arg("--inventory")
+        .arg(inventory)
+        .output()
+        .expect("run upgrade")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn openshift_ansibles_documented_hook_runs_over_ssh_with_yes_and_refuses_to_prompt_without_a_terminal() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sshd = TestSshd::start();
+    let inv = inventory(dir.path(), &sshd, "");
+    let hook = repo("hooks/openshift-example.yml");
+    let hook = hook.to_str().expect("utf-8 path");
+
+    let out = upgrade(&["run-tasks", hook, "--yes"], &inv);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("[h1] ok: note the start of a master upgrade"), "{all}");
+    assert!(all.contains("Master upgrade of h2 is about to start"), "{all}");
+    assert!(all.contains("h1 ") && all.contains("ok=2"), "recap: {all}");
+
+    // No terminal and no --yes: the prompt cannot be answered, and says so.
+    let out = upgrade(&["run-tasks", hook], &inv);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("--yes"), "the failure says how to answer prompts without a terminal: {all}");
+}
+
+#[test]
+fn the_example_hooks_run_on_ssh_hosts() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sshd = TestSshd::start();
+    // The kubelet check stands in for a real kubelet; the marker goes to each host's own root.
+    let inv = inventory(
+        dir.path(),
+        &sshd,
+        "upgrade_kubelet_health_command=echo ok\nupgrade_verify_marker={{ host_root }}/verified",
+    );
+    for hook in ["hooks/master-pre-check.yml", "hooks/node-post-verify.yml"] {
+        let path = repo(hook);
+        let out = upgrade(&["run-tasks", path.to_str().expect("utf-8")], &inv);
+        assert_eq!(out.status.code(), Some(0), "{hook}: {}", text(&out));
+    }
+    let marker = std::fs::read_to_string(sshd.host_root("h2").join("verified")).expect("marker written over ssh");
+    assert_eq!(marker, "verified h2: ok\n");
+}
+
+#[test]
+fn check_rejects_broken_hook_files_with_their_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sshd = TestSshd::start();
+    std::fs::write(
+        dir.path().join("bad.yml"),
+        "- name: fine\n  debug:\n    msg: hi\n- name: typo in a module\n  comand: ls\n- name: bad template\n  debug:\n    msg: \"{{ oops\"\n",
+    )
+    .expect("hook");
+    let inv = inventory(dir.path(), &sshd, "upgrade_node_pre_hook=bad.yml");
+    let out = upgrade(&["check"], &inv);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("bad.yml:4") || all.contains("bad.yml:5"), "the unknown module is located: {all}");
+    assert!(all.contains("bad.yml:6") || all.contains("bad.yml:8"), "the template error is located: {all}");
+}
+
+#[test]
+fn unreachable_hosts_and_changed_host_keys_fail_clearly() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sshd = TestSshd::start();
+    let task = dir.path().join("t.yml");
+    std::fs::write(&task, "- command: \"true\"\n").expect("task");
+    let task = task.to_str().expect("utf-8");
+
+    // A known_hosts that holds another key for this host and port: a changed key, refused.
+    let other = TestSshd::start();
+    let forged = dir.path().join("known_hosts");
+    std::fs::write(&forged, format!("[127.0.0.1]:{} {}\n", sshd.port(), other.host_public_key())).expect("kh");
+    let changed = dir.path().join("changed.ini");
+    let line = sshd.ini_host("h1").replace(&sshd.known_hosts().display().to_string(), &forged.display().to_string());
+    std::fs::write(&changed, format!("[nodes]\n{line}\n")).expect("inventory");
+    let out = upgrade(&["run-tasks", task, "--limit", "h1", "--accept-new-host-keys"], &changed);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.to_lowercase().contains("host key"), "the failure names the host key: {all}");
+
+    // Nothing listens on the port: unreachable, said as such, and the run ends.
+    let closed = dir.path().join("closed.ini");
+    std::fs::write(&closed, "[nodes]\nh1 ansible_host=127.0.0.1 ansible_port=1\n").expect("inventory");
+    let out = upgrade(&["run-tasks", task], &closed);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("unreachable=1"), "{all}");
+}

@@ -1,0 +1,774 @@
+//! The task engine on `ansible_connection: local` hosts: every module and key, Ansible's result fields and control
+//! flow, and errors that name the file and line.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use upgrade::error::Location;
+use upgrade::events::{Event, EventLog, TaskStatus};
+use upgrade::inventory::{Host, Inventory, Origin, Var, Vars};
+use upgrade::tasks::connect::ConnectOptions;
+use upgrade::tasks::engine::{EngineOptions, HostOutcome};
+use upgrade::tasks::model::load_task_file;
+use upgrade::tasks::{check_task_file, hook_files, run_tasks};
+
+/// A scratch directory with an inventory of local hosts, each with its own `host_dir`.
+struct Scenario {
+    dir: tempfile::TempDir,
+    inventory: Inventory,
+    extra: Vars,
+    options: EngineOptions,
+}
+
+fn var(value: Value) -> Var {
+    Var { value, origin: Origin::Default }
+}
+
+impl Scenario {
+    fn new(hosts: &[&str]) -> Scenario {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut inventory = Inventory::new(dir.path().join("hosts"), dir.path().to_path_buf());
+        for name in hosts {
+            let host_dir = dir.path().join(name);
+            std::fs::create_dir_all(&host_dir).expect("host dir");
+            let mut host = Host::new(name, Location::new(dir.path().join("hosts"), 1, 1));
+            host.vars.insert("ansible_connection".into(), var(json!("local")));
+            host.vars.insert("host_dir".into(), var(json!(host_dir.display().to_string())));
+            inventory.hosts.insert(name.to_string(), host);
+        }
+        inventory.refresh();
+        Scenario { dir, inventory, extra: Vars::new(), options: EngineOptions::default() }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn host_dir(&self, host: &str) -> PathBuf {
+        self.path().join(host)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("dir");
+        }
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    fn set_host_var(&mut self, host: &str, name: &str, value: Value) {
+        if let Some(h) = self.inventory.hosts.get_mut(host) {
+            h.vars.insert(name.into(), var(value));
+        }
+    }
+
+    /// Runs a task file on every host; returns the events and each host's outcome.
+    fn run(&self, tasks: &str) -> Run {
+        let file = self.write("hook.yml", tasks);
+        self.run_file(&file)
+    }
+
+    fn run_file(&self, file: &Path) -> Run {
+        let tasks = load_task_file(file).unwrap_or_else(|e| panic!("{e}"));
+        let hosts: Vec<String> = self.inventory.hosts.keys().cloned().collect();
+        let log = EventLog::new();
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+        let outcomes = runtime.block_on(run_tasks(
+            &self.inventory,
+            &self.extra,
+            &hosts,
+            &tasks,
+            20,
+            self.options.clone(),
+            ConnectOptions::default(),
+            log.clone(),
+        ));
+        Run { log, outcomes }
+    }
+}
+
+struct Run {
+    log: Arc<EventLog>,
+    outcomes: Vec<(String, HostOutcome)>,
+}
+
+impl Run {
+    fn outcome(&self, host: &str) -> &HostOutcome {
+        &self.outcomes.iter().find(|(h, _)| h == host).expect("host ran").1
+    }
+    /// A registered variable or fact a host ended with.
+    fn fact(&self, host: &str, name: &str) -> Value {
+        self.outcome(host).facts.get(name).cloned().unwrap_or(Value::Null)
+    }
+    fn statuses(&self, host: &str) -> Vec<(String, TaskStatus)> {
+        self.log.results(host).into_iter().map(|(n, s, _)| (n, s)).collect()
+    }
+    fn result(&self, host: &str, task: &str) -> Value {
+        self.log.results(host).into_iter().find(|(n, _, _)| n == task).map(|(_, _, r)| r).unwrap_or(Value::Null)
+    }
+}
+
+#[test]
+fn command_and_shell_give_ansibles_result_fields() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: command
+  command: printf 'a\nb\n'
+  register: c
+- name: shell
+  shell: echo out; echo err >&2; exit 3
+  register: sh
+  ignore_errors: true
+- name: chdir and stdin
+  command: cat
+  args:
+    chdir: "{{ host_dir }}"
+    stdin: hello
+  register: cat
+- name: environment
+  shell: echo "$GREETING from $PWD"
+  args:
+    chdir: /
+  environment:
+    GREETING: hi there
+  register: env
+"#,
+    );
+    let c = run.fact("h1", "c");
+    assert_eq!(c["stdout"], "a\nb");
+    assert_eq!(c["stdout_lines"], json!(["a", "b"]));
+    assert_eq!(c["rc"], 0);
+    assert_eq!(c["cmd"], json!(["printf", "a\\nb\\n"]));
+    assert_eq!((c["changed"].clone(), c["failed"].clone(), c["msg"].clone()), (json!(true), json!(false), json!("")));
+    for key in ["start", "end", "delta", "stderr", "stderr_lines"] {
+        assert!(c.get(key).is_some(), "{key} missing from {c}");
+    }
+    let sh = run.fact("h1", "sh");
+    assert_eq!((sh["rc"].clone(), sh["stdout"].clone(), sh["stderr"].clone()), (json!(3), json!("out"), json!("err")));
+    assert_eq!((sh["failed"].clone(), sh["msg"].clone()), (json!(true), json!("non-zero return code")));
+    assert_eq!(sh["cmd"], "echo out; echo err >&2; exit 3");
+    assert_eq!(run.fact("h1", "cat")["stdout"], "hello");
+    assert_eq!(run.fact("h1", "env")["stdout"], "hi there from /");
+    assert!(!run.outcome("h1").failed);
+}
+
+#[test]
+fn creates_and_removes_skip_the_command() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- command: touch {{ host_dir }}/made creates={{ host_dir }}/made
+  register: first
+- command: touch {{ host_dir }}/made creates={{ host_dir }}/made
+  register: second
+- command: rm {{ host_dir }}/absent removes={{ host_dir }}/absent
+  register: third
+"#,
+    );
+    assert_eq!(run.fact("h1", "first")["changed"], true);
+    let second = run.fact("h1", "second");
+    assert_eq!(second["changed"], false);
+    assert_eq!(second["rc"], 0);
+    let made = s.host_dir("h1").join("made").display().to_string();
+    assert_eq!(second["msg"], format!("Did not run command since '{made}' exists"));
+    assert_eq!(second["stdout"], format!("skipped, since {made} exists"));
+    assert!(run.fact("h1", "third")["msg"].as_str().unwrap_or_default().contains("does not exist"));
+}
+
+#[test]
+fn until_retries_and_counts_attempts() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: count up to three
+  shell: n=$(cat {{ host_dir }}/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > {{ host_dir }}/n; echo $n
+  register: counter
+  until: counter.stdout == "3"
+  retries: 5
+  delay: 0
+- name: never
+  command: "false"
+  register: never
+  until: never.rc == 0
+  retries: 2
+  delay: 0
+  ignore_errors: true
+"#,
+    );
+    let counter = run.fact("h1", "counter");
+    assert_eq!((counter["attempts"].clone(), counter["stdout"].clone()), (json!(3), json!("3")));
+    assert_eq!(counter["failed"], false);
+    let never = run.fact("h1", "never");
+    assert_eq!((never["failed"].clone(), never["attempts"].clone()), (json!(true), json!(2)));
+    let retries = run.log.events().iter().filter(|e| matches!(e, Event::TaskRetry { .. })).count();
+    assert_eq!(retries, 2 + 2, "two retries before success, two for the failing task");
+}
+
+#[test]
+fn loops_collect_results_and_fail_when_one_item_fails() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: loop
+  shell: "test {{ item }} -lt 3"
+  loop: [1, 2, 3]
+  register: looped
+  ignore_errors: yes
+- name: with_items and loop_var
+  debug:
+    msg: "{{ host }}"
+  with_items: [[a, b], c]
+  loop_control:
+    loop_var: host
+  register: names
+"#,
+    );
+    let looped = run.fact("h1", "looped");
+    assert_eq!(looped["msg"], "One or more items failed");
+    assert_eq!(looped["failed"], true);
+    let results = looped["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["item"], 1);
+    assert_eq!(results[0]["ansible_loop_var"], "item");
+    assert_eq!(results[2]["rc"], 1);
+    assert_eq!(results[2]["failed"], true);
+    let names = run.fact("h1", "names");
+    assert_eq!(names["msg"], "All items completed");
+    let msgs: Vec<Value> = names["results"].as_array().expect("results").iter().map(|r| r["msg"].clone()).collect();
+    assert_eq!(msgs, [json!("a"), json!("b"), json!("c")]);
+    assert_eq!(run.statuses("h1")[0].1, TaskStatus::Failed);
+}
+
+#[test]
+fn failed_when_changed_when_and_ignore_errors() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: grep finds nothing, which is fine
+  shell: grep -q nothing /dev/null
+  register: g
+  failed_when: g.rc not in [0, 1]
+  changed_when: false
+- name: output says failure
+  command: echo FAILED
+  register: o
+  failed_when: "'FAILED' in o.stdout"
+  ignore_errors: true
+- name: still runs
+  debug:
+    msg: "{{ o.failed_when_result }}"
+"#,
+    );
+    let g = run.fact("h1", "g");
+    assert_eq!((g["rc"].clone(), g["failed"].clone(), g["changed"].clone()), (json!(1), json!(false), json!(false)));
+    assert_eq!(g["failed_when_result"], false);
+    assert_eq!(run.fact("h1", "o")["failed"], true);
+    let statuses = run.statuses("h1");
+    assert_eq!(
+        statuses.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
+        [TaskStatus::Ok, TaskStatus::Failed, TaskStatus::Ok]
+    );
+    assert_eq!(run.result("h1", "still runs")["msg"], true);
+    assert!(!run.outcome("h1").failed);
+}
+
+#[test]
+fn a_failure_stops_the_host_and_only_that_host() {
+    let mut s = Scenario::new(&["good", "bad"]);
+    s.set_host_var("bad", "broken", json!(true));
+    let run = s.run(
+        r#"
+- name: fail on one host
+  fail:
+    msg: "{{ inventory_hostname }} is broken"
+  when: broken | default(false)
+- name: after
+  debug:
+    msg: continued
+"#,
+    );
+    assert!(run.outcome("bad").failed);
+    assert!(!run.outcome("good").failed);
+    assert_eq!(run.result("bad", "fail on one host")["msg"], "bad is broken");
+    assert_eq!(run.statuses("bad").len(), 1);
+    assert_eq!(run.statuses("good").iter().map(|(_, s)| *s).collect::<Vec<_>>(), [TaskStatus::Skipped, TaskStatus::Ok]);
+}
+
+#[test]
+fn rescue_and_always_run_in_order_with_the_failed_task() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: guarded
+  block:
+    - shell: echo block >> {{ host_dir }}/order
+    - name: breaks
+      command: "false"
+    - shell: echo never >> {{ host_dir }}/order
+  rescue:
+    - shell: echo "rescue {{ ansible_failed_task.name }} {{ ansible_failed_result.rc }}" >> {{ host_dir }}/order
+  always:
+    - shell: echo always >> {{ host_dir }}/order
+- name: after the block
+  shell: echo after >> {{ host_dir }}/order
+- block:
+    - command: "false"
+  always:
+    - shell: echo always-again >> {{ host_dir }}/order
+- shell: echo not-reached >> {{ host_dir }}/order
+"#,
+    );
+    let order = std::fs::read_to_string(s.host_dir("h1").join("order")).expect("order file");
+    assert_eq!(order, "block\nrescue breaks 1\nalways\nafter\nalways-again\n");
+    assert!(run.outcome("h1").failed, "a failure without rescue fails the host even after always");
+    let rescued = run.log.events().iter().any(|e| matches!(e, Event::TaskFinished { rescued: true, .. }));
+    assert!(rescued);
+}
+
+#[test]
+fn run_once_runs_on_the_first_host_and_shares_the_result() {
+    let s = Scenario::new(&["h1", "h2", "h3"]);
+    let shared = s.path().join("shared");
+    let run = s.run(&format!(
+        r#"
+- name: once
+  shell: echo "{{{{ inventory_hostname }}}}" >> {shared}; cat {shared} | wc -l
+  register: once
+  run_once: true
+- name: everyone sees it
+  debug:
+    msg: "{{{{ once.stdout | trim }}}}"
+"#,
+        shared = shared.display()
+    ));
+    let lines = std::fs::read_to_string(&shared).expect("shared file");
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    for host in ["h1", "h2", "h3"] {
+        assert_eq!(run.fact(host, "once")["stdout"].as_str().map(str::trim), Some("1"));
+        assert_eq!(run.result(host, "everyone sees it")["msg"], "1");
+    }
+}
+
+#[test]
+fn set_fact_persists_and_skipped_results_are_registered() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- set_fact:
+    greeting: hello
+    count: "{{ 40 + 2 }}"
+- set_fact: flag=yes
+- name: skipped
+  command: echo never
+  when: greeting == "bye"
+  register: skipped_one
+- name: use them
+  debug:
+    msg: "{{ greeting }} {{ count }} {{ flag }} {{ skipped_one.skipped }}"
+- name: debug var
+  debug:
+    var: count
+- name: debug undefined var
+  debug:
+    var: nothing_here
+"#,
+    );
+    let sk = run.fact("h1", "skipped_one");
+    assert_eq!(
+        sk,
+        json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False", "false_condition": "greeting == \"bye\""})
+    );
+    assert_eq!(run.fact("h1", "count"), 42);
+    assert_eq!(run.fact("h1", "flag"), "yes", "ansible-core 2.19 keeps k=v text as text");
+    assert!(run.result("h1", "use them")["msg"].as_str().unwrap_or_default().starts_with("hello 42 "));
+    assert_eq!(run.result("h1", "debug var")["count"], 42);
+    // ansible-core 2.19 prints the template error in place of the value and warns.
+    let undefined = run.result("h1", "debug undefined var");
+    let shown = undefined["nothing_here"].as_str().unwrap_or_default();
+    assert!(shown.starts_with("<< error 1 - ") && shown.contains("nothing_here"), "{undefined}");
+    assert!(undefined["warnings"][0].as_str().is_some_and(|w| w.starts_with("Encountered 1 template error.")));
+}
+
+#[test]
+fn delegate_to_localhost_works_for_a_host_we_cannot_reach() {
+    let mut s = Scenario::new(&["remote"]);
+    s.set_host_var("remote", "ansible_connection", json!("ssh"));
+    // Nothing listens on port 1: the host itself cannot be reached.
+    s.set_host_var("remote", "ansible_host", json!("127.0.0.1"));
+    s.set_host_var("remote", "ansible_port", json!(1));
+    let run = s.run(
+        r#"
+- name: on the controller
+  command: echo "for {{ inventory_hostname }}"
+  delegate_to: localhost
+  register: local
+- name: local_action form
+  local_action: command echo local-action
+  register: la
+- name: on the host itself
+  command: "true"
+"#,
+    );
+    assert_eq!(run.fact("remote", "local")["stdout"], "for remote");
+    assert_eq!(run.fact("remote", "la")["stdout"], "local-action");
+    let last = run.statuses("remote").last().cloned().expect("a result");
+    assert_eq!(last.1, TaskStatus::Unreachable);
+    assert!(run.outcome("remote").unreachable);
+    let msg = run.result("remote", "on the host itself")["msg"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("127.0.0.1") && msg.contains("unreachable"), "{msg}");
+}
+
+#[test]
+fn files_copy_template_fetch_stat_script() {
+    let s = Scenario::new(&["h1"]);
+    s.write("templates/motd.j2", "host {{ inventory_hostname }} at {{ version }}\n");
+    s.write("files/hello.sh", "#!/bin/sh\necho \"script says $1\"\n");
+    let run = s.run(
+        r#"
+- copy:
+    content: "one\n"
+    dest: "{{ host_dir }}/c.txt"
+    mode: 0600
+  register: copy1
+- copy:
+    content: "one\n"
+    dest: "{{ host_dir }}/c.txt"
+    mode: 0600
+  register: copy2
+- template:
+    src: motd.j2
+    dest: "{{ host_dir }}/motd"
+  vars:
+    version: "1.29"
+  register: tpl
+- stat:
+    path: "{{ host_dir }}/c.txt"
+  register: st
+- stat:
+    path: "{{ host_dir }}/missing"
+  register: missing
+- fetch:
+    src: "{{ host_dir }}/motd"
+    dest: fetched/
+    flat: yes
+  register: fetched
+- script: hello.sh world
+  register: sc
+"#,
+    );
+    let copy1 = run.fact("h1", "copy1");
+    assert_eq!(copy1["changed"], true);
+    assert_eq!(copy1["checksum"], "c7059bb19433cc3cabaa6236c83d56668a843dd2");
+    assert_eq!(run.fact("h1", "copy2")["changed"], false);
+    assert_eq!(std::fs::read_to_string(s.host_dir("h1").join("motd")).expect("motd"), "host h1 at 1.29\n");
+    assert_eq!(run.fact("h1", "tpl")["changed"], true);
+    let st = &run.fact("h1", "st")["stat"];
+    assert_eq!(
+        (st["exists"].clone(), st["isreg"].clone(), st["isdir"].clone()),
+        (json!(true), json!(true), json!(false))
+    );
+    assert_eq!((st["size"].clone(), st["mode"].clone()), (json!(4), json!("0600")));
+    assert_eq!(st["checksum"], "c7059bb19433cc3cabaa6236c83d56668a843dd2");
+    assert_eq!(run.fact("h1", "missing")["stat"], json!({"exists": false}));
+    assert_eq!(std::fs::read_to_string(s.path().join("fetched/motd")).expect("fetched"), "host h1 at 1.29\n");
+    assert_eq!(run.fact("h1", "fetched")["changed"], true);
+    let sc = run.fact("h1", "sc");
+    assert_eq!(
+        (sc["rc"].clone(), sc["stdout"].clone(), sc["changed"].clone()),
+        (json!(0), json!("script says world\n"), json!(true))
+    );
+}
+
+#[test]
+fn assert_fail_wait_for_and_pause() {
+    let mut s = Scenario::new(&["h1"]);
+    s.options.assume_yes = true;
+    let run = s.run(
+        r#"
+- assert:
+    that:
+      - 1 + 1 == 2
+      - inventory_hostname == "h1"
+    success_msg: fine
+  register: a1
+- assert:
+    that: inventory_hostname == "other"
+    fail_msg: "not {{ inventory_hostname }}"
+  register: a2
+  ignore_errors: true
+- fail:
+  ignore_errors: true
+  register: f
+- shell: (sleep 1; touch {{ host_dir }}/ready) &
+- wait_for:
+    path: "{{ host_dir }}/ready"
+    timeout: 10
+  register: w
+- wait_for:
+    path: "{{ host_dir }}/never"
+    timeout: 1
+  register: w2
+  ignore_errors: true
+- pause:
+    seconds: 1
+  register: p
+- pause:
+    prompt: Press enter to continue
+"#,
+    );
+    assert_eq!(run.fact("h1", "a1")["msg"], "fine");
+    let a2 = run.fact("h1", "a2");
+    assert_eq!((a2["failed"].clone(), a2["msg"].clone()), (json!(true), json!("not h1")));
+    assert_eq!(a2["assertion"], "inventory_hostname == \"other\"");
+    assert_eq!(a2["evaluated_to"], false);
+    assert_eq!(a2["exception"], "(traceback unavailable)");
+    assert_eq!(run.fact("h1", "f")["msg"], "Failed as requested from task");
+    assert_eq!(run.fact("h1", "w")["failed"], false);
+    let w2 = run.fact("h1", "w2");
+    assert_eq!(w2["failed"], true);
+    assert!(w2.get("path").is_none(), "a timeout reports only the elapsed time: {w2}");
+    assert!(w2["msg"].as_str().unwrap_or_default().starts_with("Timeout when waiting for file"), "{w2}");
+    let paused = run.fact("h1", "p")["stdout"].as_str().unwrap_or_default().to_string();
+    assert!(paused.starts_with("Paused for 1.") && paused.ends_with(" seconds"), "{paused}");
+    assert!(!run.outcome("h1").failed);
+}
+
+#[test]
+fn pause_with_a_prompt_fails_without_a_terminal_unless_yes() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run("- pause:\n    prompt: Press enter to continue\n");
+    assert!(run.outcome("h1").failed);
+    let msg = run.log.results("h1")[0].2["msg"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("--yes") && msg.contains("no terminal"), "{msg}");
+}
+
+#[test]
+fn no_log_hides_output_from_events_but_keeps_the_registered_value() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run("- name: secret\n  command: echo s3cret\n  register: out\n  no_log: true\n");
+    let shown = run.result("h1", "secret");
+    assert_eq!(
+        shown["censored"],
+        "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
+    );
+    assert!(!shown.to_string().contains("s3cret"));
+    assert_eq!(run.fact("h1", "out")["stdout"], "s3cret");
+}
+
+#[test]
+fn include_tasks_vars_and_block_keywords_are_inherited() {
+    let s = Scenario::new(&["h1"]);
+    s.write("inc/other.yml", "- name: included\n  debug:\n    msg: \"{{ who }} {{ level }}\"\n");
+    let run = s.run(
+        r#"
+- block:
+    - include_tasks: inc/other.yml
+      vars:
+        who: inner
+  vars:
+    level: block
+- block:
+    - name: inherited when
+      debug:
+        msg: never
+  when: false
+- name: extra vars win over set_fact
+  set_fact:
+    target: from-task
+- debug:
+    msg: "{{ target }}"
+  register: t
+"#,
+    );
+    assert_eq!(run.result("h1", "included")["msg"], "inner block");
+    assert_eq!(run.statuses("h1")[1], ("inherited when".to_string(), TaskStatus::Skipped));
+    assert_eq!(run.fact("h1", "t")["msg"], "from-task");
+}
+
+#[test]
+fn extra_vars_win_over_set_fact() {
+    let mut s = Scenario::new(&["h1"]);
+    s.extra.insert("target".into(), var(json!("from-cli")));
+    let run = s.run("- set_fact:\n    target: from-task\n- debug:\n    msg: \"{{ target }}\"\n  register: t\n");
+    assert_eq!(run.fact("h1", "t")["msg"], "from-cli");
+}
+
+#[test]
+fn template_errors_name_the_file_line_and_task() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run("- debug:\n    msg: ok\n- name: broken\n  debug:\n    msg: \"{{ undefined_thing }}\"\n");
+    let msg = run.result("h1", "broken")["msg"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("hook.yml:3:3: task \"broken\""), "{msg}");
+    assert!(msg.contains("undefined"), "{msg}");
+    assert!(run.outcome("h1").failed);
+}
+
+#[test]
+fn become_wraps_commands_in_sudo() {
+    let s = Scenario::new(&["h1"]);
+    // Without sudo rights the command fails, but the wrapping is what Ansible's sudo plugin runs.
+    let run =
+        s.run("- command: id -un\n  become: true\n  become_user: nobody\n  register: who\n  ignore_errors: true\n");
+    let who = run.fact("h1", "who");
+    if who["rc"] == 0 {
+        assert_eq!(who["stdout"], "nobody");
+    } else {
+        assert!(who["stderr"].as_str().is_some_and(|e| e.contains("sudo")), "{who}");
+    }
+}
+
+#[test]
+fn the_example_hooks_run() {
+    let mut s = Scenario::new(&["master1", "node1"]);
+    s.options.assume_yes = true;
+    for host in ["master1", "node1"] {
+        let marker = s.host_dir(host).join("verified").display().to_string();
+        s.set_host_var(host, "upgrade_verify_marker", json!(marker));
+        s.set_host_var(host, "upgrade_kubelet_health_command", json!("echo ok"));
+    }
+    let hooks = Path::new(env!("CARGO_MANIFEST_DIR")).join("hooks");
+    let run = s.run_file(&hooks.join("openshift-example.yml"));
+    assert_eq!(
+        run.result("master1", "note the start of a master upgrade")["msg"],
+        "Master upgrade of master1 is about to start"
+    );
+    assert!(!run.outcome("master1").failed && !run.outcome("node1").failed);
+    let run = s.run_file(&hooks.join("node-post-verify.yml"));
+    assert!(!run.outcome("node1").failed, "{:?}", run.log.results("node1"));
+    let marker = std::fs::read_to_string(s.host_dir("node1").join("verified")).expect("marker");
+    assert!(marker.starts_with("verified node1: ok"), "{marker}");
+    let run = s.run_file(&hooks.join("master-pre-check.yml"));
+    let statuses = run.statuses("master1");
+    assert_eq!(statuses.len(), 3, "{statuses:?}");
+}
+
+#[test]
+fn check_reports_every_problem_with_its_line() {
+    let s = Scenario::new(&["h1"]);
+    let bad = s.write(
+        "bad.yml",
+        "- name: typo\n  comand: ls\n- name: bad template\n  debug:\n    msg: \"{{ x | }}\"\n- include_tasks: nowhere.yml\n",
+    );
+    let errors: Vec<String> = check_task_file(&bad).iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors[0].contains("bad.yml:2:3") && errors[0].contains("comand"), "{}", errors[0]);
+    assert!(errors[1].contains("bad.yml:3:3") && errors[1].contains("bad template"), "{}", errors[1]);
+    assert!(errors[2].contains("nowhere.yml"), "{}", errors[2]);
+    let yaml = s.write("yaml.yml", "- name: x\n  debug: {msg: [1, 2\n");
+    assert!(check_task_file(&yaml)[0].location.as_ref().is_some_and(|l| l.line >= 2));
+    for hook in ["master-pre-check.yml", "node-post-verify.yml", "openshift-example.yml"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("hooks").join(hook);
+        assert!(check_task_file(&path).is_empty(), "{hook}: {:?}", check_task_file(&path));
+    }
+}
+
+#[test]
+fn hook_files_come_from_every_hosts_variables() {
+    let mut s = Scenario::new(&["m1", "n1"]);
+    s.set_host_var("m1", "openshift_master_upgrade_pre_hook", json!("hooks/pre.yml"));
+    s.set_host_var("n1", "upgrade_node_post_hook", json!("/abs/post.yml"));
+    s.set_host_var("m1", "upgrade_node_post_hook", json!("/abs/post.yml"));
+    let files = hook_files(&s.inventory, &Vars::new());
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.contains(&s.path().join("hooks/pre.yml")) && files.contains(&PathBuf::from("/abs/post.yml")));
+}
+
+/// The values ansible-core 2.19.14 registered for scripts/compare/semantics.yml (recorded with
+/// scripts/compare-ansible.sh's play wrapper), without its final dump task.
+#[test]
+fn registered_values_match_ansible_core_on_the_comparison_file() {
+    let s = Scenario::new(&["h1"]);
+    let compare = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare");
+    let text = std::fs::read_to_string(compare.join("semantics.yml")).expect("comparison file");
+    let without_dump = text.split("- name: dump").next().unwrap_or_default();
+    std::fs::copy(compare.join("semantics.j2"), s.path().join("semantics.j2")).expect("template");
+    let run = s.run(without_dump);
+    let drop_volatile = |mut v: Value| {
+        if let Some(m) = v.as_object_mut() {
+            for k in ["start", "end", "delta"] {
+                m.remove(k);
+            }
+        }
+        v
+    };
+    assert_eq!(
+        drop_volatile(run.fact("h1", "reg_command")),
+        json!({"changed": true, "stdout": "hello", "stderr": "", "rc": 0, "cmd": ["echo", "hello"], "msg": "",
+               "stdout_lines": ["hello"], "stderr_lines": [], "failed": false})
+    );
+    assert_eq!(
+        run.fact("h1", "reg_skipped"),
+        json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False",
+               "false_condition": "inventory_hostname == \"nobody\""})
+    );
+    let until = run.fact("h1", "reg_until");
+    assert_eq!(
+        (until["attempts"].clone(), until["stdout"].clone(), until["failed"].clone()),
+        (json!(2), json!("2"), json!(false))
+    );
+    assert_eq!(
+        drop_volatile(run.fact("h1", "reg_exhausted")),
+        json!({"changed": true, "stdout": "", "stderr": "", "rc": 1, "cmd": ["false"], "failed": true,
+               "msg": "non-zero return code", "stdout_lines": [], "stderr_lines": [], "attempts": 1,
+               "exception": "(traceback unavailable)"})
+    );
+    assert_eq!(
+        drop_volatile(run.fact("h1", "reg_failed_when")),
+        json!({"changed": false, "stdout": "", "stderr": "", "rc": 1, "cmd": "exit 1", "failed": false,
+               "msg": "non-zero return code", "stdout_lines": [], "stderr_lines": [], "failed_when_result": false,
+               "failed_when_suppressed_exception": "(traceback unavailable)"})
+    );
+    let looped = run.fact("h1", "reg_loop");
+    assert_eq!(
+        (looped["skipped"].clone(), looped["changed"].clone(), looped["failed"].clone(), looped["msg"].clone()),
+        (json!(false), json!(true), json!(true), json!("One or more items failed"))
+    );
+    assert_eq!(looped["results"][1]["item"], 2);
+    assert_eq!(run.fact("h1", "rescued_task"), "breaks");
+    assert_eq!(run.fact("h1", "rescued_rc"), 1);
+    assert_eq!(run.fact("h1", "always_ran"), true);
+    assert_eq!(run.fact("h1", "answer"), 42);
+    assert_eq!(
+        std::fs::read_to_string(s.host_dir("h1").join("rendered")).expect("rendered"),
+        "host h1 says hello 42\nline 1\nline 2\n"
+    );
+    // PLAY RECAP of ansible-playbook for the whole file was ok=10 changed=6 skipped=1 rescued=1 ignored=2;
+    // without the dump task (changed) that is ok=9 changed=5.
+    let mut stats = upgrade::tasks::report::HostStats::default();
+    for event in run.log.events() {
+        if let Event::TaskFinished { host, status, result, ignored, rescued, .. } = event {
+            if host == "h1" {
+                stats.count(status, &result, ignored, rescued);
+            }
+        }
+    }
+    let expected = upgrade::tasks::report::HostStats {
+        ok: 9,
+        changed: 5,
+        unreachable: 0,
+        failed: 0,
+        skipped: 1,
+        rescued: 1,
+        ignored: 2,
+    };
+    assert_eq!(stats, expected);
+}
+
+#[test]
+fn the_builtin_playbooks_pass_check() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let mut problems = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_task_file =
+            path.extension().is_some_and(|x| x == "yml") && path.file_name().is_some_and(|n| n != "defaults.yml");
+        if is_task_file {
+            problems.extend(check_task_file(&path).into_iter().map(|e| e.to_string()));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}

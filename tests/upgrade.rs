@@ -1,0 +1,343 @@
+//! The phased upgrade end to end: real sshd hosts on loopback, a real etcd whose snapshot is saved and verified,
+//! and the scripted fake cluster API for kubectl/kubeadm.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::etcd::TestEtcd;
+use crate::support::fake_cluster::FakeCluster;
+use crate::support::sshd::TestSshd;
+
+const TARGET: &str = "v1.29.1";
+const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
+
+/// A cluster of three masters and some nodes, every host an inventory name on a real sshd, with its own root.
+struct TestCluster {
+    dir: tempfile::TempDir,
+    sshd: TestSshd,
+    /// Hosts that live on a second sshd, so that one can be killed alone.
+    other_sshd: Option<TestSshd>,
+    etcd: TestEtcd,
+    fake: FakeCluster,
+    nodes: Vec<String>,
+    /// Extra `all:vars` lines (`key: value`, YAML).
+    all_vars: Vec<String>,
+    /// Hosts that use `other_sshd`.
+    on_other: Vec<String>,
+}
+
+/// What one run of the binary did.
+struct Run {
+    output: Output,
+    command: String,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn code(&self) -> i32 {
+        self.output.status.code().unwrap_or(-1)
+    }
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    /// Panics with everything a reader needs: the command, its output, the scratch directory.
+    fn explain(&self, why: &str) -> ! {
+        panic!(
+            "{why}\ncommand: {}\nexit code: {}\nscratch: {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.command,
+            self.code(),
+            self.dir.display(),
+            self.stdout(),
+            self.stderr()
+        );
+    }
+    fn expect_code(self, code: i32) -> Run {
+        if self.code() != code {
+            self.explain(&format!("expected exit code {code}"));
+        }
+        self
+    }
+    fn expect_stdout(self, needle: &str) -> Run {
+        if !self.stdout().contains(needle) {
+            self.explain(&format!("stdout lacks `{needle}`"));
+        }
+        self
+    }
+    fn expect_stderr(self, needle: &str) -> Run {
+        if !self.stderr().contains(needle) {
+            self.explain(&format!("stderr lacks `{needle}`"));
+        }
+        self
+    }
+}
+
+impl TestCluster {
+    /// Three masters and `nodes` (name, labels) at v1.28.5.
+    fn new(nodes: &[(&str, &str)]) -> TestCluster {
+        let mut spec = String::new();
+        for m in MASTERS {
+            spec.push_str(&format!("{m} v1.28.5 node-role.kubernetes.io/control-plane=\n"));
+        }
+        for (n, labels) in nodes {
+            spec.push_str(&format!("{n} v1.28.5 {labels}\n"));
+        }
+        TestCluster {
+            dir: tempfile::Builder::new().prefix("upgrade-e2e-").tempdir().expect("scratch dir"),
+            sshd: TestSshd::start(),
+            other_sshd: None,
+            etcd: TestEtcd::start(),
+            fake: FakeCluster::init(&spec),
+            nodes: nodes.iter().map(|(n, _)| n.to_string()).collect(),
+            all_vars: Vec::new(),
+            on_other: Vec::new(),
+        }
+    }
+
+    fn var(mut self, line: &str) -> TestCluster {
+        self.all_vars.push(line.to_string());
+        self
+    }
+
+    /// Puts these hosts on a second sshd of their own.
+    fn on_second_sshd(mut self, hosts: &[&str]) -> TestCluster {
+        self.other_sshd = Some(TestSshd::start());
+        self.on_other = hosts.iter().map(|h| h.to_string()).collect();
+        self
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join(relative)
+    }
+
+    fn write(&self, relative: &str, text: &str) {
+        let path = self.path(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    fn host_entry(&self, name: &str) -> String {
+        let sshd = if self.on_other.iter().any(|h| h == name) { self.other_sshd.as_ref() } else { None };
+        sshd.unwrap_or(&self.sshd).yaml_host(name, 8)
+    }
+
+    fn inventory(&self) -> PathBuf {
+        let mut text = String::from("all:\n  vars:\n");
+        text.push_str(&format!("    upgrade_target_version: {TARGET}\n"));
+        for (k, v) in self.fake.command_vars() {
+            text.push_str(&format!("    {k}: \"{v}\"\n"));
+        }
+        text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", crate::support::etcd::etcdctl_binary().display()));
+        text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", self.etcd.endpoints()));
+        text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");
+        text.push_str("    upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
+        text.push_str("    upgrade_node_ready_delay: 1\n    upgrade_node_ready_timeout: 20\n");
+        for line in &self.all_vars {
+            text.push_str(&format!("    {line}\n"));
+        }
+        text.push_str("  children:\n    masters:\n      hosts:\n");
+        for m in MASTERS {
+            text.push_str(&self.host_entry(m));
+        }
+        text.push_str("    etcd:\n      hosts:\n        m1:\n    nodes:\n      hosts:\n");
+        for n in &self.nodes {
+            text.push_str(&self.host_entry(n));
+        }
+        let path = self.path("hosts.yml");
+        std::fs::write(&path, text).expect("inventory");
+        path
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
+        command.arg("--inventory").arg(self.inventory()).args(args).current_dir(self.dir.path());
+        command.env("NO_COLOR", "1");
+        command
+    }
+
+    fn upgrade(&self, args: &[&str]) -> Run {
+        let mut command = self.command(args);
+        let output = command.output().expect("run upgrade");
+        Run {
+            output,
+            command: format!("upgrade --inventory hosts.yml {}", args.join(" ")),
+            dir: self.dir.path().into(),
+        }
+    }
+
+    fn version(&self, node: &str) -> String {
+        self.fake.version(node)
+    }
+
+    /// The nodes in the order the fake cluster saw them drained.
+    fn drained(&self) -> Vec<String> {
+        self.fake.calls().into_iter().filter(|c| c.action == "drain").map(|c| c.node).collect()
+    }
+}
+
+fn nodes(n: usize, labels: &str) -> Vec<(String, String)> {
+    (1..=n).map(|i| (format!("n{i}"), labels.to_string())).collect()
+}
+
+fn spec(list: &[(String, String)]) -> Vec<(&str, &str)> {
+    list.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect()
+}
+
+fn snapshot_dirs(root: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(root).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default()
+}
+
+#[test]
+fn a_full_upgrade_backs_up_etcd_then_masters_one_at_a_time_then_nodes_in_batches() {
+    let list = nodes(6, "region=a");
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: \"50%\"");
+    let run = cluster.upgrade(&[]).expect_code(0);
+    let run = run.expect_stdout("etcd snapshot verified").expect_stdout("result: success");
+
+    for host in MASTERS.iter().copied().chain(cluster.nodes.iter().map(String::as_str)) {
+        assert_eq!(cluster.version(host), TARGET, "{host} is at the target");
+        assert_eq!(cluster.fake.upgrades(host), 1, "{host} was upgraded exactly once");
+        assert!(!cluster.fake.is_cordoned(host), "{host} is schedulable again");
+    }
+    // The snapshot exists on m1 (the etcd group) and etcdctl itself says it is sound.
+    let backups = snapshot_dirs(&cluster.sshd.host_root("m1").join("etcd-backups"));
+    assert_eq!(backups.len(), 1, "one timestamped backup directory: {backups:?}");
+    let snapshot = backups[0].join("snapshot.db");
+    let status = cluster.etcd.etcdctl(&["snapshot", "status", &snapshot.display().to_string(), "-w", "json"]);
+    assert!(status.status.success(), "the snapshot verifies: {}", String::from_utf8_lossy(&status.stderr));
+
+    // Masters strictly one after the other, then the nodes of batch 1 (n1-n3) before any of batch 2.
+    let drained = cluster.drained();
+    assert_eq!(&drained[..3], &MASTERS, "masters first, in order: {drained:?}");
+    let mut first_batch: Vec<String> = drained[3..6].to_vec();
+    first_batch.sort();
+    assert_eq!(first_batch, ["n1", "n2", "n3"], "batch 1 is n1-n3: {drained:?}");
+    let calls = cluster.fake.calls();
+    let last_uncordon_batch_1 =
+        calls.iter().rposition(|c| c.action == "uncordon" && ["n1", "n2", "n3"].contains(&c.node.as_str()));
+    let first_cordon_batch_2 =
+        calls.iter().position(|c| c.action == "cordon" && ["n4", "n5", "n6"].contains(&c.node.as_str()));
+    assert!(last_uncordon_batch_1 < first_cordon_batch_2, "batch 2 starts after batch 1 is done: {drained:?}");
+    drop(run);
+}
+
+#[test]
+fn a_label_selects_the_nodes_by_the_labels_the_cluster_reports() {
+    let list = [("n1", "region=a"), ("n2", "region=b"), ("n3", "region=a")];
+    let cluster = TestCluster::new(&list);
+    cluster.upgrade(&["--label", "region=a"]).expect_code(0);
+    assert_eq!(cluster.version("n1"), TARGET);
+    assert_eq!(cluster.version("n3"), TARGET);
+    assert_eq!(cluster.version("n2"), "v1.28.5", "n2 is not selected");
+    assert_eq!(cluster.fake.upgrades("n2"), 0);
+
+    cluster.upgrade(&["--phase", "nodes", "--label", "region=nowhere"]).expect_code(2).expect_stderr("matches none");
+}
+
+#[test]
+fn a_drain_that_outlasts_the_drain_timeout_fails_the_node_which_is_uncordoned_and_counted() {
+    let list = nodes(2, "region=a");
+    let cluster = TestCluster::new(&spec(&list))
+        .var("upgrade_nodes_drain_timeout: 2")
+        .var("upgrade_nodes_serial: 2")
+        .var("upgrade_nodes_max_fail_percentage: 50");
+    cluster.fake.set_cue("n1", "drain_hang", "");
+    let run = cluster.upgrade(&[]).expect_code(1).expect_stdout("[n1] FAILED at drain: drain timed out after 2s");
+    assert_eq!(cluster.version("n1"), "v1.28.5", "n1 was not upgraded");
+    assert!(!cluster.fake.is_cordoned("n1"), "n1 got its capacity back");
+    assert_eq!(cluster.version("n2"), TARGET, "one failure of two is within 50%");
+    let _ = run.expect_stdout("failed: 1");
+}
+
+#[test]
+fn failures_that_exceed_max_fail_percentage_stop_the_later_batches_but_equal_ones_do_not() {
+    let list = nodes(4, "region=a");
+    let exceeded =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 49");
+    exceeded.fake.set_cue("n1", "upgrade_fail", "");
+    exceeded.upgrade(&[]).expect_code(1).expect_stdout("not started");
+    assert_eq!(exceeded.fake.upgrades("n3"), 0, "batch 2 never started");
+    assert_eq!(exceeded.version("n2"), TARGET, "the rest of batch 1 finished");
+
+    let equal =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 50");
+    equal.fake.set_cue("n1", "upgrade_fail", "");
+    equal.upgrade(&[]).expect_code(1);
+    assert_eq!(equal.version("n4"), TARGET, "50% failed is not more than 50%: batch 2 ran");
+}
+
+#[test]
+fn a_batch_in_which_every_node_fails_stops_the_run_even_at_100_percent() {
+    let list = nodes(4, "region=a");
+    let cluster =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 100");
+    cluster.fake.set_cue("n1", "upgrade_fail", "");
+    cluster.fake.set_cue("n2", "upgrade_fail", "");
+    cluster.upgrade(&[]).expect_code(1).expect_stdout("not started");
+    assert_eq!(cluster.fake.upgrades("n3"), 0);
+}
+
+#[test]
+fn a_failing_master_hook_stops_the_run_before_the_next_master_and_hook_output_is_shown() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]).var("upgrade_master_post_hook: hooks/post.yml");
+    cluster.write(
+        "hooks/post.yml",
+        "- name: announce\n  debug:\n    msg: \"post hook on {{ inventory_hostname }}\"\n\
+         - name: refuse on m2\n  command: \"false\"\n  when: inventory_hostname == 'm2'\n",
+    );
+    cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .expect_stdout("post hook on m1")
+        .expect_stdout("[m2] FAILED at post-hook")
+        .expect_stdout("master m2 failed");
+    assert_eq!(cluster.fake.upgrades("m3"), 0, "m3 was not started");
+    assert_eq!(cluster.fake.upgrades("n1"), 0, "the nodes were not started");
+}
+
+#[test]
+fn a_nodes_only_run_is_refused_while_the_masters_are_behind() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    cluster.upgrade(&["--phase", "nodes"]).expect_code(2).expect_stderr("upgrade the control plane first");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
+}
+
+#[test]
+fn a_second_run_after_success_changes_nothing() {
+    let list = nodes(2, "region=a");
+    let cluster = TestCluster::new(&spec(&list));
+    cluster.upgrade(&[]).expect_code(0);
+    let calls = cluster.fake.calls().len();
+    cluster.upgrade(&[]).expect_code(0).expect_stdout("nothing to upgrade");
+    let after: Vec<String> = cluster.fake.calls()[calls..].iter().map(|c| c.action.clone()).collect();
+    assert!(after.iter().all(|a| a.starts_with("get")), "the second run only read the cluster: {after:?}");
+    for host in ["m1", "m2", "m3", "n1", "n2"] {
+        assert_eq!(cluster.fake.upgrades(host), 1, "{host} upgraded once");
+    }
+}
+
+#[test]
+fn an_sshd_killed_during_a_nodes_upgrade_fails_that_node_and_the_run_goes_on() {
+    let list = nodes(3, "region=a");
+    let cluster = TestCluster::new(&spec(&list))
+        .on_second_sshd(&["n2"])
+        .var("upgrade_nodes_serial: 3")
+        .var("upgrade_nodes_max_fail_percentage: 50");
+    // n2's drain takes a while; its host dies in the middle of it.
+    cluster.fake.set_cue("n2", "drain_hang", "6");
+    let child = cluster.command(&[]).stdout(std::process::Stdio::piped()).spawn().expect("start upgrade");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cluster.drained().iter().any(|n| n == "n2") {
+        assert!(std::time::Instant::now() < deadline, "n2's drain never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    cluster.other_sshd.as_ref().expect("second sshd").kill();
+    let output = child.wait_with_output().expect("upgrade finishes: no hang");
+    let run = Run { output, command: "upgrade --inventory hosts.yml".into(), dir: cluster.dir.path().into() };
+    let run = run.expect_code(1).expect_stdout("[n2] FAILED");
+    assert_eq!(cluster.version("n1"), TARGET, "the other nodes of the batch finished");
+    assert_eq!(cluster.version("n3"), TARGET);
+    drop(run);
+}
