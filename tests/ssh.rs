@@ -275,3 +275,18 @@ async fn sshd_killed_during_a_command_is_an_error_not_a_hang() {
     let next = tokio::time::timeout(Duration::from_secs(20), conn.exec("true", None, None)).await.unwrap();
     assert!(matches!(next, Err(ConnectionError::Unreachable(_))), "{next:?}");
 }
+
+#[tokio::test]
+async fn ssh_config_files_apply_as_with_the_ssh_client() {
+    let sshd = TestSshd::start();
+    // A host alias only an ssh config file knows: the inventory names the alias, the config file says where it is.
+    let config = sshd.dir().join("client_config");
+    std::fs::write(&config, format!("Host fleet-alias\n  HostName 127.0.0.1\n  Port {}\n", sshd.port())).unwrap();
+    let mut vars = sshd.vars_json("node1");
+    vars.insert("ansible_host".into(), "fleet-alias".into());
+    vars.remove("ansible_port");
+    let args = format!("-F {} {}", config.display(), sshd.ssh_common_args());
+    vars.insert("ansible_ssh_common_args".into(), args.into());
+    let conn = open("node1", &vars, &options()).await.unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
+    assert_eq!(text(&conn.exec("echo via-alias", None, None).await.unwrap().stdout), "via-alias\n");
+}

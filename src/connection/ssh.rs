@@ -485,8 +485,7 @@ pub fn classify_ssh_log(settings: &SshSettings, log: &str) -> ConnectionError {
     let reason = log
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("Warning: Permanently added"))
-        .last()
+        .rfind(|l| !l.is_empty() && !l.starts_with("Warning: Permanently added"))
         .unwrap_or("ssh exited without saying why")
         .trim_start_matches("ssh: ");
     ConnectionError::Unreachable(format!("{who}: {reason}"))
@@ -655,8 +654,7 @@ fn translate_ssh_args(args: &[String]) -> Result<TranslatedArgs, String> {
         let Some(flags) = arg.strip_prefix('-').filter(|f| !f.is_empty()) else {
             return Err(format!("`{arg}` is not an ssh option"));
         };
-        let mut chars = flags.char_indices();
-        while let Some((at, flag)) = chars.next() {
+        for (at, flag) in flags.char_indices() {
             let simple = match flag {
                 'A' => Some("ForwardAgent yes"),
                 'a' => Some("ForwardAgent no"),
