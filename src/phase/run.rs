@@ -157,7 +157,7 @@ impl UpgradeRun {
 
     /// A host variable rendered as text for the operator (e.g. the kubectl command in a fix hint).
     pub fn render_for(&self, host: &str, template: &str) -> String {
-        let vars = crate::tasks::Vars::new(Value::Object(self.task_vars.for_host(host)));
+        let vars = self.task_vars.for_host(host, Map::new());
         self.templar.render_str(template, &vars).unwrap_or_else(|_| template.to_string())
     }
 
@@ -246,23 +246,25 @@ impl UpgradeRun {
     ) -> Result<Map<String, Value>, StepFailure> {
         let fail = |reason: String| StepFailure { step, reason, unreachable: false, interrupted: false };
         let tasks = self.load(file).map_err(fail)?;
-        let mut vars = self.task_vars.for_host(host);
+        let mut step_vars = Map::new();
+        let own = self.task_vars.own(host);
         for (k, v) in self.step_vars(host) {
             // The inventory's own value wins (an operator's node_name), except for what the run decides.
-            if !vars.contains_key(&k) || k != "node_name" {
-                vars.insert(k, v);
+            if k != "node_name" || !own.contains_key(&k) {
+                step_vars.insert(k, v);
             }
         }
         for (k, v) in more {
-            vars.insert((*k).to_string(), v.clone());
+            step_vars.insert((*k).to_string(), v.clone());
         }
+        let vars = self.task_vars.for_host(host, step_vars);
         let capture = Arc::new(FailureCapture { inner: self.sink.clone(), failure: Mutex::new(None) });
         let mut options = self.engine_options.clone();
         if timeout.is_some() {
             options.command_timeout = timeout;
         }
         let engine = Engine::new(self.templar.clone(), capture.clone(), options, self.pool.clone());
-        let outcome = engine.run_host(host, vars, self.extra.clone(), &tasks).await;
+        let outcome = engine.run_host_with(host, vars, self.extra.clone(), &tasks).await;
         if outcome.failed || outcome.unreachable {
             let reason = capture.failure.lock().ok().and_then(|f| f.clone()).unwrap_or_else(|| {
                 if outcome.unreachable { "host unreachable".into() } else { "a task failed".into() }
@@ -387,13 +389,11 @@ fn failure_message(result: &Value) -> String {
     message
 }
 
-/// Every host's variables for templating, computed once: `groups` and `hostvars` are shared by all hosts.
+/// Every host's variables for templating, computed once: what all hosts share (`groups`, `hostvars`) is one object
+/// under each host's own variables, not a copy per host and step.
 struct TaskVars {
     own: HashMap<String, Map<String, Value>>,
-    groups: Value,
-    hostvars: Value,
-    inventory_dir: String,
-    inventory_file: String,
+    shared: Arc<Value>,
     group_names: HashMap<String, Vec<String>>,
 }
 
@@ -414,14 +414,15 @@ impl TaskVars {
             groups.insert(name.clone(), Value::Array(hosts.into_iter().map(Value::String).collect()));
         }
         let group_names = inventory.hosts.keys().map(|h| (h.clone(), inventory.group_names(h))).collect();
-        TaskVars {
-            own,
-            groups: Value::Object(groups),
-            hostvars: Value::Object(hostvars),
-            inventory_dir: inventory.dir.display().to_string(),
-            inventory_file: inventory.path.display().to_string(),
-            group_names,
-        }
+        let mut shared = Map::new();
+        shared.insert("groups".into(), Value::Object(groups));
+        shared.insert("hostvars".into(), Value::Object(hostvars));
+        shared.insert("inventory_dir".into(), Value::String(inventory.dir.display().to_string()));
+        shared.insert("inventory_file".into(), Value::String(inventory.path.display().to_string()));
+        shared.insert("ansible_check_mode".into(), Value::Bool(false));
+        shared.insert("ansible_diff_mode".into(), Value::Bool(false));
+        shared.insert("omit".into(), Value::String(crate::tasks::template::OMIT.to_string()));
+        TaskVars { own, shared: Arc::new(Value::Object(shared)), group_names }
     }
 
     fn own(&self, host: &str) -> &Map<String, Value> {
@@ -429,24 +430,17 @@ impl TaskVars {
         self.own.get(host).unwrap_or_else(|| EMPTY.get_or_init(Map::new))
     }
 
-    fn for_host(&self, host: &str) -> Map<String, Value> {
+    /// The host's variables for a step: its own (with `more` on top) over what every host shares.
+    fn for_host(&self, host: &str, more: Map<String, Value>) -> crate::tasks::Vars {
         let mut vars = self.own(host).clone();
         let group_names = self.group_names.get(host).cloned().unwrap_or_default();
-        let magic = [
-            ("inventory_hostname", Value::String(host.to_string())),
-            ("inventory_hostname_short", Value::String(host.split('.').next().unwrap_or(host).to_string())),
-            ("group_names", Value::Array(group_names.into_iter().map(Value::String).collect())),
-            ("groups", self.groups.clone()),
-            ("hostvars", self.hostvars.clone()),
-            ("inventory_dir", Value::String(self.inventory_dir.clone())),
-            ("inventory_file", Value::String(self.inventory_file.clone())),
-            ("ansible_check_mode", Value::Bool(false)),
-            ("ansible_diff_mode", Value::Bool(false)),
-            ("omit", Value::String(crate::tasks::template::OMIT.to_string())),
-        ];
-        for (k, v) in magic {
-            vars.insert(k.to_string(), v);
-        }
-        vars
+        vars.insert("inventory_hostname".into(), Value::String(host.to_string()));
+        vars.insert(
+            "inventory_hostname_short".into(),
+            Value::String(host.split('.').next().unwrap_or(host).to_string()),
+        );
+        vars.insert("group_names".into(), Value::Array(group_names.into_iter().map(Value::String).collect()));
+        vars.extend(more);
+        crate::tasks::Vars::shared(self.shared.clone()).layered_under(&crate::tasks::Vars::new(Value::Object(vars)))
     }
 }

@@ -62,10 +62,22 @@ impl Engine {
         extra_vars: Map<String, Value>,
         tasks: &[Task],
     ) -> HostOutcome {
+        self.run_host_with(host, Vars::new(Value::Object(vars)), extra_vars, tasks).await
+    }
+
+    /// Like [`Engine::run_host`], with the variables already layered for templating, so that what every host
+    /// shares (`hostvars`, `groups`) is one object rather than a copy per host.
+    pub async fn run_host_with(
+        &self,
+        host: &str,
+        vars: Vars,
+        extra_vars: Map<String, Value>,
+        tasks: &[Task],
+    ) -> HostOutcome {
         let mut run = HostRun {
             engine: self,
             host: host.to_string(),
-            base: Vars::new(Value::Object(vars)),
+            base: vars,
             extra: Value::Object(extra_vars),
             facts: Map::new(),
             seen: HashMap::new(),
