@@ -2,6 +2,7 @@
 
 pub mod connect;
 pub mod engine;
+pub mod host_vars;
 pub mod model;
 pub mod modules;
 pub mod report;
@@ -42,44 +43,6 @@ pub const HOOK_VARIABLES: &[&str] = &[
     "openshift_node_upgrade_post_hook",
 ];
 
-/// A host's variables for templating: inventory vars after precedence (with `-e` on top) plus Ansible's magic
-/// variables `inventory_hostname`, `group_names`, `groups`, `hostvars` and friends.
-pub fn host_task_vars(inventory: &Inventory, host: &str, extra: &inventory::Vars) -> Map<String, Value> {
-    let mut vars = vars_to_json(&inventory.host_vars(host, extra));
-    let mut groups = Map::new();
-    for name in inventory.groups.keys() {
-        let hosts = inventory.group_hosts(name).unwrap_or_default();
-        groups.insert(name.clone(), Value::Array(hosts.into_iter().map(Value::String).collect()));
-    }
-    if !groups.contains_key("all") {
-        groups.insert("all".into(), Value::Array(inventory.hosts.keys().cloned().map(Value::String).collect()));
-    }
-    let mut hostvars = Map::new();
-    for other in inventory.hosts.keys() {
-        let mut hv = vars_to_json(&inventory.host_vars(other, extra));
-        hv.insert("inventory_hostname".into(), Value::String(other.clone()));
-        hostvars.insert(other.clone(), Value::Object(hv));
-    }
-    let short = host.split('.').next().unwrap_or(host).to_string();
-    let group_names = inventory.group_names(host).into_iter().map(Value::String).collect();
-    let magic = [
-        ("inventory_hostname", Value::String(host.to_string())),
-        ("inventory_hostname_short", Value::String(short)),
-        ("group_names", Value::Array(group_names)),
-        ("groups", Value::Object(groups)),
-        ("hostvars", Value::Object(hostvars)),
-        ("inventory_dir", Value::String(inventory.dir.display().to_string())),
-        ("inventory_file", Value::String(inventory.path.display().to_string())),
-        ("ansible_check_mode", Value::Bool(false)),
-        ("ansible_diff_mode", Value::Bool(false)),
-        ("omit", Value::String("__omit_place_holder__".into())),
-    ];
-    for (k, v) in magic {
-        vars.insert(k.to_string(), v);
-    }
-    vars
-}
-
 /// Runs `tasks` on `hosts` concurrently (at most `forks` at once), sending events to `sink`.
 pub async fn run_tasks(
     inventory: &Inventory,
@@ -97,15 +60,16 @@ pub async fn run_tasks(
     let engine = Arc::new(Engine::new(Arc::new(Templar::new()), sink, options, pool.clone()));
     let permits = Arc::new(tokio::sync::Semaphore::new(forks.max(1)));
     let tasks = Arc::new(tasks.to_vec());
+    let table = host_vars::HostVarsTable::new(inventory, extra);
     let extra_json = vars_to_json(extra);
     let mut handles = Vec::new();
     for host in hosts {
-        let vars = host_task_vars(inventory, host, extra);
+        let vars = table.for_host(host, Map::new());
         let (engine, permits, tasks, extra_json, host) =
             (engine.clone(), permits.clone(), tasks.clone(), extra_json.clone(), host.clone());
         handles.push(tokio::spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let outcome = engine.run_host(&host, vars, extra_json, &tasks).await;
+            let outcome = engine.run_host_with(&host, vars, extra_json, &tasks).await;
             (host, outcome)
         }));
     }
