@@ -224,7 +224,9 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     summary.hosts.extend(pre.skipped.iter().cloned());
     phase_finished(run, Phase::Preflight, true, started);
 
-    let nothing_to_do = pre.masters.is_empty() && pre.node_batches.is_empty();
+    let nodes_to_upgrade: Vec<String> =
+        pre.node_batches.iter().flatten().filter(|h| !pre.nodes_skipped.contains_key(*h)).cloned().collect();
+    let nothing_to_do = pre.masters.is_empty() && nodes_to_upgrade.is_empty();
     if nothing_to_do {
         run.notice(None, format!("nothing to upgrade: every selected host already runs {}", run.target));
     }
@@ -265,14 +267,28 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     }
 
     if run.plan.has_phase(Phase::Nodes) {
-        if summary.stopped.is_none() {
+        // Nodes already at the target are said to be skipped, whatever else happens.
+        let skipped_now = |run: &UpgradeRun| -> Vec<HostReport> {
+            pre.node_batches
+                .iter()
+                .flatten()
+                .filter_map(|h| pre.nodes_skipped.get(h).map(|reason| (h, reason)))
+                .map(|(h, reason)| {
+                    run.host_completed(Phase::Nodes, h, HostOutcome::Skipped { reason: reason.clone() }, Instant::now())
+                })
+                .collect()
+        };
+        if nodes_to_upgrade.is_empty() {
+            summary.hosts.extend(skipped_now(run));
+        } else if summary.stopped.is_none() {
             let started = phase_started(run, Phase::Nodes);
-            let (reports, stopped) = nodes::run(run, &pre.node_batches, stop).await;
+            let (reports, stopped) = nodes::run(run, &pre.node_batches, &pre.nodes_skipped, stop).await;
             summary.hosts.extend(reports);
             phase_finished(run, Phase::Nodes, stopped.is_none(), started);
             summary.stopped = stopped;
         } else {
-            summary.hosts.extend(not_started(run, Phase::Nodes, &pre.node_batches.concat(), &summary.stopped));
+            summary.hosts.extend(skipped_now(run));
+            summary.hosts.extend(not_started(run, Phase::Nodes, &nodes_to_upgrade, &summary.stopped));
         }
     }
 

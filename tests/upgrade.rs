@@ -366,3 +366,21 @@ fn ci_runs_the_control_plane_then_the_nodes_as_separate_phases_and_the_backup_ga
         "the nodes phase does not touch etcd"
     );
 }
+
+#[test]
+fn nodes_already_at_the_target_keep_their_place_in_the_planned_batches_and_are_skipped() {
+    let list = nodes(4, "region=a");
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: \"50%\"");
+    cluster.fake.set_cue("n1", "report_version", TARGET);
+    cluster
+        .upgrade(&[])
+        .expect_code(0)
+        .expect_stdout("-- batch 1/2: n1, n2")
+        .expect_stdout("-- batch 2/2: n3, n4")
+        .expect_stdout("[n1] skipped: already at v1.29.1");
+    assert_eq!(cluster.fake.upgrades("n1"), 0, "n1 was not touched");
+    assert!(cluster.fake.actions_on("n1").iter().all(|a| a.starts_with("get")), "{:?}", cluster.fake.actions_on("n1"));
+    for n in ["n2", "n3", "n4"] {
+        assert_eq!(cluster.fake.upgrades(n), 1);
+    }
+}
