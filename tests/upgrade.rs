@@ -384,3 +384,21 @@ fn nodes_already_at_the_target_keep_their_place_in_the_planned_batches_and_are_s
         assert_eq!(cluster.fake.upgrades(n), 1);
     }
 }
+
+#[test]
+fn run_once_in_a_node_hook_runs_once_per_batch_as_in_a_serial_play() {
+    let list = nodes(4, "region=a");
+    let cluster =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_node_post_hook: hooks/post.yml");
+    let log = cluster.path("notify.log");
+    cluster.write(
+        "hooks/post.yml",
+        &format!(
+            "- name: tell the team once per batch\n  shell: echo \"batch done by {{{{ inventory_hostname }}}}\" >> {}\n  run_once: true\n  delegate_to: localhost\n",
+            log.display()
+        ),
+    );
+    cluster.upgrade(&[]).expect_code(0);
+    let lines = std::fs::read_to_string(&log).expect("the hook wrote on the controller");
+    assert_eq!(lines.lines().count(), 2, "one line per batch of two: {lines}");
+}

@@ -30,7 +30,10 @@ pub async fn run(
             run.event(Event::BatchFinished { phase: phase.clone(), index, failed, size });
             threshold_exceeded(failed, size, max_fail)
         },
-        |index, hosts| run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() }),
+        |index, hosts| {
+            run.batch_started(hosts);
+            run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() })
+        },
         |host| {
             let (run, finished, skip) = (run.clone(), finished.clone(), skip.clone());
             async move {
