@@ -227,7 +227,11 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     let nodes_to_upgrade: Vec<String> =
         pre.node_batches.iter().flatten().filter(|h| !pre.nodes_skipped.contains_key(*h)).cloned().collect();
     let nothing_to_do = pre.masters.is_empty() && nodes_to_upgrade.is_empty();
-    if nothing_to_do {
+    let upgrades_something = run.plan.has_phase(Phase::ControlPlane) || run.plan.has_phase(Phase::Nodes);
+    if !upgrades_something {
+        let current = pre.control_plane_version.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        run.notice(None, format!("preflight passed: the control plane runs {current}, the target is {}", run.target));
+    } else if nothing_to_do {
         run.notice(None, format!("nothing to upgrade: every selected host already runs {}", run.target));
     }
     // The gate holds for phase-by-phase runs too: a run that changes the control plane without a verified backup of
