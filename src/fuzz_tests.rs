@@ -470,3 +470,87 @@ proptest! {
         }
     }
 }
+
+/// Deep nesting and long chains in templates are errors, never a stack overflow (which aborts the whole run).
+#[test]
+fn deep_templates_are_errors_not_crashes() {
+    let templar = Templar::new();
+    let vars = Vars::new(json!({"x": [1], "deep": format!("{{{{ x{} }}}}", ".a".repeat(20_000))}));
+    let n = 20_000;
+    for template in [
+        format!("{{{{ x{} }}}}", ".a".repeat(n)),
+        format!("{{{{ x{} }}}}", "[0]".repeat(n)),
+        format!("{{{{ x{} }}}}", "|int".repeat(n)),
+        format!("{{{{ x{} }}}}", "()".repeat(n)),
+        format!("{{{{ 1{} }}}}", "+1".repeat(n)),
+        format!("{{{{ 1{} }}}}", " and x".repeat(n)),
+        format!("{{{{ 1{} }}}}", " if x else 1".repeat(n)),
+        format!("{{{{ {}1 }}}}", "not ".repeat(n)),
+        format!("{{{{ {}1 }}}}", "-".repeat(n)),
+        format!("{{{{ {}1{} }}}}", "[".repeat(n), "]".repeat(n)),
+        format!("{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n)),
+        format!("{{{{ {}1{} }}}}", "{'a':".repeat(n), "}".repeat(n)),
+        format!("{}x{}", "{% if x %}".repeat(n), "{% endif %}".repeat(n)),
+        format!("{}x{}", "{% for a in x %}".repeat(n), "{% endfor %}".repeat(n)),
+        "{{ deep }}".to_string(),
+    ] {
+        // A thread with the stack of a tokio worker, where hooks are templated.
+        let (templar, vars, t) = (&templar, &vars, template.as_str());
+        std::thread::scope(|scope| {
+            let run = std::thread::Builder::new().stack_size(2 << 20).spawn_scoped(scope, || {
+                assert!(templar.render(t, vars).is_err(), "{}", &t[..40]);
+                assert!(templar.render_str(t, vars).is_err());
+                assert!(templar.eval_condition_str(t, vars).is_err());
+                let bare = t.trim_start_matches("{{").trim_end_matches("}}");
+                let _ = templar.check_condition_syntax(bare);
+                let _ = templar.eval_expression(bare, vars);
+                if t != "{{ deep }}" {
+                    assert!(templar.check_syntax(t).is_err());
+                }
+            });
+            run.expect("spawn").join().expect("no stack overflow, no panic");
+        });
+    }
+    // A long chain that Ansible accepts still works.
+    let long = format!("{{{{ 0{} }}}}", " + 1".repeat(500));
+    assert_eq!(templar.render(&long, &vars).unwrap(), json!(500));
+    // Operators inside strings do not count.
+    let text = format!("{{{{ '{}' | length }}}}", "a.b|c+".repeat(2000));
+    assert_eq!(templar.render(&text, &vars).unwrap(), json!(12_000));
+}
+
+#[test]
+fn absurd_filter_arguments_are_errors_not_aborts() {
+    let templar = Templar::new();
+    let vars = Vars::new(json!({"x": [1, {"a": [2]}]}));
+    for template in [
+        "{{ x | to_nice_json(indent=99999999999999) }}",
+        "{{ x | to_nice_json(indent=100000) }}",
+        "{{ 'a' * 1000000000000 }}",
+        "{{ [1] * 1000000000000 }}",
+        "{{ 2 ** 100000 }}",
+        "{{ 9223372036854775807 * 9223372036854775807 }}",
+    ] {
+        assert!(templar.render(template, &vars).is_err(), "{template}");
+    }
+    assert!(templar.render("{{ x | to_nice_json(indent=2) }}", &vars).is_ok());
+}
+
+/// Deeply nested YAML is an error naming the place, never a stack overflow (this runs on a test thread's 2 MB).
+#[test]
+fn deep_yaml_is_an_error_not_a_crash() {
+    for text in [
+        format!("x: {}", "[".repeat(10_000)),
+        format!("x: {}1{}", "[".repeat(10_000), "]".repeat(10_000)),
+        format!("x: {}1{}", "{a: ".repeat(10_000), "}".repeat(10_000)),
+        (0..10_000).map(|i| format!("{}- \n", "  ".repeat(i))).collect::<String>(),
+        // Within the parser's own limit, past ours: the tree is not built that deep on a 2 MB stack.
+        (0..250).map(|i| format!("{}- \n", "  ".repeat(i))).collect::<String>(),
+        (0..250).map(|i| format!("{}a{i}:\n", "  ".repeat(i))).collect::<String>(),
+    ] {
+        let err = crate::yaml::parse(&text, Path::new("deep.yml")).unwrap_err();
+        assert!(err.location.as_ref().is_some_and(|l| l.line > 0), "{err}");
+        let (_, errors) = parse_tasks(&text, Path::new("deep.yml"));
+        assert_eq!(errors.len(), 1);
+    }
+}
