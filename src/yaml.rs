@@ -302,8 +302,14 @@ fn wrap_tag(node: Node, tag: Option<&Tag>) -> Node {
 fn scan_error(err: &ScanError, file: &Path) -> Error {
     let marker = err.marker();
     let text = err.to_string();
-    // The parser appends its own position; we print ours.
-    let message = text.split(" at byte").next().unwrap_or(&text).trim().to_string();
+    // The parser appends its own position (" at char 12 line 1 column 13", or " at byte ..."); we print ours.
+    let message = [" at char ", " at byte "]
+        .iter()
+        .filter_map(|marker| text.find(marker))
+        .min()
+        .map_or(text.as_str(), |end| &text[..end])
+        .trim()
+        .to_string();
     Error::input(format!("invalid YAML: {message}"))
         .at(Location::new(file, marker.line(), marker.col() + 1))
         .hint("fix the YAML syntax at that line (indentation, quoting, a missing ':')")
