@@ -196,7 +196,11 @@ impl SshConnection {
         let config_path = dir.path().join("config");
         std::fs::write(&config_path, settings.config_file()?)
             .map_err(|e| ConnectionError::Transport(format!("cannot write {}: {e}", config_path.display())))?;
-        let connect_timeout = settings.connect_timeout.unwrap_or(connect_timeout).max(Duration::from_secs(1));
+        // ssh refuses a ConnectTimeout past INT_MAX seconds (and then fails as if the host had no address).
+        let connect_timeout = settings
+            .connect_timeout
+            .unwrap_or(connect_timeout)
+            .clamp(Duration::from_secs(1), Duration::from_secs(i32::MAX as u64));
         let mut builder = SessionBuilder::default();
         builder
             .config_file(&config_path)
