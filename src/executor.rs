@@ -228,9 +228,21 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     if nothing_to_do {
         run.notice(None, format!("nothing to upgrade: every selected host already runs {}", run.target));
     }
+    // The gate holds for phase-by-phase runs too: a run that changes the control plane without a verified backup of
+    // this target (from this run or an earlier one) takes one first.
+    let implied_backup = !run.plan.has_phase(Phase::EtcdBackup)
+        && run.plan.has_phase(Phase::ControlPlane)
+        && !pre.masters.is_empty()
+        && !etcd_backup::done_earlier(run);
+    if implied_backup {
+        run.notice(
+            None,
+            "the control plane is about to change and no verified etcd backup of this target exists: taking one first",
+        );
+    }
     if run.plan.has_phase(Phase::EtcdBackup) && nothing_to_do {
         run.notice(None, "etcd backup skipped: nothing will change");
-    } else if run.plan.has_phase(Phase::EtcdBackup) {
+    } else if run.plan.has_phase(Phase::EtcdBackup) || implied_backup {
         let started = phase_started(run, Phase::EtcdBackup);
         let (reports, open) = etcd_backup::run(run).await;
         summary.hosts.extend(reports);

@@ -341,3 +341,28 @@ fn an_sshd_killed_during_a_nodes_upgrade_fails_that_node_and_the_run_goes_on() {
     assert_eq!(cluster.version("n3"), TARGET);
     drop(run);
 }
+
+#[test]
+fn ci_runs_the_control_plane_then_the_nodes_as_separate_phases_and_the_backup_gate_still_holds() {
+    let list = nodes(2, "region=a");
+    let cluster = TestCluster::new(&spec(&list));
+    cluster
+        .upgrade(&["--phase", "control-plane"])
+        .expect_code(0)
+        .expect_stdout("no verified etcd backup of this target exists: taking one first")
+        .expect_stdout("etcd snapshot verified");
+    for m in MASTERS {
+        assert_eq!(cluster.version(m), TARGET);
+    }
+    assert_eq!(cluster.fake.upgrades("n1"), 0, "the nodes wait for their own phase");
+    assert_eq!(snapshot_dirs(&cluster.sshd.host_root("m1").join("etcd-backups")).len(), 1);
+
+    cluster.upgrade(&["--phase", "nodes"]).expect_code(0);
+    assert_eq!(cluster.version("n1"), TARGET);
+    assert_eq!(cluster.version("n2"), TARGET);
+    assert_eq!(
+        snapshot_dirs(&cluster.sshd.host_root("m1").join("etcd-backups")).len(),
+        1,
+        "the nodes phase does not touch etcd"
+    );
+}

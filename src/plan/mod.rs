@@ -103,6 +103,9 @@ pub struct Plan {
     /// The label selector is left to preflight, which evaluates it against the labels the cluster reports; the nodes
     /// phase then holds every candidate node.
     pub labels_from_cluster: bool,
+    /// The hosts whose etcd is backed up (group `etcd`, else the first master), whether or not the phase is selected:
+    /// a run that changes the control plane without a verified backup of this target takes one first.
+    pub etcd_hosts: Vec<String>,
 }
 
 impl Plan {
@@ -273,6 +276,7 @@ impl Plan {
             nodes_not_selected,
             limit,
             labels_from_cluster,
+            etcd_hosts: etcd,
         })
     }
 }
