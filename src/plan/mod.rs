@@ -134,6 +134,22 @@ impl Plan {
         let wants = |p: Phase| selected.contains(&p);
         let limit = args.inventory.limit.clone();
 
+        if inventory.hosts.is_empty() {
+            // Say why there are no masters: an empty file, or a directory without inventory files.
+            let (what, hint) = if inventory.path.is_dir() {
+                (
+                    "the inventory directory holds no inventory with hosts",
+                    "put an INI or YAML inventory file in it, or pass the file itself to --inventory",
+                )
+            } else {
+                (
+                    "the inventory has no hosts",
+                    "list the control-plane hosts in a `masters` group and the workers in `nodes` ([masters] in INI, \
+                     all.children.masters in YAML)",
+                )
+            };
+            return Err(Error::input(what).in_file(&inventory.path).hint(hint));
+        }
         let masters = match inventory.group_hosts("masters") {
             Some(hosts) if !hosts.is_empty() => hosts,
             found => {
