@@ -133,7 +133,7 @@ fn yaml_like() -> impl Strategy<Value = String> {
 }
 
 /// Byte-level edits of a valid file: replace, insert or delete a byte (the result read lossily as UTF-8).
-fn mutate_bytes(base: &str, edits: &[(usize, u8)]) -> String {
+pub(crate) fn mutate_bytes(base: &str, edits: &[(usize, u8)]) -> String {
     let mut bytes = base.as_bytes().to_vec();
     for (pos, byte) in edits {
         if bytes.is_empty() {

@@ -406,24 +406,6 @@ const SAMPLE_INI: &str = "lone a=1\n[web]\nweb[01:03] x='y z' n=5\nw9:22\n[web:v
 const SAMPLE_YAML: &str = "all:\n  hosts:\n    h1:\n      a: 1\n  children:\n    web:\n      hosts:\n        \
 web[1:3]:\n      vars: {b: [1, 2]}\n      children:\n        c: {hosts: {h2: null}}\n";
 
-fn mutate(base: &str, edits: &[(usize, u8)]) -> String {
-    let mut bytes = base.as_bytes().to_vec();
-    for (pos, byte) in edits {
-        if bytes.is_empty() {
-            break;
-        }
-        let i = pos % bytes.len();
-        match byte % 3 {
-            0 => bytes[i] = *byte,
-            1 => bytes.insert(i, *byte),
-            _ => {
-                bytes.remove(i);
-            }
-        }
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -445,8 +427,8 @@ proptest! {
 
     #[test]
     fn mutated_inventories_never_panic(edits in proptest::collection::vec((0usize..1000, any::<u8>()), 1..8)) {
-        let _ = ini(&mutate(SAMPLE_INI, &edits));
-        let _ = yaml(&mutate(SAMPLE_YAML, &edits));
+        let _ = ini(&crate::fuzz_tests::mutate_bytes(SAMPLE_INI, &edits));
+        let _ = yaml(&crate::fuzz_tests::mutate_bytes(SAMPLE_YAML, &edits));
     }
 
     #[test]
