@@ -686,19 +686,28 @@ impl Templar {
     }
 
     fn error(&self, e: minijinja::Error, source: &str, is_expression: bool, vars: &Vars) -> TemplateError {
+        /// Enough of the template to recognise it: a message is not the place for a 40 KB template.
+        fn excerpt(source: &str) -> String {
+            const MAX: usize = 200;
+            let text = source.trim();
+            match text.char_indices().nth(MAX) {
+                Some((cut, _)) => format!("{}...", &text[..cut]),
+                None => text.to_string(),
+            }
+        }
         let line = e.line();
         let mut error = match e.kind() {
             ErrorKind::UndefinedError => self.undefined_error(source, is_expression, vars, Some(&e)),
             ErrorKind::SyntaxError => TemplateError::new(
                 TemplateErrorKind::Syntax,
-                format!("template syntax error: {} in `{}`", e.detail().unwrap_or("invalid syntax"), source.trim()),
+                format!("template syntax error: {} in `{}`", e.detail().unwrap_or("invalid syntax"), excerpt(source)),
             ),
             ErrorKind::UnknownFilter | ErrorKind::UnknownTest | ErrorKind::UnknownFunction => TemplateError::new(
                 TemplateErrorKind::Other,
                 format!(
                     "{} in `{}`",
                     e.detail().map(str::to_owned).unwrap_or_else(|| e.kind().to_string()),
-                    source.trim()
+                    excerpt(source)
                 ),
             ),
             kind => TemplateError::new(
