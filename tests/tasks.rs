@@ -772,3 +772,21 @@ fn the_builtin_playbooks_pass_check() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+#[test]
+fn omit_drops_the_argument_wherever_it_lands() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- command:
+    cmd: pwd
+    chdir: "{{ workdir | default(omit) }}"
+  register: omitted
+- command:
+    argv: ["echo", "{{ omit }}", "kept"]
+  register: in_list
+"#,
+    );
+    assert_eq!(run.fact("h1", "omitted")["rc"], 0, "{}", run.fact("h1", "omitted"));
+    assert_eq!(run.fact("h1", "in_list")["stdout"], "kept");
+}

@@ -803,9 +803,23 @@ fn render_args(templar: &Templar, call: &ModuleCall, vars: &Vars) -> Result<Map<
     for (k, v) in &call.args {
         let bare = matches!((call.module, k.as_str()), (Module::Assert, "that") | (Module::Debug, "var"));
         let value = if bare { v.clone() } else { templar.render_value(v, vars).map_err(|e| e.message)? };
-        out.insert(k.clone(), value);
+        if let Some(value) = without_omit(value) {
+            out.insert(k.clone(), value);
+        }
     }
     Ok(out)
+}
+
+/// Ansible drops `omit` wherever it lands in module arguments: an argument, a mapping entry or a list item.
+fn without_omit(value: Value) -> Option<Value> {
+    match value {
+        v if super::template::is_omit(&v) => None,
+        Value::Array(items) => Some(Value::Array(items.into_iter().filter_map(without_omit).collect())),
+        Value::Object(map) => {
+            Some(Value::Object(map.into_iter().filter_map(|(k, v)| without_omit(v).map(|v| (k, v))).collect()))
+        }
+        other => Some(other),
+    }
 }
 
 /// A controller-side file a task names (`script`, `copy: src`, `template: src`, `include_tasks`): absolute as given,
