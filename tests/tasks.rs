@@ -790,3 +790,21 @@ fn omit_drops_the_argument_wherever_it_lands() {
     assert_eq!(run.fact("h1", "omitted")["rc"], 0, "{}", run.fact("h1", "omitted"));
     assert_eq!(run.fact("h1", "in_list")["stdout"], "kept");
 }
+
+#[test]
+fn loop_control_index_var_counts_items_from_zero() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- debug:
+    msg: "{{ idx }}:{{ item }}"
+  loop: [zero, one]
+  loop_control:
+    index_var: idx
+  register: indexed
+"#,
+    );
+    let results = run.fact("h1", "indexed")["results"].clone();
+    assert_eq!(results[1]["msg"], "1:one");
+    assert_eq!((results[1]["idx"].clone(), results[1]["ansible_index_var"].clone()), (json!(1), json!("idx")));
+}

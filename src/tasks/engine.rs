@@ -529,11 +529,18 @@ impl HostRun<'_> {
         let loop_var = task.loop_var.clone().unwrap_or_else(|| "item".into());
         let mut results = Vec::new();
         let (mut changed, mut any_failed, mut all_skipped) = (false, false, true);
-        for item in list {
-            let item_ctx = ctx.with("ansible_loop_var", &Value::String(loop_var.clone())).with(&loop_var, &item);
+        for (index, item) in list.into_iter().enumerate() {
+            let mut item_ctx = ctx.with("ansible_loop_var", &Value::String(loop_var.clone())).with(&loop_var, &item);
+            if let Some(index_var) = &task.index_var {
+                item_ctx = item_ctx.with("ansible_index_var", &json!(index_var)).with(index_var, &json!(index));
+            }
             let mut res = self.execute_once(task, call, scope, item_ctx.clone()).await;
             res.insert(loop_var.clone(), item.clone());
             res.insert("ansible_loop_var".into(), Value::String(loop_var.clone()));
+            if let Some(index_var) = &task.index_var {
+                res.insert(index_var.clone(), json!(index));
+                res.insert("ansible_index_var".into(), json!(index_var));
+            }
             if let Some(label) = &task.loop_label {
                 if let Ok(l) = self.engine.templar.render(label, &item_ctx) {
                     res.insert("_ansible_item_label".into(), l);
