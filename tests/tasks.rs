@@ -808,3 +808,22 @@ fn loop_control_index_var_counts_items_from_zero() {
     assert_eq!(results[1]["msg"], "1:one");
     assert_eq!((results[1]["idx"].clone(), results[1]["ansible_index_var"].clone()), (json!(1), json!("idx")));
 }
+
+#[test]
+fn ignore_errors_is_templated() {
+    let mut s = Scenario::new(&["h1", "h2"]);
+    s.set_host_var("h1", "role", json!("db"));
+    s.set_host_var("h2", "role", json!("web"));
+    let run = s.run(
+        r#"
+- block:
+    - command: /bin/false
+  ignore_errors: "{{ role == 'db' }}"
+  rescue:
+    - set_fact:
+        rescued: true
+"#,
+    );
+    assert_eq!(run.fact("h1", "rescued"), Value::Null);
+    assert_eq!(run.fact("h2", "rescued"), json!(true));
+}

@@ -329,15 +329,15 @@ impl HostRun<'_> {
         let scope = Self::child_scope(task, scope);
         let ctx = self.context(&scope, &Map::new());
         let tref = self.task_ref(task, &ctx);
-        let ignore = self.ignore_errors(task, &scope);
+        let ignore = self.ignore_errors(task, &scope, &ctx);
         let fail = |this: &Self, msg: String| {
-            this.finish(&tref, task, failed(msg), Instant::now(), &scope);
+            this.finish(&tref, task, failed(msg), Instant::now(), &scope, ignore);
             if ignore { Flow::Continue } else { Flow::Failed }
         };
         match self.conditions_hold(&scope.when, &ctx) {
             Ok(None) => {}
             Ok(Some(false_condition)) => {
-                self.finish(&tref, task, skipped(&false_condition), Instant::now(), &scope);
+                self.finish(&tref, task, skipped(&false_condition), Instant::now(), &scope, ignore);
                 return Flow::Continue;
             }
             Err(msg) => return fail(self, format!("{}: {msg}", Self::place(task))),
@@ -383,9 +383,10 @@ impl HostRun<'_> {
         result: Map<String, Value>,
         started: Instant,
         scope: &Scope,
+        ignore_errors: bool,
     ) -> TaskStatus {
         let status = status_of(&result);
-        let ignored = status == TaskStatus::Failed && self.ignore_errors(task, scope);
+        let ignored = status == TaskStatus::Failed && ignore_errors;
         let no_log = task.no_log.as_ref().or(scope.no_log.as_ref()).and_then(parse_bool).unwrap_or(false);
         let shown = if no_log {
             let mut censored = Map::new();
@@ -411,8 +412,10 @@ impl HostRun<'_> {
         status
     }
 
-    fn ignore_errors(&self, task: &Task, scope: &Scope) -> bool {
-        task.ignore_errors.as_ref().or(scope.ignore_errors.as_ref()).and_then(parse_bool).unwrap_or(false)
+    /// `ignore_errors`, templated as Ansible does (`ignore_errors: "{{ role == 'db' }}"`).
+    fn ignore_errors(&self, task: &Task, scope: &Scope, ctx: &Vars) -> bool {
+        let Some(value) = task.ignore_errors.as_ref().or(scope.ignore_errors.as_ref()) else { return false };
+        self.engine.templar.render_value(value, ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false)
     }
 
     async fn run_module_task(&mut self, task: &Task, call: &ModuleCall, scope: &Scope) -> Flow {
@@ -460,10 +463,11 @@ impl HostRun<'_> {
         } else {
             self.execute(task, call, scope, &ctx).await
         };
-        let status = self.finish(&tref, task, result.clone(), started, scope);
+        let ignore = self.ignore_errors(task, scope, &ctx);
+        let status = self.finish(&tref, task, result.clone(), started, scope, ignore);
         match status {
             TaskStatus::Unreachable => Flow::Unreachable,
-            TaskStatus::Failed if self.ignore_errors(task, scope) => Flow::Continue,
+            TaskStatus::Failed if ignore => Flow::Continue,
             TaskStatus::Failed => {
                 let failed_task = json!({
                     "name": tref.name,
