@@ -496,8 +496,10 @@ async fn copy_to(
     let mode = args.get("mode").and_then(mode_text);
     let force = arg_bool(args, "force", true);
     let mut changed = false;
+    let mut written = false;
     let exists = remote_sum.is_some();
     if remote_sum.as_deref() != Some(checksum) && (force || !exists) {
+        written = true;
         let tmp = format!("{dest}.upgrade-tmp");
         let t = shell_quote(&tmp);
         let mut line = format!("cat > {t}");
@@ -545,6 +547,10 @@ async fn copy_to(
         obj(json!({"changed": changed, "dest": dest, "checksum": checksum, "size": data.len(), "state": "file"}));
     if let Some(m) = mode {
         r.insert("mode".into(), Value::String(m));
+    }
+    if !written {
+        // Ansible hands an unchanged file to the `file` module, whose result names it `path` as well.
+        r.insert("path".into(), Value::String(dest.to_string()));
     }
     Ok(CopyOutcome::Done(r))
 }
