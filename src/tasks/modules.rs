@@ -606,13 +606,17 @@ async fn fetch(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResult {
             return Ok(failed(format!("cannot write {}: {e}", dest_path.display())));
         }
     }
-    Ok(obj(json!({
+    let mut r = obj(json!({
         "changed": changed,
         "checksum": checksum,
         "remote_checksum": checksum,
         "dest": dest_path.display().to_string(),
-        "file": src,
-    })))
+    }));
+    if !changed {
+        // As Ansible's fetch: only a copy already up to date names the remote `file`.
+        r.insert("file".into(), Value::String(src));
+    }
+    Ok(r)
 }
 
 fn debug(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<String, Value> {
