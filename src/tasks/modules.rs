@@ -655,9 +655,10 @@ async fn pause(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Va
     let start = SystemTime::now();
     let began = Instant::now();
     let mut user_input = String::new();
+    // As Ansible: `minutes` wins over `seconds`, and a pause shorter than a second lasts one second.
     let (duration, unit) = match (seconds, minutes) {
-        (Some(s), _) => (Some(Duration::from_secs(s.max(0) as u64)), "seconds"),
-        (None, Some(m)) => (Some(Duration::from_secs(m.max(0) as u64 * 60)), "minutes"),
+        (_, Some(m)) => (Some(Duration::from_secs((m.max(0) as u64 * 60).max(1))), "minutes"),
+        (Some(s), None) => (Some(Duration::from_secs(s.max(1) as u64)), "seconds"),
         (None, None) => (None, "minutes"),
     };
     match duration {
