@@ -766,6 +766,9 @@ async fn wait_for(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResul
     let regex = arg_str(args, "search_regex");
     let state = arg_str(args, "state").unwrap_or_else(|| "started".into());
     let absent = matches!(state.as_str(), "stopped" | "absent");
+    if state == "stopped" && port.is_none() {
+        return Ok(failed("state=stopped should only be used for checking a port in the wait_for module"));
+    }
     if !matches!(state.as_str(), "started" | "present" | "stopped" | "absent") {
         return Ok(failed(format!("state `{state}` is not supported (started, present, stopped, absent)")));
     }
@@ -803,21 +806,17 @@ async fn wait_for(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResul
     let limit = Duration::from_secs((delay + timeout + connect_timeout + 30) as u64);
     let out = ctx.exec_with(&script, None, Some(limit)).await?;
     let elapsed = began.elapsed().as_secs();
-    let mut r = obj(json!({"changed": false, "elapsed": elapsed, "state": state}));
-    if let Some(p) = port {
-        r.insert("port".into(), json!(p));
-    }
-    if let Some(p) = &path {
-        r.insert("path".into(), json!(p));
-    }
-    if let Some(re) = &regex {
-        r.insert("search_regex".into(), json!(re));
-        r.insert("match_groups".into(), json!([]));
-        r.insert("match_groupdict".into(), json!({}));
-    }
+    // Ansible's wait_for names every target it could have waited on, null when not given.
+    let r = obj(json!({"changed": false, "elapsed": elapsed, "state": state, "port": port, "path": path,
+                           "search_regex": regex, "match_groups": [], "match_groupdict": {}}));
     if out.status != 0 && !what.is_empty() {
         let default = if absent {
-            format!("Timeout when waiting for {what} to {}", if port.is_some() { "stop" } else { "be absent" })
+            // Ansible names a path bare here, not as "file PATH".
+            match (&port, &path) {
+                (Some(p), _) => format!("Timeout when waiting for {host}:{p} to stop."),
+                (None, Some(path)) => format!("Timeout when waiting for {path} to be absent."),
+                (None, None) => String::new(),
+            }
         } else {
             format!("Timeout when waiting for {what}")
         };
