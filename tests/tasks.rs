@@ -584,7 +584,11 @@ fn include_tasks_vars_and_block_keywords_are_inherited() {
 "#,
     );
     assert_eq!(run.result("h1", "included")["msg"], "inner block");
-    assert_eq!(run.statuses("h1")[1], ("inherited when".to_string(), TaskStatus::Skipped));
+    // As Ansible, the include itself is reported (ok) before the tasks it brings in.
+    let statuses = run.statuses("h1");
+    assert_eq!(statuses[0], ("include_tasks inc/other.yml".to_string(), TaskStatus::Ok));
+    assert_eq!(statuses[1], ("included".to_string(), TaskStatus::Ok));
+    assert_eq!(statuses[2], ("inherited when".to_string(), TaskStatus::Skipped));
     assert_eq!(run.fact("h1", "t")["msg"], "from-task");
 }
 
@@ -826,4 +830,22 @@ fn ignore_errors_is_templated() {
     );
     assert_eq!(run.fact("h1", "rescued"), Value::Null);
     assert_eq!(run.fact("h2", "rescued"), json!(true));
+}
+
+#[test]
+fn include_tasks_runs_once_per_loop_item_and_counts_as_ok() {
+    let s = Scenario::new(&["h1"]);
+    s.write("step.yml", "- set_fact:\n    steps: \"{{ steps | default([]) + [step] }}\"\n");
+    let run = s.run(
+        r#"
+- name: each step
+  include_tasks: step.yml
+  loop: [a, b]
+  loop_control:
+    loop_var: step
+"#,
+    );
+    assert_eq!(run.fact("h1", "steps"), json!(["a", "b"]));
+    let includes: Vec<_> = run.statuses("h1").into_iter().filter(|(n, _)| n == "each step").collect();
+    assert_eq!(includes, vec![("each step".to_string(), TaskStatus::Ok); 2]);
 }

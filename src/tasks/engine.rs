@@ -334,28 +334,75 @@ impl HostRun<'_> {
             this.finish(&tref, task, failed(msg), Instant::now(), &scope, ignore);
             if ignore { Flow::Continue } else { Flow::Failed }
         };
-        match self.conditions_hold(&scope.when, &ctx) {
-            Ok(None) => {}
-            Ok(Some(false_condition)) => {
-                self.finish(&tref, task, skipped(&false_condition), Instant::now(), &scope, ignore);
-                return Flow::Continue;
+        // A looped include runs the file once per item, with the loop (and index) variable set for its tasks.
+        let items: Vec<Option<(usize, Value)>> = match &task.loop_items {
+            None => vec![None],
+            Some(items) => match self.engine.templar.render_value(items, &ctx) {
+                Ok(Value::Array(list)) => {
+                    let list = if task.loop_flatten {
+                        list.into_iter().flat_map(|i| if let Value::Array(v) = i { v } else { vec![i] }).collect()
+                    } else {
+                        list
+                    };
+                    list.into_iter().enumerate().map(Some).collect()
+                }
+                Ok(other) => {
+                    let msg = format!(
+                        "{}: the `loop` value must resolve to a list, not {}",
+                        Self::place(task),
+                        modules::type_name(&other)
+                    );
+                    return fail(self, msg);
+                }
+                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            },
+        };
+        for entry in items {
+            let mut inner = scope.clone();
+            if let Some((index, item)) = &entry {
+                let loop_var = task.loop_var.clone().unwrap_or_else(|| "item".into());
+                inner.vars.insert("ansible_loop_var".into(), json!(loop_var));
+                inner.vars.insert(loop_var, item.clone());
+                if let Some(index_var) = &task.index_var {
+                    inner.vars.insert("ansible_index_var".into(), json!(index_var));
+                    inner.vars.insert(index_var.clone(), json!(index));
+                }
             }
-            Err(msg) => return fail(self, format!("{}: {msg}", Self::place(task))),
+            let ctx = self.context(&inner, &Map::new());
+            match self.conditions_hold(&inner.when, &ctx) {
+                Ok(None) => {}
+                Ok(Some(false_condition)) => {
+                    self.finish(&tref, task, skipped(&false_condition), Instant::now(), &inner, ignore);
+                    continue;
+                }
+                Err(msg) => return fail(self, format!("{}: {msg}", Self::place(task))),
+            }
+            let name = match self.engine.templar.render(file, &ctx) {
+                Ok(Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            };
+            let path = resolve_local(&task.location.file, &name, None);
+            let tasks = match super::model::load_task_file(&path) {
+                Ok(tasks) => tasks,
+                Err(e) => return fail(self, format!("{}: {e}", Self::place(task))),
+            };
+            // Ansible reports each include (each item of a looped one) as ok before running its tasks.
+            let mut included = Map::new();
+            included.insert("changed".into(), Value::Bool(false));
+            included.insert("include".into(), Value::String(name));
+            if let Some((_, item)) = &entry {
+                included.insert(task.loop_var.clone().unwrap_or_else(|| "item".into()), item.clone());
+            }
+            self.finish(&tref, task, included, Instant::now(), &inner, ignore);
+            // The include's own `when` is settled; the included tasks inherit the rest of its keywords.
+            inner.when.clear();
+            match self.run_list(&tasks, inner).await {
+                Flow::Continue => {}
+                stop => return stop,
+            }
         }
-        let name = match self.engine.templar.render(file, &ctx) {
-            Ok(Value::String(s)) => s,
-            Ok(other) => other.to_string(),
-            Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
-        };
-        let path = resolve_local(&task.location.file, &name, None);
-        let tasks = match super::model::load_task_file(&path) {
-            Ok(tasks) => tasks,
-            Err(e) => return fail(self, format!("{}: {e}", Self::place(task))),
-        };
-        // The include's own `when` is settled; the included tasks inherit the rest of its keywords.
-        let mut inner = scope.clone();
-        inner.when.clear();
-        self.run_list(&tasks, inner).await
+        Flow::Continue
     }
 
     /// `Ok(None)` when every condition holds, `Ok(Some(cond))` with the first false one, `Err` on a template error.
