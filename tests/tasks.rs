@@ -849,3 +849,14 @@ fn include_tasks_runs_once_per_loop_item_and_counts_as_ok() {
     let includes: Vec<_> = run.statuses("h1").into_iter().filter(|(n, _)| n == "each step").collect();
     assert_eq!(includes, vec![("each step".to_string(), TaskStatus::Ok); 2]);
 }
+
+#[test]
+fn run_once_is_reported_for_the_host_that_ran_it_only() {
+    let s = Scenario::new(&["h1", "h2"]);
+    let run = s.run("- name: once\n  command: echo once\n  run_once: true\n  register: once\n");
+    let reported: Vec<_> =
+        ["h1", "h2"].iter().filter(|h| run.statuses(h).iter().any(|(n, _)| n == "once")).collect();
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert_eq!(run.fact("h1", "once")["stdout"], "once");
+    assert_eq!(run.fact("h2", "once")["stdout"], "once");
+}

@@ -505,6 +505,14 @@ impl HostRun<'_> {
                 .clone();
             if shared.runner != self.host {
                 self.facts.extend(shared.facts);
+                // Ansible reports a run_once task for the host that ran it only: the others take its facts and
+                // registered result without a line or a count of their own.
+                let ignore = self.ignore_errors(task, scope, &ctx);
+                // A failed run_once task fails every host (Ansible marks them all failed).
+                return match status_of(&shared.result) {
+                    TaskStatus::Failed if !ignore => self.record_failure(&tref, call, &shared.result),
+                    _ => Flow::Continue,
+                };
             }
             shared.result
         } else {
@@ -515,21 +523,24 @@ impl HostRun<'_> {
         match status {
             TaskStatus::Unreachable => Flow::Unreachable,
             TaskStatus::Failed if ignore => Flow::Continue,
-            TaskStatus::Failed => {
-                let failed_task = json!({
-                    "name": tref.name,
-                    "action": call.module.name(),
-                    "file": tref.file.display().to_string(),
-                    "line": tref.line,
-                });
-                let mut last = Map::new();
-                last.insert("ansible_failed_task".into(), failed_task);
-                last.insert("ansible_failed_result".into(), clean(&result));
-                self.last_failure = Some(last);
-                Flow::Failed
-            }
+            TaskStatus::Failed => self.record_failure(&tref, call, &result),
             _ => Flow::Continue,
         }
+    }
+
+    /// Keeps `ansible_failed_task` and `ansible_failed_result` for a `rescue` to see.
+    fn record_failure(&mut self, tref: &TaskRef, call: &ModuleCall, result: &Map<String, Value>) -> Flow {
+        let failed_task = json!({
+            "name": tref.name,
+            "action": call.module.name(),
+            "file": tref.file.display().to_string(),
+            "line": tref.line,
+        });
+        let mut last = Map::new();
+        last.insert("ansible_failed_task".into(), failed_task);
+        last.insert("ansible_failed_result".into(), clean(result));
+        self.last_failure = Some(last);
+        Flow::Failed
     }
 
     /// Runs a module task (loop, when, retries, conditions) and records its registered result and facts.
