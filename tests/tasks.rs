@@ -860,3 +860,19 @@ fn run_once_is_reported_for_the_host_that_ran_it_only() {
     assert_eq!(run.fact("h1", "once")["stdout"], "once");
     assert_eq!(run.fact("h2", "once")["stdout"], "once");
 }
+
+#[test]
+fn run_once_runs_on_the_first_host_in_order_even_when_another_arrives_first() {
+    let s = Scenario::new(&["h1", "h2"]);
+    let run = s.run(
+        r#"
+- command: sleep 1
+  when: inventory_hostname == "h1"
+- command: "echo {{ inventory_hostname }}"
+  run_once: true
+  register: once
+"#,
+    );
+    assert_eq!(run.fact("h1", "once")["stdout"], "h1");
+    assert_eq!(run.fact("h2", "once")["stdout"], "h1");
+}

@@ -83,7 +83,9 @@ impl Engine {
             seen: HashMap::new(),
             last_failure: None,
         };
+        self.run_once.mark(host, false);
         let flow = run.run_list(tasks, Scope::default()).await;
+        self.run_once.mark(host, true);
         let outcome = HostOutcome {
             failed: matches!(flow, Flow::Failed),
             unreachable: matches!(flow, Flow::Unreachable),
@@ -106,10 +108,56 @@ pub struct HostOutcome {
     pub facts: Map<String, Value>,
 }
 
-/// The first host to reach a `run_once` task runs it; the others of the run take its outcome.
+/// A `run_once` task runs on the first host of the run (in inventory order) still running it, as in Ansible; the
+/// others take its outcome.
 #[derive(Default)]
 pub struct RunOnce {
     slots: std::sync::Mutex<HashMap<(PathBuf, usize, usize, u32), Arc<OnceCell<Shared>>>>,
+    progress: std::sync::Mutex<Progress>,
+    changed: tokio::sync::Notify,
+}
+
+/// Which hosts of the run have started and finished, to tell whose turn a run_once task is.
+#[derive(Default)]
+struct Progress {
+    order: Vec<String>,
+    /// Every host will start (forks >= hosts), so waiting for one not yet started cannot deadlock.
+    all_start: bool,
+    started: std::collections::HashSet<String>,
+    finished: std::collections::HashSet<String>,
+}
+
+impl RunOnce {
+    /// The hosts of the run in order. Without it, the first host to reach a run_once task runs it.
+    pub fn set_order(&self, hosts: &[String], forks: usize) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.order = hosts.to_vec();
+            p.all_start = forks >= hosts.len();
+        }
+    }
+
+    fn mark(&self, host: &str, finished: bool) {
+        if let Ok(mut p) = self.progress.lock() {
+            if finished {
+                p.finished.insert(host.to_string());
+            } else {
+                p.started.insert(host.to_string());
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// No host before this one is still on its way to the task.
+    fn my_turn(&self, host: &str) -> bool {
+        let Ok(p) = self.progress.lock() else { return true };
+        for earlier in p.order.iter().take_while(|h| h.as_str() != host) {
+            let running = !p.finished.contains(earlier) && (p.all_start || p.started.contains(earlier));
+            if running {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 #[derive(Clone)]
@@ -489,20 +537,38 @@ impl HostRun<'_> {
                 };
                 slots.entry((key.0, key.1, key.2, nth)).or_default().clone()
             };
-            let shared = slot
-                .get_or_init(|| async {
-                    let before = self.facts.clone();
-                    let result = self.execute(task, call, scope, &ctx).await;
-                    let facts = self
-                        .facts
-                        .iter()
-                        .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    Shared { result, facts, runner: self.host.clone() }
-                })
-                .await
-                .clone();
+            let run_once = self.engine.run_once.clone();
+            let shared = loop {
+                if let Some(shared) = slot.get() {
+                    break shared.clone();
+                }
+                if run_once.my_turn(&self.host) {
+                    let shared = slot
+                        .get_or_init(|| async {
+                            let before = self.facts.clone();
+                            let result = self.execute(task, call, scope, &ctx).await;
+                            let facts = self
+                                .facts
+                                .iter()
+                                .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect();
+                            Shared { result, facts, runner: self.host.clone() }
+                        })
+                        .await
+                        .clone();
+                    run_once.changed.notify_waiters();
+                    break shared;
+                }
+                // Wait for an earlier host to run the task or to stop; register interest before checking again so
+                // no wake-up is missed.
+                let notified = run_once.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if slot.get().is_none() && !run_once.my_turn(&self.host) {
+                    notified.await;
+                }
+            };
             if shared.runner != self.host {
                 self.facts.extend(shared.facts);
                 // Ansible reports a run_once task for the host that ran it only: the others take its facts and
