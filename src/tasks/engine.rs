@@ -524,10 +524,14 @@ impl HostRun<'_> {
         let tref = self.task_ref(task, &ctx);
         self.engine.sink.event(&Event::TaskStarted { host: self.host.clone(), task: tref.clone() });
         let started = Instant::now();
-        let run_once = match task.run_once.as_ref().or(scope.run_once.as_ref()) {
+        let explicit_run_once = match task.run_once.as_ref().or(scope.run_once.as_ref()) {
             Some(v) => self.engine.templar.render_value(v, &ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false),
             None => false,
         };
+        // Ansible runs `pause` once for all hosts (its action bypasses the host loop): the first host pauses and
+        // reports it; the others neither report it nor get its registered result.
+        let bypass_host_loop = call.module == Module::Pause && !explicit_run_once;
+        let run_once = explicit_run_once || bypass_host_loop;
 
         let result = if run_once {
             let slot = {
@@ -570,7 +574,9 @@ impl HostRun<'_> {
                 }
             };
             if shared.runner != self.host {
-                self.facts.extend(shared.facts);
+                if !bypass_host_loop {
+                    self.facts.extend(shared.facts);
+                }
                 // Ansible reports a run_once task for the host that ran it only: the others take its facts and
                 // registered result without a line or a count of their own.
                 let ignore = self.ignore_errors(task, scope, &ctx);
