@@ -59,7 +59,12 @@ VOLATILE = {"start", "end", "delta", "invocation", "warnings", "deprecations", "
             # stat: inode numbers, times and ownership of the files each tool's run created.
             "inode", "dev", "atime", "mtime", "ctime", "nlink", "pw_name", "gr_name", "blocks", "block_size",
             "device_type", "isuid", "isgid", "version", "attributes", "charset", "mimetype",
-            "remote_checksum", "remote_md5sum", "elapsed"}
+            "remote_checksum", "remote_md5sum", "elapsed",
+            # stat: lsattr's flags, which depend on the file system the temp dir sits on (`e` on ext4, none on
+            # tmpfs); we do not report attributes (like `attributes` above).
+            "attr_flags",
+            # pause: the wall-clock time it ended.
+            "stop"}
 def clean(v):
     if isinstance(v, dict):
         return {k: clean(x) for k, x in sorted(v.items()) if k not in VOLATILE and not k.startswith("_ansible")}
@@ -105,7 +110,9 @@ ra, ru = recap("ansible"), recap("upgrade")
 if ra != ru:
     ok = False
     print(f"recap differs:\n  ansible: {ra}\n  upgrade: {ru}")
-fa, fu = ansible_failures(), upgrade_failures()
+# Messages name paths under each tool's own directory.
+tool_dir = lambda t, m: {h: [x.replace(str(work / t), str(work / "TOOL")) for x in l] for h, l in m.items()}
+fa, fu = tool_dir("ansible", ansible_failures()), tool_dir("upgrade", upgrade_failures())
 if fa != fu:
     ok = False
     print(f"failure messages differ:\n  ansible: {json.dumps(fa)}\n  upgrade: {json.dumps(fu)}")
