@@ -198,3 +198,14 @@ mem_line=$(/usr/bin/time -v "$ours" "$work/m.json" "$COMMANDS" 2>"$work/time.txt
 maxrss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time.txt")
 echo "memory: $MEMORY_HOSTS hosts over $sshds sshd: $mem_line"
 echo "peak RSS of the controller process: $((maxrss / 1024)) MB (target < 100 MB; the ssh master processes are separate)"
+
+# The same for `upgrade run-tasks` itself: MEMORY_HOSTS hosts, the COMMANDS-task file, all hosts at once.
+if "$upgrade" run-tasks --help >/dev/null 2>&1; then
+  start=$(now_ms)
+  /usr/bin/time -v "$upgrade" run-tasks "$work/tasks.yml" --inventory "$work/m.ini" --forks "$MEMORY_HOSTS" \
+    >"$work/run-tasks-m.out" 2>"$work/time-rt.txt" || true
+  rt_ms=$(( $(now_ms) - start ))
+  rt_rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time-rt.txt")
+  rt_failed=$(grep -c 'failed=[1-9]\|unreachable=[1-9]' "$work/run-tasks-m.out" || true)
+  echo "run-tasks with $MEMORY_HOSTS hosts x $COMMANDS tasks: total_ms=$rt_ms, peak RSS $((rt_rss / 1024)) MB (target < 100 MB), hosts not ok: $rt_failed"
+fi

@@ -87,14 +87,32 @@ impl Error {
         self.hint = Some(hint.into());
         self
     }
-    /// Reading a user's file failed: names the file and says what to check.
+    /// Reading a user's file failed: names the file (once, as the location) and says what to check.
     pub fn read_file(path: &Path, err: std::io::Error) -> Self {
-        Error::input(format!("cannot read {}: {err}", path.display()))
-            .in_file(path)
-            .hint("check that the path exists and is readable")
+        use std::io::ErrorKind as Io;
+        let (message, hint) = match err.kind() {
+            Io::NotFound => {
+                ("no such file".to_string(), "check the path; a relative path starts from the current directory")
+            }
+            Io::PermissionDenied => {
+                ("permission denied: cannot read this file".to_string(), "make the file readable by this user")
+            }
+            Io::IsADirectory => ("this is a directory, not a file".to_string(), "name a file"),
+            _ => (format!("cannot read this file: {}", io_reason(&err)), "check that the path exists and is readable"),
+        };
+        Error::input(message).in_file(path).hint(hint)
     }
     pub fn exit_code(&self) -> i32 {
         self.kind.exit_code()
+    }
+}
+
+/// An I/O error as a person reads it: `No such file or directory`, without Rust's ` (os error 2)`.
+pub fn io_reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" (os error ") {
+        Some(end) if text.ends_with(')') => text[..end].to_string(),
+        _ => text,
     }
 }
 

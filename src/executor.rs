@@ -224,13 +224,31 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     summary.hosts.extend(pre.skipped.iter().cloned());
     phase_finished(run, Phase::Preflight, true, started);
 
-    let nothing_to_do = pre.masters.is_empty() && pre.node_batches.is_empty();
-    if nothing_to_do {
+    let nodes_to_upgrade: Vec<String> =
+        pre.node_batches.iter().flatten().filter(|h| !pre.nodes_skipped.contains_key(*h)).cloned().collect();
+    let nothing_to_do = pre.masters.is_empty() && nodes_to_upgrade.is_empty();
+    let upgrades_something = run.plan.has_phase(Phase::ControlPlane) || run.plan.has_phase(Phase::Nodes);
+    if !upgrades_something {
+        let current = pre.control_plane_version.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        run.notice(None, format!("preflight passed: the control plane runs {current}, the target is {}", run.target));
+    } else if nothing_to_do {
         run.notice(None, format!("nothing to upgrade: every selected host already runs {}", run.target));
+    }
+    // The gate holds for phase-by-phase runs too: a run that changes the control plane without a verified backup of
+    // this target (from this run or an earlier one) takes one first.
+    let implied_backup = !run.plan.has_phase(Phase::EtcdBackup)
+        && run.plan.has_phase(Phase::ControlPlane)
+        && !pre.masters.is_empty()
+        && !etcd_backup::done_earlier(run);
+    if implied_backup {
+        run.notice(
+            None,
+            "the control plane is about to change and no verified etcd backup of this target exists: taking one first",
+        );
     }
     if run.plan.has_phase(Phase::EtcdBackup) && nothing_to_do {
         run.notice(None, "etcd backup skipped: nothing will change");
-    } else if run.plan.has_phase(Phase::EtcdBackup) {
+    } else if run.plan.has_phase(Phase::EtcdBackup) || implied_backup {
         let started = phase_started(run, Phase::EtcdBackup);
         let (reports, open) = etcd_backup::run(run).await;
         summary.hosts.extend(reports);
@@ -253,14 +271,28 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     }
 
     if run.plan.has_phase(Phase::Nodes) {
-        if summary.stopped.is_none() {
+        // Nodes already at the target are said to be skipped, whatever else happens.
+        let skipped_now = |run: &UpgradeRun| -> Vec<HostReport> {
+            pre.node_batches
+                .iter()
+                .flatten()
+                .filter_map(|h| pre.nodes_skipped.get(h).map(|reason| (h, reason)))
+                .map(|(h, reason)| {
+                    run.host_completed(Phase::Nodes, h, HostOutcome::Skipped { reason: reason.clone() }, Instant::now())
+                })
+                .collect()
+        };
+        if nodes_to_upgrade.is_empty() {
+            summary.hosts.extend(skipped_now(run));
+        } else if summary.stopped.is_none() {
             let started = phase_started(run, Phase::Nodes);
-            let (reports, stopped) = nodes::run(run, &pre.node_batches, stop).await;
+            let (reports, stopped) = nodes::run(run, &pre.node_batches, &pre.nodes_skipped, stop).await;
             summary.hosts.extend(reports);
             phase_finished(run, Phase::Nodes, stopped.is_none(), started);
             summary.stopped = stopped;
         } else {
-            summary.hosts.extend(not_started(run, Phase::Nodes, &pre.node_batches.concat(), &summary.stopped));
+            summary.hosts.extend(skipped_now(run));
+            summary.hosts.extend(not_started(run, Phase::Nodes, &nodes_to_upgrade, &summary.stopped));
         }
     }
 

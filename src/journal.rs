@@ -297,10 +297,11 @@ fn read_history(path: &Path) -> Result<History> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(history),
         Err(e) => return Err(state_error(path, e)),
     };
-    for line in BufReader::new(file).lines() {
+    // Read as bytes: a kill -9 or a crash of the machine can leave a line cut short, or garbage where the file
+    // system had not written yet (even bytes that are not UTF-8). Such a line is skipped; every whole line counts.
+    for line in BufReader::new(file).split(b'\n') {
         let line = line.map_err(|e| state_error(path, e))?;
-        // A kill -9 can cut the last line short; everything before it is whole.
-        if let Ok(entry) = serde_json::from_str::<JournalEntry>(&line) {
+        if let Ok(entry) = serde_json::from_slice::<JournalEntry>(&line) {
             history.apply(&entry);
         }
     }
@@ -363,6 +364,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("lock"), r#"{"pid": 4000000000, "started": "then"}"#).unwrap();
         RunLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_journal_with_bytes_that_are_not_utf8_is_read_past() {
+        let dir = tempfile::tempdir().unwrap();
+        let whole = r#"{"event":"run-started","run":"r","time":"t","target":"v1.29.1"}"#;
+        fs::write(dir.path().join("journal.jsonl"), [whole.as_bytes(), b"\n\x80\xff{\"ev\n"].concat()).unwrap();
+        let (_, history) = Journal::open(dir.path(), false).unwrap();
+        assert_eq!((history.runs, history.target.as_deref()), (1, Some("v1.29.1")));
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub mod settings;
 pub mod tasks;
 pub mod yaml;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use std::ffi::OsString;
 
 use clap::Parser;

@@ -20,6 +20,11 @@ const FILES: &[(&str, &str)] = &[
     ("wait_ready.yml", include_str!("../playbooks/wait_ready.yml")),
 ];
 
+/// The names of the built-in step files.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    FILES.iter().map(|(name, _)| *name)
+}
+
 /// Writes the built-in step files into `dir` and returns it.
 pub fn materialize(dir: &Path) -> Result<PathBuf> {
     let fail = |e: std::io::Error| {

@@ -115,7 +115,7 @@ impl Node {
 
 /// Parses one YAML document. An empty document is `Ok(None)`. Errors name the file, line and column.
 pub fn parse(text: &str, file: &Path) -> Result<Option<Node>> {
-    let mut builder = Builder { file, anchors: HashMap::new() };
+    let mut builder = Builder { file, anchors: HashMap::new(), depth: 0 };
     let mut parser = Parser::new_from_str(text);
     let mut events = std::iter::from_fn(move || parser.next_event());
     let mut doc = None;
@@ -142,9 +142,16 @@ pub fn parse(text: &str, file: &Path) -> Result<Option<Node>> {
 
 type Events<'a, 'b> = dyn Iterator<Item = std::result::Result<(Event<'a>, Span), ScanError>> + 'b;
 
+/// How deep collections may nest. The tree is built recursively, with a frame per level: the parser's own limit
+/// (256) is past what a 2 MB thread (a tokio worker, a test) holds in a debug build, and a stack overflow aborts the
+/// whole run. No inventory, variable or task file nests anywhere near this deep.
+const MAX_DEPTH: usize = 128;
+
 struct Builder<'f> {
     file: &'f Path,
     anchors: HashMap<usize, Node>,
+    /// Collections open around the node being read.
+    depth: usize,
 }
 
 impl Builder<'_> {
@@ -173,6 +180,27 @@ impl Builder<'_> {
 
     fn node_from<'a>(&mut self, event: Event<'a>, span: Span, events: &mut Events<'a, '_>) -> Result<Option<Node>> {
         let (line, column) = (span.start.line(), span.start.col() + 1);
+        if !matches!(event, Event::SequenceStart(..) | Event::MappingStart(..)) {
+            return self.build(event, line, column, events);
+        }
+        if self.depth >= MAX_DEPTH {
+            return Err(Error::input(format!("YAML nested more than {MAX_DEPTH} levels deep"))
+                .at(Location::new(self.file, line, column))
+                .hint("flatten the structure; no inventory, variable or task file needs this depth"));
+        }
+        self.depth += 1;
+        let node = self.build(event, line, column, events);
+        self.depth -= 1;
+        node
+    }
+
+    fn build<'a>(
+        &mut self,
+        event: Event<'a>,
+        line: usize,
+        column: usize,
+        events: &mut Events<'a, '_>,
+    ) -> Result<Option<Node>> {
         let at = |value| Node { value, line, column };
         let (node, anchor) = match event {
             Event::Scalar(text, style, anchor, tag) => {
@@ -274,8 +302,14 @@ fn wrap_tag(node: Node, tag: Option<&Tag>) -> Node {
 fn scan_error(err: &ScanError, file: &Path) -> Error {
     let marker = err.marker();
     let text = err.to_string();
-    // The parser appends its own position; we print ours.
-    let message = text.split(" at byte").next().unwrap_or(&text).trim().to_string();
+    // The parser appends its own position (" at char 12 line 1 column 13", or " at byte ..."); we print ours.
+    let message = [" at char ", " at byte "]
+        .iter()
+        .filter_map(|marker| text.find(marker))
+        .min()
+        .map_or(text.as_str(), |end| &text[..end])
+        .trim()
+        .to_string();
     Error::input(format!("invalid YAML: {message}"))
         .at(Location::new(file, marker.line(), marker.col() + 1))
         .hint("fix the YAML syntax at that line (indentation, quoting, a missing ':')")

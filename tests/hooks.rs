@@ -10,10 +10,11 @@ fn repo(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
-/// Two inventory hosts on one real sshd, each with its own root directory.
+/// Two inventory hosts on one real sshd (a master and a node), each with its own root directory.
 fn inventory(dir: &Path, sshd: &TestSshd, extra: &str) -> PathBuf {
     let path = dir.join("hosts.ini");
-    let text = format!("[nodes]\n{}\n{}\n\n[all:vars]\n{extra}\n", sshd.ini_host("h1"), sshd.ini_host("h2"));
+    let text =
+        format!("[masters]\n{}\n\n[nodes]\n{}\n\n[all:vars]\n{extra}\n", sshd.ini_host("h1"), sshd.ini_host("h2"));
     std::fs::write(&path, text).expect("inventory");
     path
 }
@@ -121,4 +122,15 @@ fn unreachable_hosts_and_changed_host_keys_fail_clearly() {
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains("unreachable=1"), "{all}");
+}
+
+#[test]
+fn check_reads_the_settings_as_a_run_would() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sshd = TestSshd::start();
+    let inv = inventory(dir.path(), &sshd, "upgrade_nodes_serial=abc");
+    let out = upgrade(&["check"], &inv);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("hosts.ini:") && all.contains("serial `abc`"), "{all}");
 }

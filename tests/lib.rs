@@ -2,6 +2,7 @@
 
 mod support;
 
+mod bad_input;
 mod etcd_backup;
 mod fake_cluster;
 mod hooks;

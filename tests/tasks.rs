@@ -854,8 +854,7 @@ fn include_tasks_runs_once_per_loop_item_and_counts_as_ok() {
 fn run_once_is_reported_for_the_host_that_ran_it_only() {
     let s = Scenario::new(&["h1", "h2"]);
     let run = s.run("- name: once\n  command: echo once\n  run_once: true\n  register: once\n");
-    let reported: Vec<_> =
-        ["h1", "h2"].iter().filter(|h| run.statuses(h).iter().any(|(n, _)| n == "once")).collect();
+    let reported: Vec<_> = ["h1", "h2"].iter().filter(|h| run.statuses(h).iter().any(|(n, _)| n == "once")).collect();
     assert_eq!(reported.len(), 1, "{reported:?}");
     assert_eq!(run.fact("h1", "once")["stdout"], "once");
     assert_eq!(run.fact("h2", "once")["stdout"], "once");

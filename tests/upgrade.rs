@@ -341,3 +341,64 @@ fn an_sshd_killed_during_a_nodes_upgrade_fails_that_node_and_the_run_goes_on() {
     assert_eq!(cluster.version("n3"), TARGET);
     drop(run);
 }
+
+#[test]
+fn ci_runs_the_control_plane_then_the_nodes_as_separate_phases_and_the_backup_gate_still_holds() {
+    let list = nodes(2, "region=a");
+    let cluster = TestCluster::new(&spec(&list));
+    cluster
+        .upgrade(&["--phase", "control-plane"])
+        .expect_code(0)
+        .expect_stdout("no verified etcd backup of this target exists: taking one first")
+        .expect_stdout("etcd snapshot verified");
+    for m in MASTERS {
+        assert_eq!(cluster.version(m), TARGET);
+    }
+    assert_eq!(cluster.fake.upgrades("n1"), 0, "the nodes wait for their own phase");
+    assert_eq!(snapshot_dirs(&cluster.sshd.host_root("m1").join("etcd-backups")).len(), 1);
+
+    cluster.upgrade(&["--phase", "nodes"]).expect_code(0);
+    assert_eq!(cluster.version("n1"), TARGET);
+    assert_eq!(cluster.version("n2"), TARGET);
+    assert_eq!(
+        snapshot_dirs(&cluster.sshd.host_root("m1").join("etcd-backups")).len(),
+        1,
+        "the nodes phase does not touch etcd"
+    );
+}
+
+#[test]
+fn nodes_already_at_the_target_keep_their_place_in_the_planned_batches_and_are_skipped() {
+    let list = nodes(4, "region=a");
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: \"50%\"");
+    cluster.fake.set_cue("n1", "report_version", TARGET);
+    cluster
+        .upgrade(&[])
+        .expect_code(0)
+        .expect_stdout("-- batch 1/2: n1, n2")
+        .expect_stdout("-- batch 2/2: n3, n4")
+        .expect_stdout("[n1] skipped: already at v1.29.1");
+    assert_eq!(cluster.fake.upgrades("n1"), 0, "n1 was not touched");
+    assert!(cluster.fake.actions_on("n1").iter().all(|a| a.starts_with("get")), "{:?}", cluster.fake.actions_on("n1"));
+    for n in ["n2", "n3", "n4"] {
+        assert_eq!(cluster.fake.upgrades(n), 1);
+    }
+}
+
+#[test]
+fn run_once_in_a_node_hook_runs_once_per_batch_as_in_a_serial_play() {
+    let list = nodes(4, "region=a");
+    let cluster =
+        TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_node_post_hook: hooks/post.yml");
+    let log = cluster.path("notify.log");
+    cluster.write(
+        "hooks/post.yml",
+        &format!(
+            "- name: tell the team once per batch\n  shell: echo \"batch done by {{{{ inventory_hostname }}}}\" >> {}\n  run_once: true\n  delegate_to: localhost\n",
+            log.display()
+        ),
+    );
+    cluster.upgrade(&[]).expect_code(0);
+    let lines = std::fs::read_to_string(&log).expect("the hook wrote on the controller");
+    assert_eq!(lines.lines().count(), 2, "one line per batch of two: {lines}");
+}

@@ -196,7 +196,11 @@ impl SshConnection {
         let config_path = dir.path().join("config");
         std::fs::write(&config_path, settings.config_file()?)
             .map_err(|e| ConnectionError::Transport(format!("cannot write {}: {e}", config_path.display())))?;
-        let connect_timeout = settings.connect_timeout.unwrap_or(connect_timeout).max(Duration::from_secs(1));
+        // ssh refuses a ConnectTimeout past INT_MAX seconds (and then fails as if the host had no address).
+        let connect_timeout = settings
+            .connect_timeout
+            .unwrap_or(connect_timeout)
+            .clamp(Duration::from_secs(1), Duration::from_secs(i32::MAX as u64));
         let mut builder = SessionBuilder::default();
         builder
             .config_file(&config_path)
@@ -231,7 +235,7 @@ impl SshConnection {
             return Ok(Arc::clone(session));
         }
         // ssh's ConnectTimeout covers the TCP connect and the banner; this also bounds a stalled authentication.
-        let limit = self.connect_timeout * 2 + Duration::from_secs(10);
+        let limit = self.connect_timeout.saturating_mul(2).saturating_add(Duration::from_secs(10));
         let started = tokio::time::timeout(limit, self.builder.connect_mux(&self.settings.address)).await;
         let session = match started {
             Ok(Ok(session)) => Arc::new(session),
@@ -377,7 +381,8 @@ impl Connection for SshConnection {
         let Some(limit) = limit else {
             return self.run(remote, stdin).await;
         };
-        match tokio::time::timeout(remote_limit(limit) + REMOTE_KILL_GRACE, self.run(remote, stdin)).await {
+        match tokio::time::timeout(remote_limit(limit).saturating_add(REMOTE_KILL_GRACE), self.run(remote, stdin)).await
+        {
             // `timeout -s KILL` on the host: the wrapper shell reports 137 once the limit has passed.
             Ok(Ok(out)) if out.status == 137 && started.elapsed() >= limit => Err(ConnectionError::Timeout(limit)),
             Ok(result) => result,
@@ -451,7 +456,7 @@ pub fn wrap_command(command: &str, limit: Option<Duration>) -> String {
 
 /// The host counts whole seconds (busybox's `timeout` takes no fractions), never less than the limit.
 fn remote_limit(limit: Duration) -> Duration {
-    Duration::from_secs(limit.as_secs() + u64::from(limit.subsec_nanos() > 0)).max(Duration::from_secs(1))
+    Duration::from_secs(limit.as_secs().saturating_add(u64::from(limit.subsec_nanos() > 0))).max(Duration::from_secs(1))
 }
 
 /// Turns what `ssh` logged on a failed connect into an error the user can act on.
@@ -753,6 +758,14 @@ mod tests {
         assert_eq!(s.endpoint(), "10.0.0.2:2222");
         let bare = SshSettings::from_vars("web", &Map::new()).unwrap();
         assert_eq!((bare.address.as_str(), bare.port, bare.endpoint()), ("web", None, "web:22".to_string()));
+    }
+
+    #[test]
+    fn limits_past_any_clock_saturate_instead_of_overflowing() {
+        // A drain timeout or ansible_ssh_timeout of 18446744073709551615 is an operator's "for ever".
+        let script = wrap_command("true", Some(Duration::MAX));
+        assert!(script.contains(&u64::MAX.to_string()), "{script}");
+        assert_eq!(remote_limit(Duration::MAX).saturating_add(REMOTE_KILL_GRACE), Duration::MAX);
     }
 
     #[test]

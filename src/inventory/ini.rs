@@ -166,9 +166,12 @@ fn host_line(builder: &mut Builder, line: &str, group: &str, path: &Path, line_n
         return Err(Error::input(format!("expected a host name, got: {line}")).at(at));
     };
     let (hostnames, port) = ranges::expand_host_pattern(pattern).map_err(|e| {
-        Error::input(format!("bad host pattern `{pattern}`: {e}"))
-            .at(at.clone())
-            .hint("ranges look like node[01:20], node[a:f] or node[1:10:2]")
+        let err = Error::input(format!("bad host pattern `{pattern}`: {e}")).at(at.clone());
+        if line.trim_start().starts_with('[') && !line.contains(']') {
+            err.hint("a section header needs its closing bracket: [group], [group:vars] or [group:children]")
+        } else {
+            err.hint("ranges look like node[01:20], node[a:f] or node[1:10:2]")
+        }
     })?;
     if pattern.trim().ends_with(':') && port.is_none() {
         return Err(Error::input(format!(

@@ -213,7 +213,7 @@ impl Group {
 pub(crate) fn read_text(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::read_file(path, e))?;
     String::from_utf8(bytes).map_err(|e| {
-        Error::input(format!("{} is not UTF-8 text", path.display()))
+        Error::input("this file is not UTF-8 text (a binary file, or another encoding)")
             .at(Location::new(path, line_of_offset(e.as_bytes(), e.utf8_error().valid_up_to()), 0))
             .hint("save the file as UTF-8")
     })

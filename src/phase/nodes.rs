@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::HostReport;
 use super::batches::{BatchStop, StopSignal, run_batches};
 use super::run::UpgradeRun;
 use super::sequence::{Role, upgrade_host};
+use super::{HostOutcome, HostReport};
 use crate::events::Event;
 use crate::plan::{Phase, threshold_exceeded};
 
@@ -15,8 +15,10 @@ use crate::plan::{Phase, threshold_exceeded};
 pub async fn run(
     run: &Arc<UpgradeRun>,
     batches: &[Vec<String>],
+    skip: &HashMap<String, String>,
     stop: &StopSignal,
 ) -> (Vec<HostReport>, Option<String>) {
+    let skip = Arc::new(skip.clone());
     let max_fail = run.plan.settings.max_fail_percentage.value;
     let total = batches.len();
     let phase = Phase::Nodes.name().to_string();
@@ -28,11 +30,23 @@ pub async fn run(
             run.event(Event::BatchFinished { phase: phase.clone(), index, failed, size });
             threshold_exceeded(failed, size, max_fail)
         },
-        |index, hosts| run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() }),
+        |index, hosts| {
+            run.batch_started(hosts);
+            run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() })
+        },
         |host| {
-            let (run, finished) = (run.clone(), finished.clone());
+            let (run, finished, skip) = (run.clone(), finished.clone(), skip.clone());
             async move {
-                let report = upgrade_host(&run, &host, Role::Node).await;
+                let report = match skip.get(&host) {
+                    // Already at the target: it keeps its place in the batch and is said to be skipped there.
+                    Some(reason) => run.host_completed(
+                        Phase::Nodes,
+                        &host,
+                        HostOutcome::Skipped { reason: reason.clone() },
+                        std::time::Instant::now(),
+                    ),
+                    None => upgrade_host(&run, &host, Role::Node).await,
+                };
                 let outcome = report.outcome.clone();
                 if let Ok(mut finished) = finished.lock() {
                     finished.insert(host, report);

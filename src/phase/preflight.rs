@@ -19,9 +19,12 @@ use crate::settings::TargetVersion;
 pub struct Preflight {
     /// Masters still to upgrade, in order.
     pub masters: Vec<String>,
-    /// Nodes still to upgrade, cut into batches by serial.
+    /// The selected nodes cut into batches by serial, as the plan cuts them: nodes already at the target keep their
+    /// place in their batch and are skipped there (see `nodes_skipped`).
     pub node_batches: Vec<Vec<String>>,
-    /// Hosts with nothing to do, and why.
+    /// Nodes of `node_batches` with nothing to do, and why.
+    pub nodes_skipped: HashMap<String, String>,
+    /// Masters with nothing to do, and why.
     pub skipped: Vec<HostReport>,
     /// The version the masters run.
     pub control_plane_version: Option<TargetVersion>,
@@ -231,17 +234,20 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
             }
             None => candidates,
         };
-        let mut to_upgrade = Vec::new();
-        for h in selected {
-            let node = &cluster[&run.node_name(&h)];
+        for h in &selected {
+            let node = &cluster[&run.node_name(h)];
             match version_of(node) {
-                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, &h) => {
-                    result.skipped.push(skipped(run, Phase::Nodes, &h, &v))
+                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) => {
+                    let report = skipped(run, Phase::Nodes, h, &v);
+                    if let HostOutcome::Skipped { reason } = report.outcome {
+                        result.nodes_skipped.insert(h.clone(), reason);
+                    }
                 }
-                _ => to_upgrade.push(h),
+                _ => {}
             }
         }
-        result.node_batches = batch_hosts(&to_upgrade, &plan.settings.serial.value);
+        // A percentage of serial is of all the nodes selected for the phase, as in the plan.
+        result.node_batches = batch_hosts(&selected, &plan.settings.serial.value);
     }
 
     result.resume = resume(run, cluster, &result);
@@ -282,14 +288,25 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
         return resume;
     }
     let earlier = |phase: Phase, host: &str| run.history.host(phase.name(), host);
-    for report in &decided.skipped {
-        let phase = if report.phase == Phase::ControlPlane.name() { Phase::ControlPlane } else { Phase::Nodes };
-        if earlier(phase, &report.host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded) {
-            resume.done_earlier.push(report.host.clone());
+    let skipped = decided
+        .skipped
+        .iter()
+        .map(|r| (Phase::ControlPlane, &r.host))
+        .chain(decided.nodes_skipped.keys().map(|h| (Phase::Nodes, h)));
+    for (phase, host) in skipped {
+        if earlier(phase, host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded) {
+            resume.done_earlier.push(host.clone());
         }
     }
     let to_run = decided.masters.iter().map(|h| (Phase::ControlPlane, h));
-    let to_run = to_run.chain(decided.node_batches.iter().flatten().map(|h| (Phase::Nodes, h)));
+    let to_run = to_run.chain(
+        decided
+            .node_batches
+            .iter()
+            .flatten()
+            .filter(|h| !decided.nodes_skipped.contains_key(*h))
+            .map(|h| (Phase::Nodes, h)),
+    );
     for (phase, host) in to_run {
         match earlier(phase, host) {
             Some(h) if h.in_flight => {

@@ -18,7 +18,7 @@ use crate::plan::{Phase, Plan};
 use crate::settings::{HookPoint, TargetVersion};
 use crate::tasks::Templar;
 use crate::tasks::connect::ConnectionPool;
-use crate::tasks::engine::{Engine, EngineOptions};
+use crate::tasks::engine::{Engine, EngineOptions, RunOnce};
 use crate::tasks::host_vars::HostVarsTable;
 use crate::tasks::model::{Task, load_task_file};
 
@@ -64,6 +64,8 @@ pub struct UpgradeRun {
     playbooks: PathBuf,
     task_files: Mutex<HashMap<PathBuf, Arc<Vec<Task>>>>,
     journal: Mutex<Journal>,
+    /// `run_once` in hooks means once per batch, as in a serial play: the hosts of a batch share one coordinator.
+    run_once: Mutex<HashMap<String, Arc<RunOnce>>>,
     /// The nodes as the cluster reported them in preflight, by node name.
     pub cluster_before: Mutex<HashMap<String, ClusterNode>>,
 }
@@ -108,6 +110,7 @@ impl UpgradeRun {
             task_files: Mutex::new(HashMap::new()),
             journal: Mutex::new(parts.journal),
             cluster_before: Mutex::new(HashMap::new()),
+            run_once: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
             target: parts.target,
@@ -139,6 +142,16 @@ impl UpgradeRun {
 
     pub fn run_id(&self) -> String {
         self.journal.lock().map(|j| j.run_id().to_string()).unwrap_or_default()
+    }
+
+    /// A batch starts: its hosts share `run_once` results from now on.
+    pub fn batch_started(&self, hosts: &[String]) {
+        let shared = Arc::new(RunOnce::default());
+        if let Ok(mut slots) = self.run_once.lock() {
+            for host in hosts {
+                slots.insert(host.clone(), shared.clone());
+            }
+        }
     }
 
     pub fn pool(&self) -> &ConnectionPool {
@@ -264,7 +277,10 @@ impl UpgradeRun {
         if timeout.is_some() {
             options.command_timeout = timeout;
         }
-        let engine = Engine::new(self.templar.clone(), capture.clone(), options, self.pool.clone());
+        let mut engine = Engine::new(self.templar.clone(), capture.clone(), options, self.pool.clone());
+        if let Some(shared) = self.run_once.lock().ok().and_then(|m| m.get(host).cloned()) {
+            engine.run_once = shared;
+        }
         let outcome = engine.run_host_with(host, vars, self.extra.clone(), &tasks).await;
         if outcome.failed || outcome.unreachable {
             let reason = capture.failure.lock().ok().and_then(|f| f.clone()).unwrap_or_else(|| {

@@ -103,6 +103,9 @@ pub struct Plan {
     /// The label selector is left to preflight, which evaluates it against the labels the cluster reports; the nodes
     /// phase then holds every candidate node.
     pub labels_from_cluster: bool,
+    /// The hosts whose etcd is backed up (group `etcd`, else the first master), whether or not the phase is selected:
+    /// a run that changes the control plane without a verified backup of this target takes one first.
+    pub etcd_hosts: Vec<String>,
 }
 
 impl Plan {
@@ -131,6 +134,22 @@ impl Plan {
         let wants = |p: Phase| selected.contains(&p);
         let limit = args.inventory.limit.clone();
 
+        if inventory.hosts.is_empty() {
+            // Say why there are no masters: an empty file, or a directory without inventory files.
+            let (what, hint) = if inventory.path.is_dir() {
+                (
+                    "the inventory directory holds no inventory with hosts",
+                    "put an INI or YAML inventory file in it, or pass the file itself to --inventory",
+                )
+            } else {
+                (
+                    "the inventory has no hosts",
+                    "list the control-plane hosts in a `masters` group and the workers in `nodes` ([masters] in INI, \
+                     all.children.masters in YAML)",
+                )
+            };
+            return Err(Error::input(what).in_file(&inventory.path).hint(hint));
+        }
         let masters = match inventory.group_hosts("masters") {
             Some(hosts) if !hosts.is_empty() => hosts,
             found => {
@@ -257,6 +276,7 @@ impl Plan {
             nodes_not_selected,
             limit,
             labels_from_cluster,
+            etcd_hosts: etcd,
         })
     }
 }

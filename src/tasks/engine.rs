@@ -724,13 +724,15 @@ impl HostRun<'_> {
         };
         // Ansible: one run plus `retries` more; `until` alone allows 3 retries; the delay defaults to 5 s.
         let retries = match &task.retries {
-            Some(_) => render_num(&task.retries, 0).map(|r| 1 + r.max(0)),
+            Some(_) => render_num(&task.retries, 0).map(|r| r.max(0).saturating_add(1)),
             None if !task.until.is_empty() => Ok(1 + 3),
             None => Ok(1),
         };
         let delay = render_num(&task.delay, 5);
         let (retries, delay) = match (retries, delay) {
-            (Ok(r), Ok(d)) => (u32::try_from(r).unwrap_or(1), Duration::from_secs(if d < 0 { 1 } else { d as u64 })),
+            (Ok(r), Ok(d)) => {
+                (u32::try_from(r).unwrap_or(u32::MAX), Duration::from_secs(if d < 0 { 1 } else { d as u64 }))
+            }
             (Err(e), _) | (_, Err(e)) => return failed(format!("{}: {e}", Self::place(task))),
         };
         let module_ctx = match self.module_context(task, scope, &ctx).await {

@@ -214,21 +214,43 @@ pub fn hook_files(inventory: &Inventory, extra: &inventory::Vars) -> Vec<PathBuf
     files
 }
 
-/// Task files of the built-in playbooks, when the crate's playbooks/ directory is there.
-fn builtin_playbooks() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
-                // defaults.yml holds the playbooks' default variables, not tasks.
-                .filter(|p| p.file_stem().is_some_and(|n| n != "defaults"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
+/// Checks the built-in step files compiled into this binary; returns how many problems they have.
+fn check_builtin_playbooks() -> usize {
+    let Ok(dir) = tempfile::tempdir() else { return 0 };
+    let Ok(dir) = crate::playbooks::materialize(dir.path()) else { return 0 };
+    let mut problems = 0;
+    for name in crate::playbooks::names() {
+        // defaults.yml holds the playbooks' default variables, not tasks.
+        if name == "defaults.yml" {
+            continue;
+        }
+        let errors = check_task_file(&dir.join(name));
+        if errors.is_empty() {
+            println!("ok: built-in playbooks/{name}");
+        }
+        for e in &errors {
+            eprintln!("error: built-in playbooks/{name}: {e}");
+        }
+        problems += errors.len();
+    }
+    problems
+}
+
+/// The settings of an upgrade with this inventory and these extra vars, as a run would read them.
+fn check_settings(args: &CheckArgs, inventory: &Inventory, extra: &inventory::Vars) -> Result<()> {
+    let mut argv: Vec<std::ffi::OsString> = vec!["upgrade".into(), "--inventory".into()];
+    argv.push(inventory.path.clone().into_os_string());
+    for e in &args.inventory.extra_vars {
+        argv.push("-e".into());
+        argv.push(e.into());
+    }
+    if let Some(limit) = &args.inventory.limit {
+        argv.push("--limit".into());
+        argv.push(limit.into());
+    }
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
+        .map_err(|e| Error::input(format!("cannot read the arguments: {e}")))?;
+    crate::plan::Plan::build_for_run(inventory, extra, &cli.upgrade).map(|_| ())
 }
 
 /// `upgrade check`: validates inventory, settings and task files without connecting.
@@ -241,6 +263,13 @@ pub fn check_command(args: &CheckArgs) -> Result<i32> {
             match extra {
                 Ok(extra) => {
                     println!("ok: {}", inventory.path.display());
+                    match check_settings(args, &inventory, &extra) {
+                        Ok(()) => println!("ok: settings and plan"),
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            problems += 1;
+                        }
+                    }
                     files.extend(hook_files(&inventory, &extra));
                 }
                 Err(e) => {
@@ -254,7 +283,7 @@ pub fn check_command(args: &CheckArgs) -> Result<i32> {
             problems += 1;
         }
     }
-    files.extend(builtin_playbooks());
+    problems += check_builtin_playbooks();
     for f in &args.files {
         if !files.contains(f) {
             files.push(f.clone());

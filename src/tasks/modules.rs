@@ -657,7 +657,7 @@ async fn pause(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Va
     let mut user_input = String::new();
     // As Ansible: `minutes` wins over `seconds`, and a pause shorter than a second lasts one second.
     let (duration, unit) = match (seconds, minutes) {
-        (_, Some(m)) => (Some(Duration::from_secs((m.max(0) as u64 * 60).max(1))), "minutes"),
+        (_, Some(m)) => (Some(Duration::from_secs((m.max(0) as u64).saturating_mul(60).max(1))), "minutes"),
         (Some(s), None) => (Some(Duration::from_secs(s.max(1) as u64)), "seconds"),
         (None, None) => (None, "minutes"),
     };
@@ -794,7 +794,7 @@ async fn wait_for(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResul
     };
     let script = if port.is_none() && path.is_none() {
         // Neither port nor path: wait_for just sleeps for `timeout`.
-        format!("sleep {}", delay + timeout)
+        format!("sleep {}", delay.saturating_add(timeout))
     } else {
         let cond = if absent { format!("! {{ {check}; }}") } else { check };
         format!(
@@ -803,7 +803,8 @@ async fn wait_for(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResul
         )
     };
     let began = Instant::now();
-    let limit = Duration::from_secs((delay + timeout + connect_timeout + 30) as u64);
+    let limit =
+        Duration::from_secs(delay.saturating_add(timeout).saturating_add(connect_timeout).saturating_add(30) as u64);
     let out = ctx.exec_with(&script, None, Some(limit)).await?;
     let elapsed = began.elapsed().as_secs();
     // Ansible's wait_for names every target it could have waited on, null when not given.

@@ -174,6 +174,9 @@ impl Object for Resolving {
             return Some(value);
         }
         let Some(text) = value.as_str().filter(|s| is_template(s)) else { return Some(value) };
+        if check_chain_length(text, false).is_err() {
+            return None;
+        }
         let depth = NESTING.with(|n| n.get());
         if depth >= MAX_NESTING {
             return None;
@@ -382,6 +385,63 @@ fn single_expression(source: &str) -> Option<&str> {
     Some(inner)
 }
 
+/// How many operators (`.`, `[`, `|`, `+`, `and`, ...) one `{{ }}` or `{% %}` may chain. minijinja's parser guards
+/// nesting, but a flat chain (`x.a.a.a...`, `1+1+1...`) becomes a tree as deep as it is long, which its compiler
+/// walks recursively: a few thousand links overflow a thread's stack and abort the process. Python's Jinja stops at
+/// its recursion limit (1000) too, so no template Ansible runs is refused.
+const MAX_CHAIN: usize = 1000;
+
+/// Refuses a template (or a bare expression, `bare`) with a tag that chains more than [`MAX_CHAIN`] operators.
+fn check_chain_length(source: &str, bare: bool) -> Result<(), TemplateError> {
+    let mut in_tag = bare;
+    let mut quote: Option<char> = None;
+    let mut count = 0usize;
+    let mut word = String::new();
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !in_tag {
+            if c == '{' && matches!(chars.peek(), Some('{' | '%')) {
+                chars.next();
+                in_tag = true;
+                count = 0;
+            }
+            continue;
+        }
+        if let Some(q) = quote {
+            if c == '\\' {
+                chars.next();
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if matches!(word.as_str(), "and" | "or" | "not" | "if" | "is" | "in") {
+            count += 1;
+        }
+        word.clear();
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '}' | '%' if !bare && chars.peek() == Some(&'}') => {
+                chars.next();
+                in_tag = false;
+            }
+            '.' | '[' | '(' | '|' | '+' | '-' | '*' | '/' | '%' | '~' | '<' | '>' | '=' | '!' => count += 1,
+            _ => {}
+        }
+        if count > MAX_CHAIN {
+            return Err(TemplateError::new(
+                TemplateErrorKind::Syntax,
+                format!("template syntax error: an expression chains more than {MAX_CHAIN} operators"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn starts_and_ends_as_template(s: &str) -> bool {
     (s.starts_with("{{") || s.starts_with("{%")) && (s.ends_with("}}") || s.ends_with("%}"))
 }
@@ -426,6 +486,7 @@ impl Templar {
         if !is_template(template) {
             return Ok(Json::String(template.to_owned()));
         }
+        check_chain_length(template, false)?;
         let stripped = strip_builtin_prefix(template);
         let source = escape_backslashes(&stripped);
         if let Some(expr) = single_expression(&source) {
@@ -445,11 +506,13 @@ impl Templar {
         if !is_template(template) {
             return Ok(template.to_owned());
         }
+        check_chain_length(template, false)?;
         let stripped = strip_builtin_prefix(template);
         self.render_text(&escape_backslashes(&stripped), vars)
     }
 
     fn render_text(&self, source: &str, vars: &Vars) -> Result<String, TemplateError> {
+        check_chain_length(source, false)?;
         match self.env.render_str(source, resolving(&self.env, vars)) {
             Ok(text) => Ok(text),
             Err(e) => {
@@ -501,6 +564,7 @@ impl Templar {
 
     /// Evaluates a bare Jinja expression (`loop:` items, `that:` entries) to its native value.
     pub fn eval_expression(&self, expr: &str, vars: &Vars) -> Result<Json, TemplateError> {
+        check_chain_length(expr, true)?;
         let source = strip_builtin_prefix(expr);
         let compiled = self.env.compile_expression(&source).map_err(|e| self.error(e, &source, true, vars))?;
         let value = match compiled.eval(resolving(&self.env, vars)) {
@@ -594,6 +658,7 @@ impl Templar {
         if !is_template(template) {
             return Ok(());
         }
+        check_chain_length(template, false)?;
         let source = strip_builtin_prefix(template);
         self.env.template_from_str(&source).map(|_| ()).map_err(|e| self.error(e, &source, false, &Vars::empty()))?;
         Ok(())
@@ -605,6 +670,7 @@ impl Templar {
         if starts_and_ends_as_template(condition) {
             return self.check_syntax(condition);
         }
+        check_chain_length(condition, true)?;
         let source = strip_builtin_prefix(condition);
         self.env.compile_expression(&source).map(|_| ()).map_err(|e| self.error(e, &source, true, &Vars::empty()))
     }

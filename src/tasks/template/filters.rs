@@ -727,11 +727,17 @@ fn to_json_filter(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
     Ok(py_json(&to_json(value)?, &style))
 }
 
+const MAX_JSON_INDENT: usize = 1000;
+
 fn to_nice_json(value: &Value, indent: Option<usize>, kwargs: Kwargs) -> Result<String, Error> {
     let indent = match indent {
         Some(i) => i,
         None => kwargs.get::<Option<usize>>("indent")?.unwrap_or(4),
     };
+    // Python would try (and fail with MemoryError); an absurd indent must not take the controller's memory.
+    if indent > MAX_JSON_INDENT {
+        return Err(err(format!("to_nice_json: indent {indent} is too large (at most {MAX_JSON_INDENT})")));
+    }
     let mut style = JsonStyle::nice(indent);
     style.sort_keys = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(true);
     style.ensure_ascii = kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(true);

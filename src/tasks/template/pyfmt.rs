@@ -161,7 +161,7 @@ fn write_json(out: &mut String, value: &serde_json::Value, style: &JsonStyle, de
     let newline = |out: &mut String, depth: usize| {
         if let Some(indent) = style.indent {
             out.push('\n');
-            out.push_str(&" ".repeat(indent * depth));
+            out.push_str(&" ".repeat(indent.saturating_mul(depth)));
         }
     };
     // With an indent, Python's item separator loses its trailing space at line ends.
