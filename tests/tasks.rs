@@ -584,7 +584,11 @@ fn include_tasks_vars_and_block_keywords_are_inherited() {
 "#,
     );
     assert_eq!(run.result("h1", "included")["msg"], "inner block");
-    assert_eq!(run.statuses("h1")[1], ("inherited when".to_string(), TaskStatus::Skipped));
+    // As Ansible, the include itself is reported (ok) before the tasks it brings in.
+    let statuses = run.statuses("h1");
+    assert_eq!(statuses[0], ("include_tasks inc/other.yml".to_string(), TaskStatus::Ok));
+    assert_eq!(statuses[1], ("included".to_string(), TaskStatus::Ok));
+    assert_eq!(statuses[2], ("inherited when".to_string(), TaskStatus::Skipped));
     assert_eq!(run.fact("h1", "t")["msg"], "from-task");
 }
 
@@ -771,4 +775,103 @@ fn the_builtin_playbooks_pass_check() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn omit_drops_the_argument_wherever_it_lands() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- command:
+    cmd: pwd
+    chdir: "{{ workdir | default(omit) }}"
+  register: omitted
+- command:
+    argv: ["echo", "{{ omit }}", "kept"]
+  register: in_list
+"#,
+    );
+    assert_eq!(run.fact("h1", "omitted")["rc"], 0, "{}", run.fact("h1", "omitted"));
+    assert_eq!(run.fact("h1", "in_list")["stdout"], "kept");
+}
+
+#[test]
+fn loop_control_index_var_counts_items_from_zero() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- debug:
+    msg: "{{ idx }}:{{ item }}"
+  loop: [zero, one]
+  loop_control:
+    index_var: idx
+  register: indexed
+"#,
+    );
+    let results = run.fact("h1", "indexed")["results"].clone();
+    assert_eq!(results[1]["msg"], "1:one");
+    assert_eq!((results[1]["idx"].clone(), results[1]["ansible_index_var"].clone()), (json!(1), json!("idx")));
+}
+
+#[test]
+fn ignore_errors_is_templated() {
+    let mut s = Scenario::new(&["h1", "h2"]);
+    s.set_host_var("h1", "role", json!("db"));
+    s.set_host_var("h2", "role", json!("web"));
+    let run = s.run(
+        r#"
+- block:
+    - command: /bin/false
+  ignore_errors: "{{ role == 'db' }}"
+  rescue:
+    - set_fact:
+        rescued: true
+"#,
+    );
+    assert_eq!(run.fact("h1", "rescued"), Value::Null);
+    assert_eq!(run.fact("h2", "rescued"), json!(true));
+}
+
+#[test]
+fn include_tasks_runs_once_per_loop_item_and_counts_as_ok() {
+    let s = Scenario::new(&["h1"]);
+    s.write("step.yml", "- set_fact:\n    steps: \"{{ steps | default([]) + [step] }}\"\n");
+    let run = s.run(
+        r#"
+- name: each step
+  include_tasks: step.yml
+  loop: [a, b]
+  loop_control:
+    loop_var: step
+"#,
+    );
+    assert_eq!(run.fact("h1", "steps"), json!(["a", "b"]));
+    let includes: Vec<_> = run.statuses("h1").into_iter().filter(|(n, _)| n == "each step").collect();
+    assert_eq!(includes, vec![("each step".to_string(), TaskStatus::Ok); 2]);
+}
+
+#[test]
+fn run_once_is_reported_for_the_host_that_ran_it_only() {
+    let s = Scenario::new(&["h1", "h2"]);
+    let run = s.run("- name: once\n  command: echo once\n  run_once: true\n  register: once\n");
+    let reported: Vec<_> = ["h1", "h2"].iter().filter(|h| run.statuses(h).iter().any(|(n, _)| n == "once")).collect();
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert_eq!(run.fact("h1", "once")["stdout"], "once");
+    assert_eq!(run.fact("h2", "once")["stdout"], "once");
+}
+
+#[test]
+fn run_once_runs_on_the_first_host_in_order_even_when_another_arrives_first() {
+    let s = Scenario::new(&["h1", "h2"]);
+    let run = s.run(
+        r#"
+- command: sleep 1
+  when: inventory_hostname == "h1"
+- command: "echo {{ inventory_hostname }}"
+  run_once: true
+  register: once
+"#,
+    );
+    assert_eq!(run.fact("h1", "once")["stdout"], "h1");
+    assert_eq!(run.fact("h2", "once")["stdout"], "h1");
 }

@@ -83,7 +83,9 @@ impl Engine {
             seen: HashMap::new(),
             last_failure: None,
         };
+        self.run_once.mark(host, false);
         let flow = run.run_list(tasks, Scope::default()).await;
+        self.run_once.mark(host, true);
         let outcome = HostOutcome {
             failed: matches!(flow, Flow::Failed),
             unreachable: matches!(flow, Flow::Unreachable),
@@ -106,10 +108,56 @@ pub struct HostOutcome {
     pub facts: Map<String, Value>,
 }
 
-/// The first host to reach a `run_once` task runs it; the others of the run take its outcome.
+/// A `run_once` task runs on the first host of the run (in inventory order) still running it, as in Ansible; the
+/// others take its outcome.
 #[derive(Default)]
 pub struct RunOnce {
     slots: std::sync::Mutex<HashMap<(PathBuf, usize, usize, u32), Arc<OnceCell<Shared>>>>,
+    progress: std::sync::Mutex<Progress>,
+    changed: tokio::sync::Notify,
+}
+
+/// Which hosts of the run have started and finished, to tell whose turn a run_once task is.
+#[derive(Default)]
+struct Progress {
+    order: Vec<String>,
+    /// Every host will start (forks >= hosts), so waiting for one not yet started cannot deadlock.
+    all_start: bool,
+    started: std::collections::HashSet<String>,
+    finished: std::collections::HashSet<String>,
+}
+
+impl RunOnce {
+    /// The hosts of the run in order. Without it, the first host to reach a run_once task runs it.
+    pub fn set_order(&self, hosts: &[String], forks: usize) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.order = hosts.to_vec();
+            p.all_start = forks >= hosts.len();
+        }
+    }
+
+    fn mark(&self, host: &str, finished: bool) {
+        if let Ok(mut p) = self.progress.lock() {
+            if finished {
+                p.finished.insert(host.to_string());
+            } else {
+                p.started.insert(host.to_string());
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// No host before this one is still on its way to the task.
+    fn my_turn(&self, host: &str) -> bool {
+        let Ok(p) = self.progress.lock() else { return true };
+        for earlier in p.order.iter().take_while(|h| h.as_str() != host) {
+            let running = !p.finished.contains(earlier) && (p.all_start || p.started.contains(earlier));
+            if running {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 #[derive(Clone)]
@@ -329,33 +377,80 @@ impl HostRun<'_> {
         let scope = Self::child_scope(task, scope);
         let ctx = self.context(&scope, &Map::new());
         let tref = self.task_ref(task, &ctx);
-        let ignore = self.ignore_errors(task, &scope);
+        let ignore = self.ignore_errors(task, &scope, &ctx);
         let fail = |this: &Self, msg: String| {
-            this.finish(&tref, task, failed(msg), Instant::now(), &scope);
+            this.finish(&tref, task, failed(msg), Instant::now(), &scope, ignore);
             if ignore { Flow::Continue } else { Flow::Failed }
         };
-        match self.conditions_hold(&scope.when, &ctx) {
-            Ok(None) => {}
-            Ok(Some(false_condition)) => {
-                self.finish(&tref, task, skipped(&false_condition), Instant::now(), &scope);
-                return Flow::Continue;
+        // A looped include runs the file once per item, with the loop (and index) variable set for its tasks.
+        let items: Vec<Option<(usize, Value)>> = match &task.loop_items {
+            None => vec![None],
+            Some(items) => match self.engine.templar.render_value(items, &ctx) {
+                Ok(Value::Array(list)) => {
+                    let list = if task.loop_flatten {
+                        list.into_iter().flat_map(|i| if let Value::Array(v) = i { v } else { vec![i] }).collect()
+                    } else {
+                        list
+                    };
+                    list.into_iter().enumerate().map(Some).collect()
+                }
+                Ok(other) => {
+                    let msg = format!(
+                        "{}: the `loop` value must resolve to a list, not {}",
+                        Self::place(task),
+                        modules::type_name(&other)
+                    );
+                    return fail(self, msg);
+                }
+                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            },
+        };
+        for entry in items {
+            let mut inner = scope.clone();
+            if let Some((index, item)) = &entry {
+                let loop_var = task.loop_var.clone().unwrap_or_else(|| "item".into());
+                inner.vars.insert("ansible_loop_var".into(), json!(loop_var));
+                inner.vars.insert(loop_var, item.clone());
+                if let Some(index_var) = &task.index_var {
+                    inner.vars.insert("ansible_index_var".into(), json!(index_var));
+                    inner.vars.insert(index_var.clone(), json!(index));
+                }
             }
-            Err(msg) => return fail(self, format!("{}: {msg}", Self::place(task))),
+            let ctx = self.context(&inner, &Map::new());
+            match self.conditions_hold(&inner.when, &ctx) {
+                Ok(None) => {}
+                Ok(Some(false_condition)) => {
+                    self.finish(&tref, task, skipped(&false_condition), Instant::now(), &inner, ignore);
+                    continue;
+                }
+                Err(msg) => return fail(self, format!("{}: {msg}", Self::place(task))),
+            }
+            let name = match self.engine.templar.render(file, &ctx) {
+                Ok(Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            };
+            let path = resolve_local(&task.location.file, &name, None);
+            let tasks = match super::model::load_task_file(&path) {
+                Ok(tasks) => tasks,
+                Err(e) => return fail(self, format!("{}: {e}", Self::place(task))),
+            };
+            // Ansible reports each include (each item of a looped one) as ok before running its tasks.
+            let mut included = Map::new();
+            included.insert("changed".into(), Value::Bool(false));
+            included.insert("include".into(), Value::String(name));
+            if let Some((_, item)) = &entry {
+                included.insert(task.loop_var.clone().unwrap_or_else(|| "item".into()), item.clone());
+            }
+            self.finish(&tref, task, included, Instant::now(), &inner, ignore);
+            // The include's own `when` is settled; the included tasks inherit the rest of its keywords.
+            inner.when.clear();
+            match self.run_list(&tasks, inner).await {
+                Flow::Continue => {}
+                stop => return stop,
+            }
         }
-        let name = match self.engine.templar.render(file, &ctx) {
-            Ok(Value::String(s)) => s,
-            Ok(other) => other.to_string(),
-            Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
-        };
-        let path = resolve_local(&task.location.file, &name, None);
-        let tasks = match super::model::load_task_file(&path) {
-            Ok(tasks) => tasks,
-            Err(e) => return fail(self, format!("{}: {e}", Self::place(task))),
-        };
-        // The include's own `when` is settled; the included tasks inherit the rest of its keywords.
-        let mut inner = scope.clone();
-        inner.when.clear();
-        self.run_list(&tasks, inner).await
+        Flow::Continue
     }
 
     /// `Ok(None)` when every condition holds, `Ok(Some(cond))` with the first false one, `Err` on a template error.
@@ -383,9 +478,10 @@ impl HostRun<'_> {
         result: Map<String, Value>,
         started: Instant,
         scope: &Scope,
+        ignore_errors: bool,
     ) -> TaskStatus {
         let status = status_of(&result);
-        let ignored = status == TaskStatus::Failed && self.ignore_errors(task, scope);
+        let ignored = status == TaskStatus::Failed && ignore_errors;
         let no_log = task.no_log.as_ref().or(scope.no_log.as_ref()).and_then(parse_bool).unwrap_or(false);
         let shown = if no_log {
             let mut censored = Map::new();
@@ -411,8 +507,10 @@ impl HostRun<'_> {
         status
     }
 
-    fn ignore_errors(&self, task: &Task, scope: &Scope) -> bool {
-        task.ignore_errors.as_ref().or(scope.ignore_errors.as_ref()).and_then(parse_bool).unwrap_or(false)
+    /// `ignore_errors`, templated as Ansible does (`ignore_errors: "{{ role == 'db' }}"`).
+    fn ignore_errors(&self, task: &Task, scope: &Scope, ctx: &Vars) -> bool {
+        let Some(value) = task.ignore_errors.as_ref().or(scope.ignore_errors.as_ref()) else { return false };
+        self.engine.templar.render_value(value, ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false)
     }
 
     async fn run_module_task(&mut self, task: &Task, call: &ModuleCall, scope: &Scope) -> Flow {
@@ -426,10 +524,14 @@ impl HostRun<'_> {
         let tref = self.task_ref(task, &ctx);
         self.engine.sink.event(&Event::TaskStarted { host: self.host.clone(), task: tref.clone() });
         let started = Instant::now();
-        let run_once = match task.run_once.as_ref().or(scope.run_once.as_ref()) {
+        let explicit_run_once = match task.run_once.as_ref().or(scope.run_once.as_ref()) {
             Some(v) => self.engine.templar.render_value(v, &ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false),
             None => false,
         };
+        // Ansible runs `pause` once for all hosts (its action bypasses the host loop): the first host pauses and
+        // reports it; the others neither report it nor get its registered result.
+        let bypass_host_loop = call.module == Module::Pause && !explicit_run_once;
+        let run_once = explicit_run_once || bypass_host_loop;
 
         let result = if run_once {
             let slot = {
@@ -439,46 +541,78 @@ impl HostRun<'_> {
                 };
                 slots.entry((key.0, key.1, key.2, nth)).or_default().clone()
             };
-            let shared = slot
-                .get_or_init(|| async {
-                    let before = self.facts.clone();
-                    let result = self.execute(task, call, scope, &ctx).await;
-                    let facts = self
-                        .facts
-                        .iter()
-                        .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    Shared { result, facts, runner: self.host.clone() }
-                })
-                .await
-                .clone();
+            let run_once = self.engine.run_once.clone();
+            let shared = loop {
+                if let Some(shared) = slot.get() {
+                    break shared.clone();
+                }
+                if run_once.my_turn(&self.host) {
+                    let shared = slot
+                        .get_or_init(|| async {
+                            let before = self.facts.clone();
+                            let result = self.execute(task, call, scope, &ctx).await;
+                            let facts = self
+                                .facts
+                                .iter()
+                                .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect();
+                            Shared { result, facts, runner: self.host.clone() }
+                        })
+                        .await
+                        .clone();
+                    run_once.changed.notify_waiters();
+                    break shared;
+                }
+                // Wait for an earlier host to run the task or to stop; register interest before checking again so
+                // no wake-up is missed.
+                let notified = run_once.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if slot.get().is_none() && !run_once.my_turn(&self.host) {
+                    notified.await;
+                }
+            };
             if shared.runner != self.host {
-                self.facts.extend(shared.facts);
+                if !bypass_host_loop {
+                    self.facts.extend(shared.facts);
+                }
+                // Ansible reports a run_once task for the host that ran it only: the others take its facts and
+                // registered result without a line or a count of their own.
+                let ignore = self.ignore_errors(task, scope, &ctx);
+                // A failed run_once task fails every host (Ansible marks them all failed).
+                return match status_of(&shared.result) {
+                    TaskStatus::Failed if !ignore => self.record_failure(&tref, call, &shared.result),
+                    _ => Flow::Continue,
+                };
             }
             shared.result
         } else {
             self.execute(task, call, scope, &ctx).await
         };
-        let status = self.finish(&tref, task, result.clone(), started, scope);
+        let ignore = self.ignore_errors(task, scope, &ctx);
+        let status = self.finish(&tref, task, result.clone(), started, scope, ignore);
         match status {
             TaskStatus::Unreachable => Flow::Unreachable,
-            TaskStatus::Failed if self.ignore_errors(task, scope) => Flow::Continue,
-            TaskStatus::Failed => {
-                let failed_task = json!({
-                    "name": tref.name,
-                    "action": call.module.name(),
-                    "file": tref.file.display().to_string(),
-                    "line": tref.line,
-                });
-                let mut last = Map::new();
-                last.insert("ansible_failed_task".into(), failed_task);
-                last.insert("ansible_failed_result".into(), clean(&result));
-                self.last_failure = Some(last);
-                Flow::Failed
-            }
+            TaskStatus::Failed if ignore => Flow::Continue,
+            TaskStatus::Failed => self.record_failure(&tref, call, &result),
             _ => Flow::Continue,
         }
+    }
+
+    /// Keeps `ansible_failed_task` and `ansible_failed_result` for a `rescue` to see.
+    fn record_failure(&mut self, tref: &TaskRef, call: &ModuleCall, result: &Map<String, Value>) -> Flow {
+        let failed_task = json!({
+            "name": tref.name,
+            "action": call.module.name(),
+            "file": tref.file.display().to_string(),
+            "line": tref.line,
+        });
+        let mut last = Map::new();
+        last.insert("ansible_failed_task".into(), failed_task);
+        last.insert("ansible_failed_result".into(), clean(result));
+        self.last_failure = Some(last);
+        Flow::Failed
     }
 
     /// Runs a module task (loop, when, retries, conditions) and records its registered result and facts.
@@ -529,11 +663,18 @@ impl HostRun<'_> {
         let loop_var = task.loop_var.clone().unwrap_or_else(|| "item".into());
         let mut results = Vec::new();
         let (mut changed, mut any_failed, mut all_skipped) = (false, false, true);
-        for item in list {
-            let item_ctx = ctx.with("ansible_loop_var", &Value::String(loop_var.clone())).with(&loop_var, &item);
+        for (index, item) in list.into_iter().enumerate() {
+            let mut item_ctx = ctx.with("ansible_loop_var", &Value::String(loop_var.clone())).with(&loop_var, &item);
+            if let Some(index_var) = &task.index_var {
+                item_ctx = item_ctx.with("ansible_index_var", &json!(index_var)).with(index_var, &json!(index));
+            }
             let mut res = self.execute_once(task, call, scope, item_ctx.clone()).await;
             res.insert(loop_var.clone(), item.clone());
             res.insert("ansible_loop_var".into(), Value::String(loop_var.clone()));
+            if let Some(index_var) = &task.index_var {
+                res.insert(index_var.clone(), json!(index));
+                res.insert("ansible_index_var".into(), json!(index_var));
+            }
             if let Some(label) = &task.loop_label {
                 if let Ok(l) = self.engine.templar.render(label, &item_ctx) {
                     res.insert("_ansible_item_label".into(), l);
@@ -805,9 +946,23 @@ fn render_args(templar: &Templar, call: &ModuleCall, vars: &Vars) -> Result<Map<
     for (k, v) in &call.args {
         let bare = matches!((call.module, k.as_str()), (Module::Assert, "that") | (Module::Debug, "var"));
         let value = if bare { v.clone() } else { templar.render_value(v, vars).map_err(|e| e.message)? };
-        out.insert(k.clone(), value);
+        if let Some(value) = without_omit(value) {
+            out.insert(k.clone(), value);
+        }
     }
     Ok(out)
+}
+
+/// Ansible drops `omit` wherever it lands in module arguments: an argument, a mapping entry or a list item.
+fn without_omit(value: Value) -> Option<Value> {
+    match value {
+        v if super::template::is_omit(&v) => None,
+        Value::Array(items) => Some(Value::Array(items.into_iter().filter_map(without_omit).collect())),
+        Value::Object(map) => {
+            Some(Value::Object(map.into_iter().filter_map(|(k, v)| without_omit(v).map(|v| (k, v))).collect()))
+        }
+        other => Some(other),
+    }
 }
 
 /// A controller-side file a task names (`script`, `copy: src`, `template: src`, `include_tasks`): absolute as given,

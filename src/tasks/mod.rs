@@ -58,6 +58,7 @@ pub async fn run_tasks(
         inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect();
     let pool = Arc::new(ConnectionPool::new(pool_hosts, connect));
     let engine = Arc::new(Engine::new(Arc::new(Templar::new()), sink, options, pool.clone()));
+    engine.run_once.set_order(hosts, forks.max(1));
     let permits = Arc::new(tokio::sync::Semaphore::new(forks.max(1)));
     let tasks = Arc::new(tasks.to_vec());
     let table = host_vars::HostVarsTable::new(inventory, extra);

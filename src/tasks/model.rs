@@ -38,6 +38,8 @@ pub struct Task {
     pub loop_flatten: bool,
     pub loop_var: Option<String>,
     pub loop_label: Option<String>,
+    /// `loop_control.index_var`: the name the item's 0-based position goes by.
+    pub index_var: Option<String>,
     pub no_log: Option<Value>,
 }
 
@@ -343,6 +345,7 @@ impl Parser {
             loop_flatten: false,
             loop_var: None,
             loop_label: None,
+            index_var: None,
             no_log: None,
         };
         let is_block = node.get("block").is_some();
@@ -631,9 +634,13 @@ impl Parser {
             match k.key_text().as_str() {
                 "loop_var" => task.loop_var = self.identifier(v, label, "loop_var"),
                 "label" => task.loop_label = self.string(v, label, "label"),
-                other => {
-                    self.error(k, label, format!("`loop_control.{other}` is not supported"), "use loop_var or label")
-                }
+                "index_var" => task.index_var = self.identifier(v, label, "index_var"),
+                other => self.error(
+                    k,
+                    label,
+                    format!("`loop_control.{other}` is not supported"),
+                    "use loop_var, index_var or label",
+                ),
             }
         }
     }

@@ -496,8 +496,10 @@ async fn copy_to(
     let mode = args.get("mode").and_then(mode_text);
     let force = arg_bool(args, "force", true);
     let mut changed = false;
+    let mut written = false;
     let exists = remote_sum.is_some();
     if remote_sum.as_deref() != Some(checksum) && (force || !exists) {
+        written = true;
         let tmp = format!("{dest}.upgrade-tmp");
         let t = shell_quote(&tmp);
         let mut line = format!("cat > {t}");
@@ -545,6 +547,10 @@ async fn copy_to(
         obj(json!({"changed": changed, "dest": dest, "checksum": checksum, "size": data.len(), "state": "file"}));
     if let Some(m) = mode {
         r.insert("mode".into(), Value::String(m));
+    }
+    if !written {
+        // Ansible hands an unchanged file to the `file` module, whose result names it `path` as well.
+        r.insert("path".into(), Value::String(dest.to_string()));
     }
     Ok(CopyOutcome::Done(r))
 }
@@ -600,13 +606,17 @@ async fn fetch(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResult {
             return Ok(failed(format!("cannot write {}: {e}", dest_path.display())));
         }
     }
-    Ok(obj(json!({
+    let mut r = obj(json!({
         "changed": changed,
         "checksum": checksum,
         "remote_checksum": checksum,
         "dest": dest_path.display().to_string(),
-        "file": src,
-    })))
+    }));
+    if !changed {
+        // As Ansible's fetch: only a copy already up to date names the remote `file`.
+        r.insert("file".into(), Value::String(src));
+    }
+    Ok(r)
 }
 
 fn debug(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<String, Value> {
@@ -645,9 +655,10 @@ async fn pause(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Va
     let start = SystemTime::now();
     let began = Instant::now();
     let mut user_input = String::new();
+    // As Ansible: `minutes` wins over `seconds`, and a pause shorter than a second lasts one second.
     let (duration, unit) = match (seconds, minutes) {
-        (Some(s), _) => (Some(Duration::from_secs(s.max(0) as u64)), "seconds"),
-        (None, Some(m)) => (Some(Duration::from_secs((m.max(0) as u64).saturating_mul(60))), "minutes"),
+        (_, Some(m)) => (Some(Duration::from_secs((m.max(0) as u64).saturating_mul(60).max(1))), "minutes"),
+        (Some(s), None) => (Some(Duration::from_secs(s.max(1) as u64)), "seconds"),
         (None, None) => (None, "minutes"),
     };
     match duration {
@@ -755,6 +766,9 @@ async fn wait_for(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResul
     let regex = arg_str(args, "search_regex");
     let state = arg_str(args, "state").unwrap_or_else(|| "started".into());
     let absent = matches!(state.as_str(), "stopped" | "absent");
+    if state == "stopped" && port.is_none() {
+        return Ok(failed("state=stopped should only be used for checking a port in the wait_for module"));
+    }
     if !matches!(state.as_str(), "started" | "present" | "stopped" | "absent") {
         return Ok(failed(format!("state `{state}` is not supported (started, present, stopped, absent)")));
     }
@@ -793,21 +807,17 @@ async fn wait_for(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResul
         Duration::from_secs(delay.saturating_add(timeout).saturating_add(connect_timeout).saturating_add(30) as u64);
     let out = ctx.exec_with(&script, None, Some(limit)).await?;
     let elapsed = began.elapsed().as_secs();
-    let mut r = obj(json!({"changed": false, "elapsed": elapsed, "state": state}));
-    if let Some(p) = port {
-        r.insert("port".into(), json!(p));
-    }
-    if let Some(p) = &path {
-        r.insert("path".into(), json!(p));
-    }
-    if let Some(re) = &regex {
-        r.insert("search_regex".into(), json!(re));
-        r.insert("match_groups".into(), json!([]));
-        r.insert("match_groupdict".into(), json!({}));
-    }
+    // Ansible's wait_for names every target it could have waited on, null when not given.
+    let r = obj(json!({"changed": false, "elapsed": elapsed, "state": state, "port": port, "path": path,
+                           "search_regex": regex, "match_groups": [], "match_groupdict": {}}));
     if out.status != 0 && !what.is_empty() {
         let default = if absent {
-            format!("Timeout when waiting for {what} to {}", if port.is_some() { "stop" } else { "be absent" })
+            // Ansible names a path bare here, not as "file PATH".
+            match (&port, &path) {
+                (Some(p), _) => format!("Timeout when waiting for {host}:{p} to stop."),
+                (None, Some(path)) => format!("Timeout when waiting for {path} to be absent."),
+                (None, None) => String::new(),
+            }
         } else {
             format!("Timeout when waiting for {what}")
         };

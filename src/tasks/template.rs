@@ -677,7 +677,7 @@ impl Templar {
 
     /// A template value as JSON; an undefined result is the error Ansible gives for it.
     fn native(&self, value: Value, source: &str, vars: &Vars) -> Result<Json, TemplateError> {
-        if value.is_undefined() {
+        if filters::contains_undefined(&value) {
             return Err(self.undefined_error(source, true, vars, None));
         }
         serde_json::to_value(&value).map_err(|e| {

@@ -18,7 +18,23 @@ fn err(message: impl Into<String>) -> Error {
 }
 
 pub(crate) fn to_json(value: &Value) -> Result<serde_json::Value, Error> {
+    if contains_undefined(value) {
+        // Ansible fails on an undefined value inside a list or mapping; serialising it would make it null.
+        return Err(Error::new(ErrorKind::UndefinedError, "a list or mapping holds an undefined value"));
+    }
     serde_json::to_value(value).map_err(|e| err(format!("cannot convert value: {e}")))
+}
+
+/// Whether an undefined value sits anywhere inside a (literal) list or mapping.
+pub(crate) fn contains_undefined(value: &Value) -> bool {
+    match value.kind() {
+        ValueKind::Undefined => true,
+        ValueKind::Seq => value.try_iter().is_ok_and(|mut items| items.any(|v| contains_undefined(&v))),
+        ValueKind::Map => value
+            .try_iter()
+            .is_ok_and(|mut keys| keys.any(|k| value.get_item(&k).is_ok_and(|v| contains_undefined(&v)))),
+        _ => false,
+    }
 }
 
 pub(crate) fn from_json(value: serde_json::Value) -> Value {

@@ -204,3 +204,12 @@ fn templar_is_shareable_across_threads() {
     let results: Vec<Json> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(results, vec![json!(0), json!(2), json!(4), json!(6)]);
 }
+
+#[test]
+fn an_undefined_value_inside_a_literal_is_an_error_as_in_ansible() {
+    let t = Templar::new();
+    let v = Vars::new(json!({"a": 1}));
+    assert!(t.render("{{ {'a': a, 'b': nope} }}", &v).is_err());
+    assert!(t.render("{{ [a, nope] | to_json }}", &v).is_err());
+    assert_eq!(t.render("{{ {'a': a, 'b': nope | default(2)} }}", &v).unwrap(), json!({"a": 1, "b": 2}));
+}
