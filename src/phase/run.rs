@@ -271,6 +271,10 @@ impl UpgradeRun {
         for (k, v) in more {
             step_vars.insert((*k).to_string(), v.clone());
         }
+        // What the run decides for this step sits above the facts earlier steps left, as include parameters do in
+        // Ansible (a `default(...)` fact of an earlier step must not hide this step's value), and under `-e`.
+        let mut params = step_vars.clone();
+        params.extend(self.extra.clone());
         let vars = self.task_vars.for_host(host, step_vars);
         let capture = Arc::new(FailureCapture { inner: self.sink.clone(), failure: Mutex::new(None) });
         let mut options = self.engine_options.clone();
@@ -278,10 +282,13 @@ impl UpgradeRun {
             options.command_timeout = timeout;
         }
         let mut engine = Engine::new(self.templar.clone(), capture.clone(), options, self.pool.clone());
+        // One fact store for the whole run: facts persist from step to step as from play to play in Ansible, and a
+        // hook on one host reads through `hostvars` what a hook on another registered.
+        engine.facts = self.task_vars.facts();
         if let Some(shared) = self.run_once.lock().ok().and_then(|m| m.get(host).cloned()) {
             engine.run_once = shared;
         }
-        let outcome = engine.run_host_with(host, vars, self.extra.clone(), &tasks).await;
+        let outcome = engine.run_host_with(host, vars, params, &tasks).await;
         if outcome.failed || outcome.unreachable {
             let reason = capture.failure.lock().ok().and_then(|f| f.clone()).unwrap_or_else(|| {
                 if outcome.unreachable { "host unreachable".into() } else { "a task failed".into() }

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::OnceCell;
 
 use super::connect::ConnectionPool;
+use super::host_vars::FactStore;
 use super::model::{Action, Module, ModuleCall, Task};
 use super::modules::{self, ModuleContext};
 use super::{Templar, Vars};
@@ -43,18 +44,30 @@ pub struct Engine {
     pub options: EngineOptions,
     pub pool: Arc<ConnectionPool>,
     pub run_once: Arc<RunOnce>,
+    /// Where hosts keep their facts and registered results: shared by the hosts of a run (`hostvars` reads it), and
+    /// by the steps of an upgrade, as facts persist from play to play in Ansible.
+    pub facts: Arc<FactStore>,
     /// Serialises `pause` prompts, so hosts do not ask at once.
     prompt_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Engine {
     pub fn new(templar: Arc<Templar>, sink: SharedSink, options: EngineOptions, pool: Arc<ConnectionPool>) -> Self {
-        Engine { templar, sink, options, pool, run_once: Arc::new(RunOnce::default()), prompt_lock: Default::default() }
+        Engine {
+            templar,
+            sink,
+            options,
+            pool,
+            run_once: Arc::new(RunOnce::default()),
+            facts: FactStore::new(),
+            prompt_lock: Default::default(),
+        }
     }
 
     /// Runs `tasks` on one host. `vars` are its variables (inventory after precedence plus the magic ones:
     /// `inventory_hostname`, `groups`, `group_names`, `hostvars`, ...); `extra_vars` (`-e`) are applied again on top
-    /// of facts set by tasks, since they win over everything in Ansible.
+    /// of facts set by tasks, since they win over everything in Ansible. The host starts with the facts it has in
+    /// [`Engine::facts`] and leaves its new ones there.
     pub async fn run_host(
         &self,
         host: &str,
@@ -79,7 +92,6 @@ impl Engine {
             host: host.to_string(),
             base: vars,
             extra: Value::Object(extra_vars),
-            facts: Map::new(),
             seen: HashMap::new(),
             last_failure: None,
         };
@@ -89,7 +101,7 @@ impl Engine {
         let outcome = HostOutcome {
             failed: matches!(flow, Flow::Failed),
             unreachable: matches!(flow, Flow::Unreachable),
-            facts: run.facts,
+            facts: self.facts.get(host).map(|f| (*f).clone()).unwrap_or_default(),
         };
         self.sink.event(&Event::HostFinished {
             host: host.to_string(),
@@ -195,7 +207,6 @@ struct HostRun<'e> {
     host: String,
     base: Vars,
     extra: Value,
-    facts: Map<String, Value>,
     /// How often this host reached each task, to tell repeated run_once tasks apart.
     seen: HashMap<(PathBuf, usize, usize), u32>,
     /// `ansible_failed_task` and `ansible_failed_result` of the last failure, for `rescue`.
@@ -280,7 +291,17 @@ impl HostRun<'_> {
             let resolved = templar.render_value(v, &ctx).unwrap_or_else(|_| v.clone());
             ctx = ctx.with(k, &resolved);
         }
-        ctx.with_map(&Value::Object(self.facts.clone())).with_map(&self.extra)
+        let facts = self.facts().map(|f| Value::Object((*f).clone())).unwrap_or(Value::Null);
+        ctx.with_map(&facts).with_map(&self.extra)
+    }
+
+    /// The host's facts and registered results as they are now.
+    fn facts(&self) -> Option<Arc<Map<String, Value>>> {
+        self.engine.facts.get(&self.host)
+    }
+
+    fn set_facts(&self, facts: Map<String, Value>) {
+        self.engine.facts.extend(&self.host, facts);
     }
 
     fn task_ref(&self, task: &Task, ctx: &Vars) -> TaskRef {
@@ -549,10 +570,10 @@ impl HostRun<'_> {
                 if run_once.my_turn(&self.host) {
                     let shared = slot
                         .get_or_init(|| async {
-                            let before = self.facts.clone();
+                            let before = self.facts().unwrap_or_default();
                             let result = self.execute(task, call, scope, &ctx).await;
-                            let facts = self
-                                .facts
+                            let after = self.facts().unwrap_or_default();
+                            let facts = after
                                 .iter()
                                 .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
                                 .map(|(k, v)| (k.clone(), v.clone()))
@@ -575,7 +596,7 @@ impl HostRun<'_> {
             };
             if shared.runner != self.host {
                 if !bypass_host_loop {
-                    self.facts.extend(shared.facts);
+                    self.set_facts(shared.facts);
                 }
                 // Ansible reports a run_once task for the host that ran it only: the others take its facts and
                 // registered result without a line or a count of their own.
@@ -622,7 +643,7 @@ impl HostRun<'_> {
             Some(items) => self.execute_loop(task, call, scope, ctx, items).await,
         };
         if let Some(name) = &task.register {
-            self.facts.insert(name.clone(), clean(&result));
+            self.engine.facts.insert(&self.host, name, clean(&result));
         }
         result
     }
@@ -836,7 +857,7 @@ impl HostRun<'_> {
         }
         if let Some(facts) = result.get("ansible_facts").and_then(Value::as_object) {
             if !flag(&result, "failed") {
-                self.facts.extend(facts.clone());
+                self.set_facts(facts.clone());
             }
         }
         result

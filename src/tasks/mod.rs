@@ -57,11 +57,14 @@ pub async fn run_tasks(
     let pool_hosts: HashMap<String, Map<String, Value>> =
         inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect();
     let pool = Arc::new(ConnectionPool::new(pool_hosts, connect));
-    let engine = Arc::new(Engine::new(Arc::new(Templar::new()), sink, options, pool.clone()));
+    // One fact store for every host of the run: `hostvars[h]` shows what h's tasks set and registered.
+    let table = host_vars::HostVarsTable::new(inventory, extra);
+    let mut engine = Engine::new(Arc::new(Templar::new()), sink, options, pool.clone());
+    engine.facts = table.facts();
+    let engine = Arc::new(engine);
     engine.run_once.set_order(hosts, forks.max(1));
     let permits = Arc::new(tokio::sync::Semaphore::new(forks.max(1)));
     let tasks = Arc::new(tasks.to_vec());
-    let table = host_vars::HostVarsTable::new(inventory, extra);
     let extra_json = vars_to_json(extra);
     let mut handles = Vec::new();
     for host in hosts {

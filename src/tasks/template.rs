@@ -169,8 +169,12 @@ impl Object for Resolving {
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         let value = self.vars.get_item(key).ok().filter(|v| !v.is_undefined())?;
         let name = key.as_str().unwrap_or_default();
+        // `hostvars[h].x` renders x with h's own variables, as Ansible does.
+        if name == "hostvars" {
+            return Some(Value::from_object(ResolvingHosts { hosts: value, env: self.env.clone() }));
+        }
         // The magic variables are data, never templates of the operator's.
-        if matches!(name, "hostvars" | "groups" | "group_names" | "inventory_hostname") {
+        if matches!(name, "groups" | "group_names" | "inventory_hostname") {
             return Some(value);
         }
         let Some(text) = value.as_str().filter(|s| is_template(s)) else { return Some(value) };
@@ -205,6 +209,27 @@ impl Object for Resolving {
     }
 }
 
+/// `hostvars` for templates: each host's variables, resolving templated values with that host's variables.
+#[derive(Debug)]
+struct ResolvingHosts {
+    hosts: Value,
+    env: Arc<Environment<'static>>,
+}
+
+impl Object for ResolvingHosts {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let vars = self.hosts.get_item(key).ok().filter(|v| !v.is_undefined())?;
+        Some(Value::from_object(Resolving { vars, env: self.env.clone() }))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        match self.hosts.try_iter() {
+            Ok(keys) => Enumerator::Values(keys.collect()),
+            Err(_) => Enumerator::Empty,
+        }
+    }
+}
+
 impl Vars {
     /// No variables at all.
     pub fn empty() -> Vars {
@@ -219,6 +244,11 @@ impl Vars {
     /// Like [`Vars::new`], sharing an object the caller keeps too (e.g. `hostvars` for every host).
     pub fn shared(json: Arc<Json>) -> Vars {
         Vars(Value::from_object(LazyVars { json, converted: Mutex::new(HashMap::new()) }))
+    }
+
+    /// Variables from a template value that is a map (or an object behaving as one).
+    pub(crate) fn from_value(value: Value) -> Vars {
+        Vars(value)
     }
 
     /// These variables with one more on top (`item`, a registered result, ...).
