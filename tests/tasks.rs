@@ -875,3 +875,73 @@ fn run_once_runs_on_the_first_host_in_order_even_when_another_arrives_first() {
     assert_eq!(run.fact("h1", "once")["stdout"], "h1");
     assert_eq!(run.fact("h2", "once")["stdout"], "h1");
 }
+
+#[test]
+fn set_fact_and_register_show_through_hostvars_of_the_host_itself() {
+    let mut s = Scenario::new(&["h1"]);
+    s.set_host_var("h1", "role", json!("db"));
+    let run = s.run(
+        r#"
+- set_fact:
+    x: from-fact
+    cached: "{{ role }}-cached"
+    cacheable: true
+- command: echo registered
+  register: reg
+- name: read
+  debug:
+    msg: "{{ hostvars[inventory_hostname].x }} {{ hostvars[inventory_hostname]['cached'] }} {{ hostvars['h1'].reg.stdout }} {{ hostvars.h1.role }}"
+"#,
+    );
+    assert_eq!(run.result("h1", "read")["msg"], "from-fact db-cached registered db");
+}
+
+#[test]
+fn a_host_reads_what_another_registered_after_both_passed_a_run_once_task() {
+    let s = Scenario::new(&["h1", "h2"]);
+    let run = s.run(
+        r#"
+- name: only h1
+  command: echo "from {{ inventory_hostname }}"
+  register: h1_only
+  when: inventory_hostname == 'h1'
+# h2 passes a run_once task only once h1, before it in inventory order, has reached it.
+- name: meet
+  debug:
+    msg: met
+  run_once: true
+- name: read
+  debug:
+    msg: "{{ hostvars['h1'].h1_only.stdout }} {{ h1_only.skipped | default(false) }}"
+"#,
+    );
+    assert_eq!(run.result("h2", "read")["msg"], "from h1 True");
+    assert_eq!(run.result("h1", "read")["msg"], "from h1 False");
+}
+
+#[test]
+fn extra_vars_win_over_facts_in_hostvars_too() {
+    let mut s = Scenario::new(&["h1"]);
+    s.extra.insert("target".into(), var(json!("from-cli")));
+    let run = s.run(
+        "- set_fact:\n    target: from-task\n    other: fact\n- name: read\n  debug:\n    msg: \"{{ hostvars['h1'].target }} {{ hostvars['h1'].other }}\"\n",
+    );
+    assert_eq!(run.result("h1", "read")["msg"], "from-cli fact");
+}
+
+#[test]
+fn with_delegate_to_hostvars_of_inventory_hostname_are_the_delegating_host_s() {
+    let s = Scenario::new(&["h1", "h2"]);
+    let run = s.run(
+        r#"
+- set_fact:
+    mine: "{{ inventory_hostname }}-fact"
+- name: delegated
+  command: echo "{{ inventory_hostname }} {{ hostvars[inventory_hostname].mine }} {{ mine }}"
+  delegate_to: h2
+  register: delegated
+  when: inventory_hostname == 'h1'
+"#,
+    );
+    assert_eq!(run.fact("h1", "delegated")["stdout"], "h1 h1-fact h1-fact");
+}

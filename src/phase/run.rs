@@ -147,6 +147,7 @@ impl UpgradeRun {
     /// A batch starts: its hosts share `run_once` results from now on.
     pub fn batch_started(&self, hosts: &[String]) {
         let shared = Arc::new(RunOnce::default());
+        shared.set_members(hosts);
         if let Ok(mut slots) = self.run_once.lock() {
             for host in hosts {
                 slots.insert(host.clone(), shared.clone());

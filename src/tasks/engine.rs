@@ -133,6 +133,8 @@ pub struct RunOnce {
 #[derive(Default)]
 struct Progress {
     order: Vec<String>,
+    /// The hosts that take a run_once task's facts and registered result: `order`, or the hosts of an upgrade batch.
+    members: Vec<String>,
     /// Every host will start (forks >= hosts), so waiting for one not yet started cannot deadlock.
     all_start: bool,
     started: std::collections::HashSet<String>,
@@ -144,6 +146,7 @@ impl RunOnce {
     pub fn set_order(&self, hosts: &[String], forks: usize) {
         if let Ok(mut p) = self.progress.lock() {
             p.order = hosts.to_vec();
+            p.members = hosts.to_vec();
             p.all_start = forks >= hosts.len();
         }
     }
@@ -157,6 +160,18 @@ impl RunOnce {
             }
         }
         self.changed.notify_waiters();
+    }
+
+    /// The hosts that share run_once results, without imposing an order on who runs them.
+    pub fn set_members(&self, hosts: &[String]) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.members = hosts.to_vec();
+        }
+    }
+
+    /// The hosts that share run_once results.
+    fn hosts(&self) -> Vec<String> {
+        self.progress.lock().map(|p| p.members.clone()).unwrap_or_default()
     }
 
     /// No host before this one is still on its way to the task.
@@ -577,7 +592,14 @@ impl HostRun<'_> {
                                 .iter()
                                 .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
                                 .map(|(k, v)| (k.clone(), v.clone()))
-                                .collect();
+                                .collect::<Map<String, Value>>();
+                            // As Ansible, the facts and registered result of a run_once task are every host's at
+                            // once: `hostvars[other]` shows them even before that host moves on.
+                            if !bypass_host_loop {
+                                for host in run_once.hosts() {
+                                    self.engine.facts.extend(&host, facts.clone());
+                                }
+                            }
                             Shared { result, facts, runner: self.host.clone() }
                         })
                         .await
