@@ -402,3 +402,27 @@ fn run_once_in_a_node_hook_runs_once_per_batch_as_in_a_serial_play() {
     let lines = std::fs::read_to_string(&log).expect("the hook wrote on the controller");
     assert_eq!(lines.lines().count(), 2, "one line per batch of two: {lines}");
 }
+
+#[test]
+fn a_node_hook_reads_through_hostvars_what_a_master_hook_registered_and_facts_last_from_step_to_step() {
+    let cluster = TestCluster::new(&[("n1", "region=a")])
+        .var("upgrade_master_post_hook: hooks/master.yml")
+        .var("upgrade_node_pre_hook: hooks/node_pre.yml")
+        .var("upgrade_node_post_hook: hooks/node_post.yml");
+    let log = cluster.path("hostvars.log");
+    cluster.write(
+        "hooks/master.yml",
+        "- name: remember\n  command: echo \"token of {{ inventory_hostname }}\"\n  register: master_token\n",
+    );
+    cluster.write("hooks/node_pre.yml", "- set_fact:\n    seen_before: \"pre hook of {{ inventory_hostname }}\"\n");
+    cluster.write(
+        "hooks/node_post.yml",
+        &format!(
+            "- name: read\n  shell: echo \"{{{{ hostvars['m1'].master_token.stdout }}}}, {{{{ hostvars['m3']['master_token']['stdout'] }}}}, {{{{ seen_before }}}}, {{{{ hostvars[inventory_hostname].seen_before }}}}\" >> {}\n  delegate_to: localhost\n",
+            log.display()
+        ),
+    );
+    cluster.upgrade(&[]).expect_code(0);
+    let lines = std::fs::read_to_string(&log).expect("the node hook wrote on the controller");
+    assert_eq!(lines.trim(), "token of m1, token of m3, pre hook of n1, pre hook of n1");
+}
