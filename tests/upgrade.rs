@@ -402,3 +402,15 @@ fn run_once_in_a_node_hook_runs_once_per_batch_as_in_a_serial_play() {
     let lines = std::fs::read_to_string(&log).expect("the hook wrote on the controller");
     assert_eq!(lines.lines().count(), 2, "one line per batch of two: {lines}");
 }
+
+#[test]
+fn an_openshift_cluster_is_driven_with_oc_and_oc_adm() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    let oc = cluster.fake.tool("oc");
+    let cluster = cluster.var(&format!("upgrade_kubectl: \"{oc}\"")).var(&format!("upgrade_kubectl_adm: \"{oc} adm\""));
+    cluster.upgrade(&[]).expect_code(0);
+    let drains: Vec<String> =
+        cluster.fake.calls().into_iter().filter(|c| c.action == "drain").map(|c| c.argv).collect();
+    assert!(!drains.is_empty() && drains.iter().all(|a| a.contains("oc adm drain")), "{drains:?}");
+    assert_eq!(cluster.version("n1"), TARGET);
+}
