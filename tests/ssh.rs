@@ -216,7 +216,9 @@ async fn a_host_that_never_answers_times_out() {
 
 /// Whether a process whose command line contains `pattern` runs on this machine (the test hosts are local).
 fn running(pattern: &str) -> bool {
-    std::process::Command::new("pgrep").arg("-f").arg(pattern).output().is_ok_and(|o| o.status.success())
+    // Without pgrep this check would pass for nothing: it must be there (procps, scripts/install-test-deps).
+    let out = std::process::Command::new("pgrep").arg("-f").arg(pattern).output().expect("run pgrep (install procps)");
+    out.status.success()
 }
 
 async fn gone_within(pattern: &str, limit: Duration) -> bool {

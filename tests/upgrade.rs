@@ -426,3 +426,15 @@ fn a_node_hook_reads_through_hostvars_what_a_master_hook_registered_and_facts_la
     let lines = std::fs::read_to_string(&log).expect("the node hook wrote on the controller");
     assert_eq!(lines.trim(), "token of m1, token of m3, pre hook of n1, pre hook of n1");
 }
+
+#[test]
+fn an_openshift_cluster_is_driven_with_oc_and_oc_adm() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    let oc = cluster.fake.tool("oc");
+    let cluster = cluster.var(&format!("upgrade_kubectl: \"{oc}\"")).var(&format!("upgrade_kubectl_adm: \"{oc} adm\""));
+    cluster.upgrade(&[]).expect_code(0);
+    let drains: Vec<String> =
+        cluster.fake.calls().into_iter().filter(|c| c.action == "drain").map(|c| c.argv).collect();
+    assert!(!drains.is_empty() && drains.iter().all(|a| a.contains("oc adm drain")), "{drains:?}");
+    assert_eq!(cluster.version("n1"), TARGET);
+}

@@ -49,7 +49,8 @@ pub async fn final_state(run: &UpgradeRun) -> Result<HashMap<String, ClusterNode
 /// Every node the cluster reports unschedulable, with how to make it schedulable again.
 pub fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Vec<CordonedNode> {
     let before = run.cluster_before.lock().map(|b| b.clone()).unwrap_or_default();
-    let kubectl = run.render_for(&run.first_master, "{{ upgrade_kubectl | default('kubectl') }}");
+    let kubectl =
+        run.render_for(&run.first_master, "{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('kubectl')) }}");
     let mut nodes: Vec<CordonedNode> = cluster
         .values()
         .filter(|n| n.unschedulable)

@@ -43,7 +43,7 @@ impl FakeCluster {
         &self.state
     }
 
-    fn tool(&self, tool: &str) -> String {
+    pub fn tool(&self, tool: &str) -> String {
         format!(
             "{} --state {}",
             shell_quote(&Self::script_dir().join(tool).to_string_lossy()),
