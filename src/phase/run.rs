@@ -240,13 +240,7 @@ impl UpgradeRun {
             error,
         });
         if result.is_ok() {
-            self.record(JournalEntry::StepDone {
-                run: self.run_id(),
-                time: utc_timestamp(std::time::SystemTime::now()),
-                phase: phase.name().into(),
-                host: host.into(),
-                step: step.name().into(),
-            });
+            self.record_step_done(phase, host, step);
         }
         result
     }
@@ -306,24 +300,19 @@ impl UpgradeRun {
 
     /// Records that a step starts (the upgrade step: see `JournalEntry::StepStarted`).
     pub fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
-        self.record(JournalEntry::StepStarted {
-            run: self.run_id(),
-            time: utc_timestamp(std::time::SystemTime::now()),
-            phase: phase.name().into(),
-            host: host.into(),
-            step: step.name().into(),
-        });
+        let (run, time, phase, host, step) = self.step_fields(phase, host, step);
+        self.record(JournalEntry::StepStarted { run, time, phase, host, step });
     }
 
-    /// Records a step as done without running it (a step an earlier run already did).
+    /// Records a step as done (run now, or done by an earlier run).
     pub fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
-        self.record(JournalEntry::StepDone {
-            run: self.run_id(),
-            time: utc_timestamp(std::time::SystemTime::now()),
-            phase: phase.name().into(),
-            host: host.into(),
-            step: step.name().into(),
-        });
+        let (run, time, phase, host, step) = self.step_fields(phase, host, step);
+        self.record(JournalEntry::StepDone { run, time, phase, host, step });
+    }
+
+    fn step_fields(&self, phase: Phase, host: &str, step: Step) -> (String, String, String, String, String) {
+        let time = utc_timestamp(std::time::SystemTime::now());
+        (self.run_id(), time, phase.name().into(), host.into(), step.name().into())
     }
 
     /// Runs the host's hook at `point`, if it has one.
