@@ -134,3 +134,73 @@ fn check_reads_the_settings_as_a_run_would() {
     assert_eq!(out.status.code(), Some(2), "{all}");
     assert!(all.contains("hosts.ini:") && all.contains("serial `abc`"), "{all}");
 }
+
+#[test]
+fn every_module_runs_over_ssh() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sshd = TestSshd::start();
+    std::fs::write(dir.path().join("motd.j2"), "{{ inventory_hostname }} runs {{ greeting | upper }}\n").expect("j2");
+    std::fs::write(dir.path().join("hello.sh"), "#!/bin/sh\necho \"script says $1\"\n").expect("script");
+    let tasks = r#"
+- command: echo one
+  register: c
+- shell: echo two | tr a-z A-Z
+  register: s
+- script: hello.sh world
+  register: sc
+- copy:
+    content: "copied\n"
+    dest: "{{ host_root }}/copied.txt"
+    mode: "0600"
+  register: cp
+- copy:
+    content: "copied\n"
+    dest: "{{ host_root }}/copied.txt"
+    mode: "0600"
+  register: cp_again
+- template:
+    src: motd.j2
+    dest: "{{ host_root }}/motd"
+- fetch:
+    src: "{{ host_root }}/motd"
+    dest: "fetched/"
+- stat:
+    path: "{{ host_root }}/copied.txt"
+  register: st
+- wait_for:
+    path: "{{ host_root }}/motd"
+    timeout: 5
+- set_fact:
+    summary: "{{ c.stdout }} {{ s.stdout }} {{ sc.stdout | trim }}"
+- pause:
+    seconds: 1
+- fail:
+    msg: expected
+  ignore_errors: true
+- assert:
+    that:
+      - cp is changed
+      - cp_again is not changed
+      - st.stat.exists and st.stat.mode == '0600'
+      - summary == 'one TWO script says world'
+- debug:
+    msg: "all modules ok on {{ inventory_hostname }}"
+"#;
+    std::fs::write(dir.path().join("all.yml"), tasks).expect("tasks");
+    let inv = inventory(dir.path(), &sshd, "greeting=hello");
+    let out = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .current_dir(dir.path())
+        .args(["run-tasks", "all.yml", "--inventory"])
+        .arg(&inv)
+        .output()
+        .expect("run upgrade");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("all modules ok on h1") && all.contains("all modules ok on h2"), "{all}");
+    assert_eq!(
+        std::fs::read_to_string(sshd.host_root("h2").join("motd")).expect("templated over ssh"),
+        "h2 runs HELLO\n"
+    );
+    let fetched = dir.path().join("fetched/h1").join(sshd.host_root("h1").strip_prefix("/").expect("abs")).join("motd");
+    assert_eq!(std::fs::read_to_string(&fetched).expect("fetched over ssh"), "h1 runs HELLO\n");
+}
