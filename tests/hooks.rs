@@ -136,7 +136,7 @@ fn check_reads_the_settings_as_a_run_would() {
 }
 
 #[test]
-fn every_module_runs_over_ssh() {
+fn every_module_and_become_run_over_ssh() {
     let dir = tempfile::tempdir().expect("dir");
     let sshd = TestSshd::start();
     std::fs::write(dir.path().join("motd.j2"), "{{ inventory_hostname }} runs {{ greeting | upper }}\n").expect("j2");
@@ -183,6 +183,12 @@ fn every_module_runs_over_ssh() {
       - cp_again is not changed
       - st.stat.exists and st.stat.mode == '0600'
       - summary == 'one TWO script says world'
+- command: id -un
+  become: true
+  become_user: nobody
+  register: who
+- assert:
+    that: who.stdout == 'nobody'
 - debug:
     msg: "all modules ok on {{ inventory_hostname }}"
 "#;
