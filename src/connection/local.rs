@@ -90,6 +90,10 @@ impl Connection for LocalConnection {
     }
 
     async fn close(&self) {}
+
+    fn is_local(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -63,8 +63,14 @@ pub trait Connection: Send + Sync {
     /// Reads a file from the host.
     async fn fetch(&self, path: &str) -> Result<Vec<u8>, ConnectionError>;
 
-    /// Closes the connection (for SSH: the multiplexing master). Idempotent.
+    /// Closes the connection (for SSH: the multiplexing master). Idempotent; a later command opens it again, which
+    /// is how a module resets a connection it suspects is dead (Ansible's `reset`).
     async fn close(&self);
+
+    /// Whether commands run on the controller itself (a reboot there would reboot the controller).
+    fn is_local(&self) -> bool {
+        false
+    }
 }
 
 pub type SharedConnection = Arc<dyn Connection>;

@@ -116,6 +116,9 @@ impl<C: Connection> Connection for DefaultTimeout<C> {
     async fn close(&self) {
         self.inner.close().await
     }
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
 }
 
 #[cfg(test)]

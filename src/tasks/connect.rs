@@ -55,6 +55,17 @@ impl ConnectionPool {
         .clone()
     }
 
+    /// Like [`ConnectionPool::get`], but a host that could not be reached before is tried again (for
+    /// `wait_for_connection`, which waits for a host that was down).
+    pub async fn get_again(&self, host: &str) -> Result<SharedConnection, ConnectionError> {
+        if let Ok(mut slots) = self.slots.lock() {
+            if slots.get(host).is_some_and(|slot| matches!(slot.get(), Some(Err(_)))) {
+                slots.insert(host.to_string(), Arc::new(OnceCell::new()));
+            }
+        }
+        self.get(host).await
+    }
+
     /// Closes every connection opened so far.
     pub async fn close_all(&self) {
         let slots: Vec<_> = self.slots.lock().map(|s| s.values().cloned().collect()).unwrap_or_default();

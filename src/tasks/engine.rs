@@ -957,6 +957,8 @@ impl HostRun<'_> {
         let connection = if needs_host {
             match self.engine.pool.get(&target).await {
                 Ok(c) => Some(c),
+                // wait_for_connection waits for exactly this: it tries again through the pool.
+                Err(_) if call_module(task) == Some(Module::WaitForConnection) => None,
                 Err(e) => return Err(unreachable(e.to_string())),
             }
         } else {
@@ -972,6 +974,8 @@ impl HostRun<'_> {
             templar: self.engine.templar.clone(),
             options: self.engine.options.clone(),
             prompt_lock: self.engine.prompt_lock.clone(),
+            pool: Some(self.engine.pool.clone()),
+            target,
         })
     }
 }

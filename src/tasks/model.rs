@@ -79,6 +79,8 @@ pub enum Module {
     SetFact,
     WaitFor,
     Stat,
+    Reboot,
+    WaitForConnection,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -93,7 +95,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 13] = [
+    pub const ALL: [Module; 15] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -107,6 +109,8 @@ impl Module {
         Module::SetFact,
         Module::WaitFor,
         Module::Stat,
+        Module::Reboot,
+        Module::WaitForConnection,
     ];
 
     pub fn name(self) -> &'static str {
@@ -124,6 +128,8 @@ impl Module {
             Module::SetFact => "set_fact",
             Module::WaitFor => "wait_for",
             Module::Stat => "stat",
+            Module::Reboot => "reboot",
+            Module::WaitForConnection => "wait_for_connection",
         }
     }
 
@@ -204,6 +210,18 @@ impl Module {
                 ("get_mime", Bool),
                 ("get_attributes", Bool),
             ],
+            Module::Reboot => &[
+                ("boot_time_command", Str),
+                ("connect_timeout", Int),
+                ("msg", Str),
+                ("post_reboot_delay", Int),
+                ("pre_reboot_delay", Int),
+                ("reboot_command", Str),
+                ("reboot_timeout", Int),
+                ("search_paths", StrOrList),
+                ("test_command", Str),
+            ],
+            Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
         })
     }
 }
