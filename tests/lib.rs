@@ -8,6 +8,7 @@ mod fake_cluster;
 mod hooks;
 mod ops;
 mod plan;
+mod reboot;
 mod ssh;
 mod tasks;
 mod upgrade;

@@ -182,15 +182,83 @@ impl TestSshd {
         text
     }
 
+    /// A shell command that reboots this sshd's "host" as the controller sees a real reboot. Run on the host (by a
+    /// reboot module, say), it returns at once; detached from its session, it then kills the listener and every
+    /// session (SIGKILL), runs `while_down` (write a new boot id, mark the node ready, ...), and `down` later starts
+    /// the same sshd again: same config, host key and port. The command starts with an absolute path, as Ansible's
+    /// reboot action wants of a `reboot_command` outside its search paths.
+    pub fn restart_command(&self, down: Duration, while_down: &str) -> String {
+        self.reboot_script_command(&format!("{:.1}", down.as_secs_f64()), while_down)
+    }
+
+    /// Like `restart_command`, but the host never comes back.
+    pub fn crash_command(&self, while_down: &str) -> String {
+        self.reboot_script_command("never", while_down)
+    }
+
+    fn reboot_script_command(&self, down: &str, while_down: &str) -> String {
+        let d = self.dir.path();
+        let script = d.join("reboot.sh");
+        let text = format!(
+            r#"#!/bin/sh
+# reboot.sh DOWN WHILE_DOWN: written by TestSshd::restart_command.
+if [ "$TEST_SSHD_DETACHED" != 1 ]; then
+    TEST_SSHD_DETACHED=1 setsid /bin/sh "$0" "$@" </dev/null >>{d}/reboot.log 2>&1 &
+    exit 0
+fi
+echo $$ > {d}/reboot.pid
+# Let the command that started this return first, as a reboot would.
+sleep 0.3
+tree() {{ for c in $(pgrep -P "$1"); do echo "$c"; tree "$c"; done; }}
+root=$(cat {d}/sshd.pid)
+frozen=""
+while :; do
+    new=""
+    for p in $root $(tree "$root"); do
+        [ "$p" = "$$" ] && continue
+        case " $frozen " in *" $p "*) ;; *) new="$new $p" ;; esac
+    done
+    [ -z "$new" ] && break
+    kill -s STOP $new 2>/dev/null
+    frozen="$frozen $new"
+done
+kill -s KILL $frozen 2>/dev/null
+rm -f {d}/sshd.pid
+/bin/sh -c "$2"
+if [ "$1" = never ]; then rm -f {d}/reboot.pid; exit 0; fi
+sleep "$1"
+[ -e {d}/stopped ] && exit 0
+exec /usr/sbin/sshd -D -e -f {d}/sshd_config >>{d}/sshd.log 2>&1
+"#,
+            d = d.display()
+        );
+        std::fs::write(&script, text).expect("reboot.sh");
+        format!("/bin/sh {} {down} {}", script.display(), upgrade::connection::shell_quote(while_down))
+    }
+
     /// Stops sshd the way a crashing host does: the listener and every session it started (the per-connection
-    /// sshd processes and the commands they run) get SIGKILL. Idempotent.
+    /// sshd processes and the commands they run) get SIGKILL, and so does an sshd started again by
+    /// `restart_command` (or the script about to start it). Idempotent.
     pub fn kill(&self) {
-        let pid = self.pid;
+        let _ = std::fs::write(self.dir.path().join("stopped"), "");
+        let mut roots = vec![self.pid];
+        // The restarted sshd (or the script that will exec it), if that pid is still one of ours.
+        let restarted = std::fs::read_to_string(self.dir.path().join("reboot.pid")).ok();
+        if let Some(pid) = restarted.and_then(|p| p.trim().parse::<u32>().ok()) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let ours = String::from_utf8_lossy(&cmdline).contains(&*self.dir.path().to_string_lossy());
+            if ours {
+                roots.push(pid);
+            }
+        }
         // Freeze the tree first so nothing forks or reparents while we collect it.
         let mut frozen: Vec<u32> = Vec::new();
         loop {
-            let mut tree = descendants(pid);
-            tree.push(pid);
+            let mut tree = Vec::new();
+            for root in &roots {
+                tree.extend(descendants(*root));
+                tree.push(*root);
+            }
             let new: Vec<u32> = tree.into_iter().filter(|p| !frozen.contains(p)).collect();
             if new.is_empty() {
                 break;
