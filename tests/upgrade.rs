@@ -438,3 +438,41 @@ fn an_openshift_cluster_is_driven_with_oc_and_oc_adm() {
     assert!(!drains.is_empty() && drains.iter().all(|a| a.contains("oc adm drain")), "{drains:?}");
     assert_eq!(cluster.version("n1"), TARGET);
 }
+
+#[test]
+fn a_node_upgraded_with_rolling_restart_mode_system_is_rebooted_and_waited_for() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]).on_second_sshd(&["n1"]);
+    let host = cluster.other_sshd.as_ref().expect("second sshd");
+    let first_listener = host.pid();
+    std::fs::write(host.host_root("n1").join("boot_id"), "boot-1\n").expect("boot id");
+    // The "reboot" takes n1's sshd away for two seconds; the kubelet comes back with the host (the fake's restart,
+    // run while the host is down), so the node's restart step is the reboot and nothing else.
+    let while_down = format!(
+        "echo boot-2 > {{{{ host_root }}}}/boot_id; echo reboot >> {{{{ host_root }}}}/reboots; {}",
+        cluster.fake.restart_command()
+    );
+    let reboot = host.restart_command(std::time::Duration::from_secs(2), &while_down);
+    let cluster = cluster
+        .var("upgrade_rolling_restart_mode: \"{{ 'system' if inventory_hostname == 'n1' else 'services' }}\"")
+        .var(&format!("upgrade_reboot_command: {}", serde_json::to_string(&reboot).expect("json")))
+        .var("upgrade_reboot_timeout: 60")
+        .var("upgrade_boot_time_command: \"cat {{ host_root }}/boot_id\"");
+
+    cluster.upgrade(&[]).expect_code(0).expect_stdout("result: success");
+    let host = cluster.other_sshd.as_ref().expect("second sshd");
+    let reboots = std::fs::read_to_string(host.host_root("n1").join("reboots")).expect("n1 was rebooted");
+    assert_eq!(reboots, "reboot\n", "exactly one reboot");
+    let listener = std::fs::read_to_string(host.dir().join("sshd.pid")).expect("the restarted sshd wrote its pid");
+    assert_ne!(listener.trim(), first_listener.to_string(), "n1's sshd really went away and came back");
+    assert_eq!(cluster.version("n1"), TARGET);
+    assert!(cluster.fake.is_ready("n1") && !cluster.fake.is_cordoned("n1"), "n1 is back in service");
+    // After the reboot the run went on with n1: waited for it to be ready, then uncordoned it.
+    let actions = cluster.fake.actions_on("n1");
+    let restart = actions.iter().position(|a| a == "restart").expect("the kubelet came back with the reboot");
+    assert!(actions[restart..].contains(&"uncordon".to_string()), "{actions:?}");
+    // The masters kept the services restart.
+    for m in MASTERS {
+        assert!(!cluster.sshd.host_root(m).join("reboots").exists(), "{m} was not rebooted");
+        assert!(cluster.fake.actions_on(m).contains(&"restart".to_string()), "{m} restarted its services");
+    }
+}
