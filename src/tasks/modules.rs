@@ -959,6 +959,9 @@ async fn reboot(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResult 
     };
 
     let (shutdown_bin, shutdown_args) = match arg_str(args, "reboot_command") {
+        Some(command) if command.is_empty() || command.starts_with(' ') => {
+            return Ok(failed(format!("reboot_command `{command}` does not start with a command")));
+        }
         Some(command) => match command.split_once(' ') {
             Some((bin, rest)) => (bin.to_string(), rest.to_string()),
             None => (command, String::new()),
