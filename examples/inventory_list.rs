@@ -1,5 +1,7 @@
 //! Prints an inventory the way `ansible-inventory -i PATH --list` does, for scripts/compare-inventory.sh.
 //! With `--bench N` it loads the inventory N times and prints the mean load time instead (scripts/bench-inventory.sh).
+//! With `--limit PATTERN` it prints the hosts `Inventory::select` picks, one a line, in our order
+//! (scripts/compare-limit.sh compares them with `ansible -i PATH PATTERN --list-hosts`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,11 +10,12 @@ use upgrade::inventory::Inventory;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (path, runs) = match args.as_slice() {
-        [path] => (path, None),
-        [flag, n, path] if flag == "--bench" => (path, n.parse::<u32>().ok()),
+    let (path, runs, limit) = match args.as_slice() {
+        [path] => (path, None, None),
+        [flag, n, path] if flag == "--bench" => (path, n.parse::<u32>().ok(), None),
+        [flag, pattern, path] if flag == "--limit" => (path, None, Some(pattern)),
         _ => {
-            eprintln!("usage: inventory_list [--bench N] PATH");
+            eprintln!("usage: inventory_list [--bench N | --limit PATTERN] PATH");
             std::process::exit(2);
         }
     };
@@ -22,6 +25,16 @@ fn main() {
             std::process::exit(e.exit_code());
         })
     };
+    if let Some(pattern) = limit {
+        match load().select(pattern) {
+            Ok(hosts) => hosts.iter().for_each(|h| println!("{h}")),
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(e.exit_code());
+            }
+        }
+        return;
+    }
     match runs {
         Some(runs) => {
             let start = Instant::now();
