@@ -284,7 +284,8 @@ impl Inventory {
 
     /// The hosts an Ansible host pattern (`--limit`) selects, in the order Ansible evaluates them: `a,b` or
     /// `a:b` (union), `&g` (intersection), `!g` (exclusion), `*`/`?` wildcards, `~regex`, `g[0]`/`g[1:3]`
-    /// subscripts, `@file` (one pattern a line). A part that matches nothing is an input error naming it.
+    /// subscripts, `@file` (one pattern a line), and the implicit `localhost` (`127.0.0.1`, `::1`) when the inventory
+    /// has no such host. A part that matches nothing is an input error naming it.
     pub fn select(&self, pattern: &str) -> Result<Vec<String>> {
         pattern::select(self, pattern)
     }

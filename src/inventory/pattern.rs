@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 
 static WITH_SUBSCRIPT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(?s)(.+)\[(?:(-?[0-9]+)|([0-9]+)([:-])([0-9]*))\]$").expect("valid regex"));
+/// Ansible's `C.LOCALHOST`.
+const IMPLICIT_LOCALHOST: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 static COLON_PARTS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?:[^\s:\[\]]|\[[^\]]*\])+").expect("valid regex"));
 
 /// Ansible's `split_host_pattern`: commas separate; without commas, colons do (unless the whole pattern is a
@@ -164,6 +166,11 @@ fn enumerate_matches(inv: &Inventory, pattern: &str) -> Result<(Vec<String>, boo
     let wildcard = pattern.starts_with('~') || pattern.contains(['.', '?', '*', '[']);
     if !matched_group || wildcard {
         results.extend(inv.hosts.keys().filter(|h| matcher.is_match(h)).cloned());
+    }
+    // Ansible's implicit localhost: a pattern that is exactly a localhost name and matched nothing selects it,
+    // as `ansible localhost` and `delegate_to: localhost` do without it in the inventory.
+    if results.is_empty() && IMPLICIT_LOCALHOST.contains(&pattern) {
+        results.push(pattern.to_string());
     }
     Ok((results, matched_group))
 }

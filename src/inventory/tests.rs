@@ -381,6 +381,24 @@ fn select_implements_host_patterns() {
 }
 
 #[test]
+fn select_knows_the_implicit_localhost() {
+    let inv = ini("[web]\nweb1\nweb2\n").unwrap();
+    let sel = |p: &str| inv.select(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    assert_eq!(sel("localhost"), strings(&["localhost"]));
+    assert_eq!(sel("127.0.0.1"), strings(&["127.0.0.1"]));
+    assert_eq!(sel("::1"), strings(&["::1"]));
+    assert_eq!(sel("web:localhost"), strings(&["web1", "web2", "localhost"]));
+    assert_eq!(sel("localhost:web"), strings(&["localhost", "web1", "web2"]));
+    assert_eq!(sel("all:!localhost"), strings(&["web1", "web2"]));
+    assert_eq!(sel("all:&localhost"), Vec::<String>::new());
+    // Only the exact names: a wildcard that matches nothing is still an error.
+    assert!(inv.select("local*").is_err());
+    // A localhost in the inventory is that host, not the implicit one.
+    let inv = ini("[local]\nlocalhost ansible_connection=local\n[web]\nweb1\n").unwrap();
+    assert_eq!(inv.select("localhost:web").unwrap(), strings(&["localhost", "web1"]));
+}
+
+#[test]
 fn groups_magic_variable_lists_every_group() {
     let inv = ini("lone\n[a]\nh1\n[b:children]\na\n").unwrap();
     let groups = inv.groups();
