@@ -413,7 +413,7 @@ pub(super) fn parse_source(builder: &mut Builder, text: &str, path: &Path) -> Re
     };
     let mut yaml_error = None;
     if yaml_wants {
-        match crate::yaml::parse(text, path) {
+        match super::yaml::load_data(text, path) {
             Ok(Some(doc)) if doc.as_map().is_some() => return super::yaml::parse(builder, &doc, path),
             Ok(_) => {}
             Err(e) => yaml_error = Some(e),

@@ -41,7 +41,7 @@ pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<Vars> {
             return Err(Error::input(format!("please prepend extra_vars filename '{arg}' with '@'"))
                 .hint(format!("write -e @{arg} to read variables from that file")));
         } else if arg.starts_with(['{', '[']) {
-            let doc = crate::yaml::parse(arg, Path::new("-e")).map_err(|e| {
+            let doc = super::yaml::load_data(arg, Path::new("-e")).map_err(|e| {
                 Error::input(format!("-e {arg}: not valid YAML/JSON: {}", e.message))
                     .hint("quote the whole argument for the shell: -e '{\"name\": \"value\"}'")
             })?;

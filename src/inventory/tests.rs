@@ -399,6 +399,36 @@ fn select_knows_the_implicit_localhost() {
 }
 
 #[test]
+fn json_text_is_read_as_json_first_like_ansibles_data_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = write(
+        dir.path(),
+        "hosts.json",
+        r#"{"all": {"hosts": {"j1": {"exp": 1.5e3, "n": 1, "s": "x"}}, "vars": {"v": [2e1, "1e3"]}}}"#,
+    );
+    write(dir.path(), "group_vars/all.json", r#"{"from_json": 1e3, "pw": {"__ansible_unsafe": "{{ x }}"}}"#);
+    // YAML 1.1 reads 1e3 as text (its floats need a dot); a file that is not JSON still gets YAML's reading.
+    write(dir.path(), "host_vars/j1.yml", "yaml_exp: 1e3\nyaml_float: 1.5e+3\n");
+    let inv = Inventory::load(&hosts).unwrap();
+    assert_eq!(var(&inv, "j1", "exp"), Some(json!(1500.0)));
+    assert_eq!(var(&inv, "j1", "n"), Some(json!(1)));
+    assert_eq!(var(&inv, "j1", "v"), Some(json!([20.0, "1e3"])));
+    assert_eq!(var(&inv, "j1", "from_json"), Some(json!(1000.0)));
+    assert_eq!(var(&inv, "j1", "pw"), Some(json!("{{ x }}")));
+    assert_eq!(var(&inv, "j1", "yaml_exp"), Some(json!("1e3")));
+    assert_eq!(var(&inv, "j1", "yaml_float"), Some(json!(1500.0)));
+    // Positions still come from the text.
+    let origin = inv.hosts["j1"].vars["exp"].origin.to_string();
+    assert!(origin.ends_with("hosts.json:1:27"), "{origin}");
+    let extra = parse_extra_vars(&[r#"{"e": 1e3}"#.to_string()], dir.path()).unwrap();
+    assert_eq!(extra["e"].value, json!(1000.0));
+    // A vault in Ansible's JSON form is refused like `!vault`.
+    write(dir.path(), "group_vars/all.json", r#"{"secret": {"__ansible_vault": "$ANSIBLE_VAULT;1.1;AES256\n31"}}"#);
+    let err = Inventory::load(&hosts).unwrap_err();
+    assert!(err.message.contains("vault"), "{err}");
+}
+
+#[test]
 fn groups_magic_variable_lists_every_group() {
     let inv = ini("lone\n[a]\nh1\n[b:children]\na\n").unwrap();
     let groups = inv.groups();

@@ -107,7 +107,7 @@ pub(super) fn load_file(path: &Path, origin: fn(Location) -> Origin, vars: &mut 
     if text.starts_with("$ANSIBLE_VAULT;") {
         return Err(super::yaml::vault_error(Location::new(path, 1, 1)));
     }
-    let Some(doc) = crate::yaml::parse(&text, path)? else { return Ok(()) };
+    let Some(doc) = super::yaml::load_data(&text, path)? else { return Ok(()) };
     if doc.is_null() {
         return Ok(());
     }

@@ -3,10 +3,91 @@
 
 use std::path::Path;
 
+use serde_json::Value;
+
 use super::builder::Builder;
 use super::{Origin, Var, ranges};
 use crate::error::{Error, Location, Result};
 use crate::yaml::{Node, NodeValue};
+
+/// Ansible's `DataLoader.load` (`parsing/utils/yaml.py:from_yaml`) for inventory, vars and `-e` files: the text is
+/// read as JSON first, and only when that fails as YAML. The two differ on scalars (`1e3` and `1.5e3` are numbers
+/// in JSON, strings in YAML 1.1), so a JSON document takes its values from JSON and its positions from YAML.
+pub(crate) fn load_data(text: &str, path: &Path) -> Result<Option<Node>> {
+    let Ok(json) = serde_json::from_str::<Value>(text) else { return crate::yaml::parse(text, path) };
+    match crate::yaml::parse(text, path) {
+        Ok(Some(node)) => Ok(Some(overlay_json(&node, &json))),
+        _ => Ok(Some(node_from_json(&json, 1, 1))),
+    }
+}
+
+/// `node` with the values of `json`, keeping the positions of `node` where the two have the same shape.
+fn overlay_json(node: &Node, json: &Value) -> Node {
+    let value = match (&node.value, json) {
+        (NodeValue::Map(entries), Value::Object(object)) if legacy_tag(object).is_none() => {
+            let mut seen = std::collections::HashSet::new();
+            let mut out = Vec::with_capacity(object.len());
+            // JSON keeps the first position of a repeated key and its last value, as a Python dict does.
+            for (k, v) in entries {
+                let key = k.key_text();
+                if !seen.insert(key.clone()) {
+                    continue;
+                }
+                if let Some(j) = object.get(&key) {
+                    let key_node = Node { value: NodeValue::Str(key), line: k.line, column: k.column };
+                    out.push((key_node, overlay_json(v, j)));
+                }
+            }
+            if out.len() != object.len() {
+                return node_from_json(json, node.line, node.column);
+            }
+            NodeValue::Map(out)
+        }
+        (NodeValue::Seq(items), Value::Array(array)) if items.len() == array.len() => {
+            NodeValue::Seq(items.iter().zip(array).map(|(n, j)| overlay_json(n, j)).collect())
+        }
+        _ => return node_from_json(json, node.line, node.column),
+    };
+    Node { value, line: node.line, column: node.column }
+}
+
+/// A JSON value as a node at one position. Ansible's JSON decoder turns `{"__ansible_vault": ...}` and
+/// `{"__ansible_unsafe": ...}` into the tagged values YAML writes `!vault` and `!unsafe`.
+fn node_from_json(json: &Value, line: usize, column: usize) -> Node {
+    let at = |value| Node { value, line, column };
+    let value = match json {
+        Value::Null => NodeValue::Null,
+        Value::Bool(b) => NodeValue::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => NodeValue::Int(i),
+            (None, Some(f)) if n.is_f64() => NodeValue::Float(f),
+            // Beyond i64: Python keeps the integer; text is closer to it than a rounded float.
+            _ => NodeValue::Str(n.to_string()),
+        },
+        Value::String(s) => NodeValue::Str(s.clone()),
+        Value::Array(items) => NodeValue::Seq(items.iter().map(|j| node_from_json(j, line, column)).collect()),
+        Value::Object(object) => match legacy_tag(object) {
+            Some((tag, inner)) => NodeValue::Tagged(tag.into(), Box::new(at(NodeValue::Str(inner.to_string())))),
+            None => NodeValue::Map(
+                object.iter().map(|(k, v)| (at(NodeValue::Str(k.clone())), node_from_json(v, line, column))).collect(),
+            ),
+        },
+    };
+    at(value)
+}
+
+fn legacy_tag(object: &serde_json::Map<String, Value>) -> Option<(&'static str, &str)> {
+    if object.len() != 1 {
+        return None;
+    }
+    let (key, value) = object.iter().next()?;
+    let text = value.as_str()?;
+    match key.as_str() {
+        "__ansible_vault" => Some(("vault", text)),
+        "__ansible_unsafe" => Some(("unsafe", text)),
+        _ => None,
+    }
+}
 
 /// Nesting of `children:` deeper than this is not an inventory anyone writes; it keeps recursion bounded.
 const MAX_DEPTH: usize = 256;
