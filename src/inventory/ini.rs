@@ -31,6 +31,15 @@ struct Pending {
 }
 
 pub(super) fn parse(builder: &mut Builder, text: &str, path: &Path) -> Result<()> {
+    // Python reads the byte order mark as part of the first line, so Ansible's INI plugin fails on it too; say what
+    // the invisible character is instead of showing it inside a "bad host pattern".
+    if text.starts_with('\u{feff}') {
+        return Err(Error::input(
+            "this INI inventory starts with a UTF-8 byte order mark (BOM), which Ansible cannot read",
+        )
+        .at(Location::new(path, 1, 1))
+        .hint("save the file as UTF-8 without BOM (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`)"));
+    }
     let mut pending: IndexMap<String, Pending> = IndexMap::new();
     let mut group = "ungrouped".to_string();
     let mut state = State::Hosts;

@@ -429,6 +429,17 @@ fn json_text_is_read_as_json_first_like_ansibles_data_loader() {
 }
 
 #[test]
+fn an_ini_file_with_a_byte_order_mark_fails_like_ansible_and_says_why() {
+    let err = ini("\u{feff}[masters]\r\nm1\r\n").unwrap_err();
+    assert!(err.message.contains("byte order mark"), "{err}");
+    assert_eq!(err.location.as_ref().map(|l| (l.line, l.column)), Some((1, 1)));
+    // Windows line endings and trailing blanks alone are fine.
+    let inv = ini("[masters]  \r\nm1 ansible_host=10.0.0.1   \r\n[masters:vars]\r\nk = v  \r\n").unwrap();
+    assert_eq!(var(&inv, "m1", "ansible_host"), Some(json!("10.0.0.1")));
+    assert_eq!(var(&inv, "m1", "k"), Some(json!("v")));
+}
+
+#[test]
 fn groups_magic_variable_lists_every_group() {
     let inv = ini("lone\n[a]\nh1\n[b:children]\na\n").unwrap();
     let groups = inv.groups();
