@@ -1,7 +1,8 @@
 //! Prints an inventory the way `ansible-inventory -i PATH --list` does, for scripts/compare-inventory.sh.
 //! With `--bench N` it loads the inventory N times and prints the mean load time instead (scripts/bench-inventory.sh).
 //! With `--limit PATTERN` it prints the hosts `Inventory::select` picks, one a line, in our order
-//! (scripts/compare-limit.sh compares them with `ansible -i PATH PATTERN --list-hosts`).
+//! (scripts/compare-limit.sh compares them with `ansible -i PATH PATTERN --list-hosts`); with `--subset PATTERN`
+//! those of `Inventory::limit` (against `ansible -i PATH all --limit PATTERN --list-hosts`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -13,9 +14,9 @@ fn main() {
     let (path, runs, limit) = match args.as_slice() {
         [path] => (path, None, None),
         [flag, n, path] if flag == "--bench" => (path, n.parse::<u32>().ok(), None),
-        [flag, pattern, path] if flag == "--limit" => (path, None, Some(pattern)),
+        [flag, pattern, path] if flag == "--limit" || flag == "--subset" => (path, None, Some((flag, pattern))),
         _ => {
-            eprintln!("usage: inventory_list [--bench N | --limit PATTERN] PATH");
+            eprintln!("usage: inventory_list [--bench N | --limit PATTERN | --subset PATTERN] PATH");
             std::process::exit(2);
         }
     };
@@ -25,8 +26,10 @@ fn main() {
             std::process::exit(e.exit_code());
         })
     };
-    if let Some(pattern) = limit {
-        match load().select(pattern) {
+    if let Some((flag, pattern)) = limit {
+        let inventory = load();
+        let selected = if flag == "--limit" { inventory.select(pattern) } else { inventory.limit(pattern) };
+        match selected {
             Ok(hosts) => hosts.iter().for_each(|h| println!("{h}")),
             Err(e) => {
                 eprintln!("{e}");

@@ -289,6 +289,14 @@ impl Inventory {
     pub fn select(&self, pattern: &str) -> Result<Vec<String>> {
         pattern::select(self, pattern)
     }
+
+    /// What `--limit PATTERN` leaves of a play on `hosts: all` (Ansible's `subset`): the hosts of `all`, in their
+    /// order, that `select(pattern)` picks. Unlike `select`, the order is the inventory's, not the pattern's, and the
+    /// implicit localhost is not part of `all`, so `localhost` alone leaves nothing.
+    pub fn limit(&self, pattern: &str) -> Result<Vec<String>> {
+        let allowed: std::collections::HashSet<String> = self.select(pattern)?.into_iter().collect();
+        Ok(self.select("all")?.into_iter().filter(|h| allowed.contains(h)).collect())
+    }
 }
 
 impl Inventory {

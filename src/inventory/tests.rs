@@ -440,6 +440,19 @@ fn an_ini_file_with_a_byte_order_mark_fails_like_ansible_and_says_why() {
 }
 
 #[test]
+fn limit_keeps_the_order_of_all_like_ansibles_subset() {
+    let inv = ini("[web]\nweb1\nweb2\n[db]\ndb1\nweb2\n").unwrap();
+    assert_eq!(inv.select("db:web").unwrap(), strings(&["db1", "web2", "web1"]));
+    assert_eq!(inv.limit("db:web").unwrap(), strings(&["web1", "web2", "db1"]));
+    assert_eq!(inv.limit("web:!db").unwrap(), strings(&["web1"]));
+    assert_eq!(inv.limit("localhost").unwrap(), Vec::<String>::new());
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "limit.txt", "db\n!web2\n");
+    assert_eq!(inv.limit(&format!("@{}", file.display())).unwrap(), strings(&["db1"]));
+    assert!(inv.limit("nosuch").is_err());
+}
+
+#[test]
 fn groups_magic_variable_lists_every_group() {
     let inv = ini("lone\n[a]\nh1\n[b:children]\na\n").unwrap();
     let groups = inv.groups();
