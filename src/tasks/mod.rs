@@ -119,7 +119,8 @@ pub fn terminal_prompter() -> Option<engine::Prompter> {
 pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
     let inventory = load_inventory(args.inventory.inventory.as_ref())?;
     let extra = parse_extra_vars(&args.inventory.extra_vars, &std::env::current_dir().unwrap_or_default())?;
-    let hosts = inventory.select(args.inventory.limit.as_deref().unwrap_or("all"))?;
+    // `--limit` restricts a play on `hosts: all`, as ansible-playbook -l does: the hosts keep the inventory order.
+    let hosts = inventory.limit(args.inventory.limit.as_deref().unwrap_or("all"))?;
     if hosts.is_empty() {
         return Err(Error::input("no hosts selected").hint("check --limit against the inventory"));
     }
