@@ -330,7 +330,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
 }
 
 fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<String>) -> Vec<HostReport> {
-    let reason = format!("not started: {}", why.as_deref().unwrap_or("an earlier phase stopped the run"));
+    let reason = why.clone().unwrap_or_else(|| "an earlier phase stopped the run".into());
     hosts
         .iter()
         .map(|h| run.host_completed(phase, h, HostOutcome::NotStarted { reason: reason.clone() }, Instant::now()))
