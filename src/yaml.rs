@@ -108,8 +108,25 @@ impl Node {
             NodeValue::Map(entries) => {
                 Value::Object(entries.iter().map(|(k, v)| (k.key_text(), v.to_json())).collect())
             }
+            // `!unsafe` text is never templated, as in Ansible: its markup is wrapped so a render gives it back as is.
+            NodeValue::Tagged(tag, inner) if tag == "unsafe" => untemplatable(inner.to_json()),
             NodeValue::Tagged(_, inner) => inner.to_json(),
         }
+    }
+}
+
+/// `!unsafe` text that a Jinja render gives back unchanged: its markup is wrapped in `{% raw %}`. Only a text value
+/// itself needs it (variables are rendered when used; the strings inside lists and mappings are not). Leading line
+/// breaks stay outside the wrap, where the block tag's newline trimming cannot eat them; text that itself holds
+/// `endraw` is left as it is.
+fn untemplatable(value: Value) -> Value {
+    match value {
+        Value::String(s) if ["{{", "{%", "{#"].iter().any(|m| s.contains(m)) && !s.contains("endraw") => {
+            let body = s.trim_start_matches(['\r', '\n']);
+            let lead = &s[..s.len() - body.len()];
+            Value::String(format!("{lead}{{% raw %}}{body}{{% endraw %}}"))
+        }
+        other => other,
     }
 }
 

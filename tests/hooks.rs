@@ -210,3 +210,34 @@ fn every_module_and_become_run_over_ssh() {
     let fetched = dir.path().join("fetched/h1").join(sshd.host_root("h1").strip_prefix("/").expect("abs")).join("motd");
     assert_eq!(std::fs::read_to_string(&fetched).expect("fetched over ssh"), "h1 runs HELLO\n");
 }
+
+#[test]
+fn unsafe_inventory_values_are_never_templated_as_in_ansible() {
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("hosts.yml"),
+        "all:\n  hosts:\n    h1:\n      ansible_connection: local\n      pw: !unsafe 'p{{x}}%{% if %}'\n      \
+         multi: !unsafe \"\\n{{ a }}\\n\"\n      lst: !unsafe ['{{ a }}', 'plain']\n      uses_pw: \"pw is {{ pw }}\"\n",
+    )
+    .expect("inventory");
+    // What each value renders to goes into a file, compared below: a condition would template its own literals.
+    std::fs::write(
+        dir.path().join("t.yml"),
+        "- copy:\n    content: \"{{ item.1 }}\"\n    dest: \"out-{{ item.0 }}\"\n  loop:\n    \
+         - [pw, \"{{ pw }}\"]\n    - [multi, \"{{ multi }}\"]\n    - [lst, \"{{ lst | to_json }}\"]\n    \
+         - [uses, \"{{ uses_pw }}\"]\n    - [hv, \"{{ hostvars['h1'].pw }}\"]\n",
+    )
+    .expect("tasks");
+    let out = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .current_dir(dir.path())
+        .args(["run-tasks", "t.yml", "--inventory", "hosts.yml"])
+        .output()
+        .expect("run upgrade");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(format!("out-{name}"))).expect("rendered file");
+    assert_eq!(read("pw"), "p{{x}}%{% if %}");
+    assert_eq!(read("multi"), "\n{{ a }}\n");
+    assert_eq!(read("lst"), r#"["{{ a }}", "plain"]"#);
+    assert_eq!(read("uses"), "pw is p{{x}}%{% if %}");
+    assert_eq!(read("hv"), "p{{x}}%{% if %}");
+}
