@@ -2,7 +2,7 @@
 //! rejects broken task files with file:line, and hosts that cannot be trusted or reached fail clearly.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::support::sshd::TestSshd;
 
@@ -19,23 +19,7 @@ fn inventory(dir: &Path, sshd: &TestSshd, extra: &str) -> PathBuf {
     path
 }
 
-fn upgrade(args: &[&str], inventory: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .arg("--inventory")
-        .arg(inventory)
-        .output()
-        .expect("run upgrade")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::support::{describe as text, upgrade_with as upgrade};
 
 #[test]
 fn openshift_ansibles_documented_hook_runs_over_ssh_with_yes_and_refuses_to_prompt_without_a_terminal() {

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::describe;
+
 const NODES: [&str; 6] = ["node-1", "node-2", "node-3", "node-4", "node-5", "node-6"];
 const HOSTS: [&str; 9] =
     ["master-1", "master-2", "master-3", "node-1", "node-2", "node-3", "node-4", "node-5", "node-6"];
@@ -118,15 +120,6 @@ fn copy(from: &Path, to: &Path) {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        out.status.code(),
-        text(&out.stdout),
-        text(&out.stderr)
-    )
 }
 
 fn signal(child: &Child, signal: i32) {

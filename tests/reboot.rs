@@ -3,28 +3,12 @@
 //! the same sshd again on the same port a moment later. The module must ride out the lost connection and reconnect.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::support::sshd::TestSshd;
 
-fn upgrade(args: &[&str], inventory: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .arg("--inventory")
-        .arg(inventory)
-        .output()
-        .expect("run upgrade")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::support::{describe as text, upgrade_with as upgrade};
 
 /// A YAML double-quoted scalar (JSON's string syntax is valid YAML).
 fn quoted(s: &str) -> String {

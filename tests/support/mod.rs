@@ -200,3 +200,23 @@ impl fmt::Display for Outcome {
         write!(f, "--- stderr ---\n{}", self.stderr)
     }
 }
+
+/// Runs the real `upgrade` binary with `args` and `--inventory INVENTORY`.
+pub fn upgrade_with(args: &[&str], inventory: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .arg("--inventory")
+        .arg(inventory)
+        .output()
+        .expect("run upgrade")
+}
+
+/// A finished command as a failing test shows it: exit code, stdout, stderr.
+pub fn describe(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
