@@ -108,21 +108,7 @@ impl Builder {
                 "invalid character(s) in group name `{name}`: Ansible keeps it, but templates cannot use it as a name"
             ));
         }
-        self.groups.insert(
-            name.to_string(),
-            Group {
-                name: name.to_string(),
-                hosts: Vec::new(),
-                children: Vec::new(),
-                parents: Vec::new(),
-                vars: Vars::new(),
-                file_vars: Vars::new(),
-                location,
-                depth: 0,
-                priority: 1,
-                member_hosts: Vec::new(),
-            },
-        );
+        self.groups.insert(name.to_string(), Group { location, ..Group::new(name) });
     }
 
     /// Adds a host (new hosts get `inventory_file`, `inventory_dir` and the port), and puts it in `group`.
