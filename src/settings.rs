@@ -748,11 +748,7 @@ pub fn resolve(
         node_hosts,
         extra,
         |s| optional(s, LabelSelector::parse),
-        |v| match v {
-            Value::Null => Ok(None),
-            Value::String(s) => optional(s, LabelSelector::parse),
-            other => LabelSelector::from_value(other).map(Some),
-        },
+        |v| optional_value(v, LabelSelector::parse, LabelSelector::from_value),
     )?
     .unwrap_or_else(|| Setting::default(None));
     let max_fail_percentage = run_wide(
@@ -782,11 +778,7 @@ pub fn resolve(
         all_hosts,
         extra,
         |s| optional(s, TargetVersion::parse),
-        |v| match v {
-            Value::Null => Ok(None),
-            Value::String(s) => optional(s, TargetVersion::parse),
-            other => TargetVersion::from_value(other).map(Some),
-        },
+        |v| optional_value(v, TargetVersion::parse, TargetVersion::from_value),
     )?
     .unwrap_or_else(|| Setting::default(None));
     Ok(Settings { serial, label, max_fail_percentage, drain_timeout, target_version })
@@ -820,6 +812,19 @@ impl<T: fmt::Display> Shown for Option<T> {
 /// An empty string means "not set" (an inventory may carry `upgrade_nodes_label=`).
 fn optional<T>(text: &str, parse: impl Fn(&str) -> Result<T>) -> Result<Option<T>> {
     if unquote(text.trim()).is_empty() { Ok(None) } else { parse(text).map(Some) }
+}
+
+/// An optional setting from a variable's value: null or blank text means unset.
+fn optional_value<T>(
+    value: &Value,
+    parse: impl Fn(&str) -> Result<T>,
+    from_value: impl Fn(&Value) -> Result<T>,
+) -> Result<Option<T>> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => optional(s, parse),
+        other => from_value(other).map(Some),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
