@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 use crate::events::{Event, SharedSink};
 use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
 use crate::journal::{DEFAULT_STATE_DIR, Journal, JournalEntry, RunLock, utc_timestamp};
-use crate::phase::batches::{StopSignal, stop_signal};
-use crate::phase::run::{RunOptions, RunParts, UpgradeRun};
+use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
+use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
 use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
@@ -34,8 +34,9 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     check_hook_files(&plan)?;
 
     let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
-    let lock = RunLock::acquire(&state_dir)?;
+    let mut lock = RunLock::acquire(&state_dir)?;
     let (journal, history) = Journal::open(&state_dir, args.fresh)?;
+    lock.name_run(journal.run_id())?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
     let primary: SharedSink = match args.output {
@@ -46,7 +47,14 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(Box::new(std::io::stdout()))),
     };
-    let host_logs: SharedSink = Arc::new(HostLogReporter::new(&state_dir.join("logs")));
+    let (stop_handle, stop) = stop_signal();
+    let stop_handle = Arc::new(stop_handle);
+    let write_failures = Arc::new(WriteFailures::new(stop_handle.clone(), primary.clone()));
+    let log_failures = write_failures.clone();
+    let host_logs: SharedSink = Arc::new(HostLogReporter::new(
+        &state_dir.join("logs"),
+        Box::new(move |path, error| log_failures.failed("the host log", path, error)),
+    ));
     let sink: SharedSink = Arc::new(FanOut(vec![primary, host_logs]));
     let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
         inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
@@ -68,7 +76,6 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
     let grace = Duration::from_secs(args.grace_period);
     let (summary, error) = runtime.block_on(async {
-        let (stop_handle, stop) = stop_signal();
         let run = Arc::new(UpgradeRun::new(RunParts {
             inventory: Arc::new(inventory),
             plan,
@@ -82,8 +89,9 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
             history,
             stop: stop.clone(),
             options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
+            write_failures,
         }));
-        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, lock.path().to_path_buf()));
+        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace));
         let result = run_phases(&run, &stop).await;
         signals.abort();
         run.close().await;
@@ -129,7 +137,7 @@ fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
 /// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence, for at most `grace`:
 /// then they stop at their next safe point. A second signal exits at once: the journal is already on disk, entry by
 /// entry, and gets a last line saying the run was interrupted.
-async fn watch_signals(stop: crate::phase::batches::StopHandle, run: Arc<UpgradeRun>, grace: Duration, lock: PathBuf) {
+async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Duration) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return;
@@ -158,6 +166,7 @@ async fn watch_signals(stop: crate::phase::batches::StopHandle, run: Arc<Upgrade
         }
         received += 1;
         if received == 1 {
+            run.mark_interrupted();
             stop.stop();
             grace_over.as_mut().reset(tokio::time::Instant::now() + grace);
             run.notice(
@@ -170,14 +179,14 @@ async fn watch_signals(stop: crate::phase::batches::StopHandle, run: Arc<Upgrade
             );
         } else {
             run.notice(None, "interrupted again: exiting now; re-run the same command to resume");
-            run.record(JournalEntry::RunFinished {
+            let _ = run.record(JournalEntry::RunFinished {
                 run: run.run_id(),
                 time: utc_timestamp(std::time::SystemTime::now()),
                 status: "interrupted".into(),
             });
             run.event(Event::Exiting);
             // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
-            let _ = std::fs::remove_file(&lock);
+            // The run lock is let go by the kernel as the process ends.
             std::process::exit(130);
         }
     }
@@ -198,9 +207,11 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         hosts: Vec::new(),
         stopped: None,
         left_cordoned: Vec::new(),
+        cluster_read_error: None,
         interrupted: false,
         resumed: None,
         error_code: None,
+        state_error: None,
     };
 
     let started = phase_started(run, Phase::Preflight);
@@ -210,7 +221,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
             phase_finished(run, Phase::Preflight, false, started);
             summary.stopped = Some(format!("preflight: {}", e.message));
             summary.error_code = Some(e.exit_code());
-            summary.interrupted = stop.is_stopping();
+            summary.interrupted = run.was_interrupted();
             finish(run, &mut summary);
             return (summary, Some(e));
         }
@@ -223,6 +234,10 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     }
     summary.hosts.extend(pre.skipped.iter().cloned());
     phase_finished(run, Phase::Preflight, true, started);
+    // A stop asked for while preflight ran (a signal, a state directory that cannot be written) starts nothing more.
+    if stop.is_stopping() {
+        summary.stopped = Some(format!("{} during preflight: no later phase was started", run.stop_reason()));
+    }
 
     let nodes_to_upgrade: Vec<String> =
         pre.node_batches.iter().flatten().filter(|h| !pre.nodes_skipped.contains_key(*h)).cloned().collect();
@@ -236,7 +251,8 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     }
     // The gate holds for phase-by-phase runs too: a run that changes the control plane without a verified backup of
     // this target (from this run or an earlier one) takes one first.
-    let implied_backup = !run.plan.has_phase(Phase::EtcdBackup)
+    let implied_backup = summary.stopped.is_none()
+        && !run.plan.has_phase(Phase::EtcdBackup)
         && run.plan.has_phase(Phase::ControlPlane)
         && !pre.masters.is_empty()
         && !etcd_backup::done_earlier(run);
@@ -248,7 +264,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     }
     if run.plan.has_phase(Phase::EtcdBackup) && nothing_to_do {
         run.notice(None, "etcd backup skipped: nothing will change");
-    } else if run.plan.has_phase(Phase::EtcdBackup) || implied_backup {
+    } else if summary.stopped.is_none() && (run.plan.has_phase(Phase::EtcdBackup) || implied_backup) {
         let started = phase_started(run, Phase::EtcdBackup);
         let (reports, open) = etcd_backup::run(run).await;
         summary.hosts.extend(reports);
@@ -319,12 +335,14 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         }
         Err(e) => {
             run.notice(None, format!("could not read the cluster at the end: {e}"));
+            summary.left_cordoned = verify::left_cordoned_by_hosts(run, &summary.hosts);
+            summary.cluster_read_error = Some(e.message.clone());
             if let Some(started) = started {
                 phase_finished(run, Phase::Verify, false, started);
             }
         }
     }
-    summary.interrupted = stop.is_stopping();
+    summary.interrupted = run.was_interrupted();
     finish(run, &mut summary);
     (summary, None)
 }
@@ -347,15 +365,22 @@ fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
 }
 
 fn finish(run: &UpgradeRun, summary: &mut Summary) {
-    let status = match summary.exit_code() {
+    let status = |summary: &Summary| match summary.exit_code() {
         0 => "success",
         130 => "interrupted",
         _ => "failed",
     };
-    run.record(JournalEntry::RunFinished {
+    let recorded = run.record(JournalEntry::RunFinished {
         run: run.run_id(),
         time: utc_timestamp(std::time::SystemTime::now()),
-        status: status.into(),
+        status: status(summary).into(),
     });
+    // Checked after the last entry, so a journal that failed on it too never reads as a success.
+    if let Some(failure) = run.write_failures.failure() {
+        summary.state_error = Some(failure.clone());
+        if summary.stopped.is_none() && !recorded {
+            summary.stopped = Some(format!("the journal's last entry could not be written ({failure})"));
+        }
+    }
     run.event(Event::RunFinished { summary: summary.clone() });
 }

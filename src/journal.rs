@@ -14,9 +14,14 @@ use crate::error::{Error, Result};
 /// The state directory's default name, beside the inventory.
 pub const DEFAULT_STATE_DIR: &str = ".upgrade-state";
 
-/// Held while a run drives the cluster; removed on drop.
+/// Held while a run drives the cluster: an advisory `flock` on `<state>/lock`, taken before anything else and let go
+/// by the kernel when the process ends, however it ends (kill -9 and OOM kills included). The file is never deleted:
+/// deleting and re-creating a lock file is what lets two runs both believe they hold it. Who holds it (pid, start,
+/// host, run) is written into the file after the lock is taken, for the message that refuses a second run; a file
+/// naming a process that still runs but does not hold the lock (pid 1 in a fresh container) means nothing.
 #[derive(Debug)]
 pub struct RunLock {
+    file: File,
     path: PathBuf,
 }
 
@@ -24,66 +29,112 @@ pub struct RunLock {
 struct LockHolder {
     pid: u32,
     started: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    host: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    run: String,
 }
 
 impl RunLock {
-    /// Takes the lock of a state directory. A lock left by a process that no longer runs is taken over.
+    /// Takes the lock of a state directory, or says who holds it. A state directory that cannot be created or
+    /// written refuses the start (exit 2): nothing has been touched yet.
     pub fn acquire(state_dir: &Path) -> Result<RunLock> {
-        fs::create_dir_all(state_dir).map_err(|e| state_error(state_dir, e))?;
+        use std::os::fd::AsRawFd;
+        fs::create_dir_all(state_dir).map_err(|e| refused_start(state_dir, e))?;
         let path = state_dir.join("lock");
-        let holder = LockHolder { pid: std::process::id(), started: utc_timestamp(SystemTime::now()) };
-        let body = serde_json::to_string(&holder).unwrap_or_default();
-        for _ in 0..2 {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    file.write_all(body.as_bytes()).map_err(|e| state_error(&path, e))?;
-                    file.sync_all().map_err(|e| state_error(&path, e))?;
-                    return Ok(RunLock { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let text = fs::read_to_string(&path).unwrap_or_default();
-                    match serde_json::from_str::<LockHolder>(&text) {
-                        Ok(other) if process_alive(other.pid) => {
-                            return Err(Error::input(format!(
-                                "another upgrade is running on this cluster (pid {}, started {})",
-                                other.pid, other.started
-                            ))
-                            .in_file(&path)
-                            .hint("wait for it to finish; if that process is gone for good, remove the lock file"));
-                        }
-                        // A stale lock: its process died (kill -9, a crash, a reboot).
-                        _ => {
-                            let _ = fs::remove_file(&path);
-                        }
-                    }
-                }
-                Err(e) => return Err(state_error(&path, e)),
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| refused_start(&path, e))?;
+        // SAFETY: flock on a descriptor this function owns; std opens it close-on-exec, so commands the run starts
+        // (ssh masters, local commands) never inherit the lock and cannot keep it after the run dies.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(refused_start(&path, e));
             }
+            // The holder may have taken the lock an instant ago and not written its name yet: give it a moment.
+            let mut who = "it is starting now".to_string();
+            for _ in 0..50 {
+                if let Ok(holder) = serde_json::from_str::<LockHolder>(&fs::read_to_string(&path).unwrap_or_default()) {
+                    who = holder.describe();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            return Err(Error::input(format!("another upgrade is running on this cluster ({who})"))
+                .in_file(&path)
+                .hint("wait for it to finish (the lock is let go when that process ends, even by kill -9)"));
         }
-        Err(Error::input("could not take the run lock").in_file(&path).hint("remove the lock file and try again"))
+        let mut lock = RunLock { file, path };
+        lock.write_holder("")?;
+        Ok(lock)
     }
-}
 
-impl RunLock {
-    /// The lock file, for a process that exits without unwinding (a second interrupt) and removes it itself.
+    /// Adds the run's id to what the lock file says about its holder.
+    pub fn name_run(&mut self, run: &str) -> Result<()> {
+        self.write_holder(run)
+    }
+
+    fn write_holder(&mut self, run: &str) -> Result<()> {
+        use std::io::{Seek, SeekFrom};
+        let holder = LockHolder {
+            pid: std::process::id(),
+            started: utc_timestamp(SystemTime::now()),
+            host: host_name(),
+            run: run.to_string(),
+        };
+        let body = serde_json::to_string(&holder).unwrap_or_default();
+        let path = self.path.clone();
+        self.file.set_len(0).map_err(|e| refused_start(&path, e))?;
+        self.file.seek(SeekFrom::Start(0)).map_err(|e| refused_start(&path, e))?;
+        self.file.write_all(body.as_bytes()).map_err(|e| refused_start(&path, e))?;
+        self.file.sync_data().map_err(|e| refused_start(&path, e))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
 }
 
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+impl LockHolder {
+    fn describe(&self) -> String {
+        let mut text = format!("pid {}, started {}", self.pid, self.started);
+        if !self.host.is_empty() {
+            text.push_str(&format!(", on {}", self.host));
+        }
+        if !self.run.is_empty() {
+            text.push_str(&format!(", run {}", self.run));
+        }
+        text
     }
 }
 
-fn process_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        // The holder's name goes before the lock does (closing the file lets it go); the file itself stays.
+        let _ = self.file.set_len(0);
+    }
 }
 
-fn state_error(path: &Path, e: std::io::Error) -> Error {
-    Error::internal(format!("cannot write the state directory {}: {e}", path.display()))
-        .hint("check that the directory is writable, or move it with --state-dir")
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The state directory cannot be used before the run starts: bad input for the operator to fix (exit 2).
+fn refused_start(path: &Path, e: std::io::Error) -> Error {
+    Error::input(format!("cannot use the state directory: {}", crate::error::io_reason(&e)))
+        .in_file(path)
+        .hint("make it writable, or choose another with --state-dir; nothing was touched")
 }
 
 /// One line of the journal.
@@ -246,18 +297,18 @@ impl Journal {
     /// Opens the journal for a new run and reads what earlier runs recorded. `fresh` sets the old journal aside
     /// (renamed, never deleted) so this run starts from nothing.
     pub fn open(state_dir: &Path, fresh: bool) -> Result<(Journal, History)> {
-        fs::create_dir_all(state_dir).map_err(|e| state_error(state_dir, e))?;
+        fs::create_dir_all(state_dir).map_err(|e| refused_start(state_dir, e))?;
         let path = state_dir.join("journal.jsonl");
         let now = SystemTime::now();
         if fresh && path.exists() {
             let aside = state_dir.join(format!("journal.{}.jsonl", compact_timestamp(now)));
-            fs::rename(&path, &aside).map_err(|e| state_error(&path, e))?;
+            fs::rename(&path, &aside).map_err(|e| refused_start(&path, e))?;
         }
         let history = read_history(&path)?;
-        let mut file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| state_error(&path, e))?;
+        let mut file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| refused_start(&path, e))?;
         if !ends_with_newline(&path) {
             // Close a line cut short by a kill -9, so this run's first entry starts whole.
-            file.write_all(b"\n").map_err(|e| state_error(&path, e))?;
+            file.write_all(b"\n").map_err(|e| refused_start(&path, e))?;
         }
         let run = format!("{}-{}", compact_timestamp(now), std::process::id());
         Ok((Journal { file, path, run }, history))
@@ -275,8 +326,10 @@ impl Journal {
     pub fn record(&mut self, entry: &JournalEntry) -> Result<()> {
         let mut line = serde_json::to_string(entry).map_err(|e| Error::internal(e.to_string()))?;
         line.push('\n');
-        self.file.write_all(line.as_bytes()).map_err(|e| state_error(&self.path, e))?;
-        self.file.sync_data().map_err(|e| state_error(&self.path, e))
+        // The message is the bare reason (`No space left on device`): the caller names the file.
+        let failed = |e: std::io::Error| Error::internal(crate::error::io_reason(&e)).in_file(&self.path);
+        self.file.write_all(line.as_bytes()).map_err(failed)?;
+        self.file.sync_data().map_err(failed)
     }
 }
 
@@ -295,12 +348,12 @@ fn read_history(path: &Path) -> Result<History> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(history),
-        Err(e) => return Err(state_error(path, e)),
+        Err(e) => return Err(refused_start(path, e)),
     };
     // Read as bytes: a kill -9 or a crash of the machine can leave a line cut short, or garbage where the file
     // system had not written yet (even bytes that are not UTF-8). Such a line is skipped; every whole line counts.
     for line in BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|e| state_error(path, e))?;
+        let line = line.map_err(|e| refused_start(path, e))?;
         if let Ok(entry) = serde_json::from_slice::<JournalEntry>(&line) {
             history.apply(&entry);
         }
@@ -360,10 +413,24 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_lock_is_taken_over() {
+    fn a_stale_lock_is_taken_over_even_when_its_pid_runs_again() {
+        for pid in [4_000_000_000, 1, std::process::id()] {
+            let dir = tempfile::tempdir().unwrap();
+            fs::write(dir.path().join("lock"), format!(r#"{{"pid": {pid}, "started": "then"}}"#)).unwrap();
+            let lock = RunLock::acquire(dir.path()).unwrap();
+            drop(lock);
+            assert!(dir.path().join("lock").exists(), "the lock file is never deleted");
+        }
+    }
+
+    #[test]
+    fn the_refusal_names_the_holder_and_its_run() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("lock"), r#"{"pid": 4000000000, "started": "then"}"#).unwrap();
-        RunLock::acquire(dir.path()).unwrap();
+        let mut first = RunLock::acquire(dir.path()).unwrap();
+        first.name_run("20261123T100000Z-42").unwrap();
+        let err = RunLock::acquire(dir.path()).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message.contains(&format!("on {}, run 20261123T100000Z-42", host_name())), "{err}");
     }
 
     #[test]

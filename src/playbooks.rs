@@ -28,8 +28,9 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 /// Writes the built-in step files into `dir` and returns it.
 pub fn materialize(dir: &Path) -> Result<PathBuf> {
     let fail = |e: std::io::Error| {
-        Error::internal(format!("cannot write the built-in step files to {}: {e}", dir.display()))
-            .hint("check that the state directory is writable, or move it with --state-dir")
+        // Before the run starts: a refused start (exit 2), nothing was touched.
+        Error::input(format!("cannot write the built-in step files to {}: {}", dir.display(), crate::error::io_reason(&e)))
+            .hint("make the state directory writable, or choose another with --state-dir; nothing was touched")
     };
     std::fs::create_dir_all(dir).map_err(fail)?;
     for (name, text) in FILES {

@@ -8,6 +8,7 @@ mod fake_cluster;
 mod hooks;
 mod ops;
 mod plan;
+mod reliability;
 mod reboot;
 mod ssh;
 mod tasks;

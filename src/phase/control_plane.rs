@@ -13,7 +13,7 @@ pub async fn run(run: &UpgradeRun, masters: &[String], stop: &StopSignal) -> (Ve
     let mut stopped: Option<String> = None;
     for (index, master) in masters.iter().enumerate() {
         if stopped.is_none() && stop.is_stopping() {
-            stopped = Some("the run was interrupted".into());
+            stopped = Some(run.stop_reason());
         }
         if let Some(why) = &stopped {
             reports.push(run.host_completed(

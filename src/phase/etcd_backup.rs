@@ -46,7 +46,10 @@ fn backed_up_earlier(run: &UpgradeRun, host: &str) -> bool {
 
 async fn backup(run: &UpgradeRun, host: &str) -> HostReport {
     let started = Instant::now();
-    run.host_started(Phase::EtcdBackup, host, false);
+    if !run.host_started(Phase::EtcdBackup, host, false) {
+        let outcome = HostOutcome::NotStarted { reason: run.stop_reason() };
+        return run.host_completed(Phase::EtcdBackup, host, outcome, started);
+    }
     let outcome =
         match run.run_step(Phase::EtcdBackup, host, Step::Backup, &run.playbook("etcd_backup.yml"), &[], None).await {
             Ok(facts) => {

@@ -106,8 +106,12 @@ pub struct Summary {
     pub hosts: Vec<HostReport>,
     /// Why the run stopped early, if it did (a failed master, the failure threshold, a signal, a preflight check).
     pub stopped: Option<String>,
-    /// Nodes the cluster reports unschedulable at the end, with the command that makes each schedulable again.
+    /// Nodes the cluster reports unschedulable at the end, with the command that makes each schedulable again; when
+    /// the cluster cannot be read at the end, the nodes the hosts reported left cordoned.
     pub left_cordoned: Vec<CordonedNode>,
+    /// Why the cluster could not be read at the end (then `left_cordoned` is what the hosts reported).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_read_error: Option<String>,
     pub interrupted: bool,
     /// What this run took over from earlier, unfinished runs (absent on a first run).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,6 +119,10 @@ pub struct Summary {
     /// The exit code of an error that stopped the run (a preflight check: 2 for bad input, 1 otherwise).
     #[serde(skip)]
     pub error_code: Option<i32>,
+    /// The state directory could not be written (journal or host logs): the journal may be incomplete, so the run
+    /// is never a success (exit 1, also when it was interrupted too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -127,13 +135,15 @@ pub struct CordonedNode {
 
 impl Summary {
     pub fn failed(&self) -> bool {
-        self.stopped.is_some() || self.hosts.iter().any(|h| h.outcome.is_failure())
+        self.stopped.is_some() || self.state_error.is_some() || self.hosts.iter().any(|h| h.outcome.is_failure())
     }
 
     /// The process exit code the summary calls for.
     pub fn exit_code(&self) -> i32 {
         if let Some(code) = self.error_code {
             code
+        } else if self.state_error.is_some() {
+            1
         } else if self.interrupted {
             130
         } else if self.failed() {

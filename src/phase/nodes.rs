@@ -63,7 +63,16 @@ pub async fn run(
         // Hosts that ran reported themselves, with their timings; the others are said here.
         match finished.remove(&host) {
             Some(report) => reports.push(report),
-            None => reports.push(run.host_completed(Phase::Nodes, &host, outcome, std::time::Instant::now())),
+            None => {
+                // run_batches says "interrupted" for any stop; a stop for the state directory says so instead.
+                let outcome = match outcome {
+                    HostOutcome::NotStarted { reason } if reason == "the run was interrupted" => {
+                        HostOutcome::NotStarted { reason: run.stop_reason() }
+                    }
+                    other => other,
+                };
+                reports.push(run.host_completed(Phase::Nodes, &host, outcome, std::time::Instant::now()))
+            }
         }
     }
     let stopped = result.stopped.map(|stop| match stop {
@@ -71,7 +80,7 @@ pub async fn run(
             "batch {batch}: {failed} of {size} nodes failed, more than max-fail-percentage {max_fail} allows; \
              the later batches were not started"
         ),
-        BatchStop::Interrupted => "the run was interrupted; nodes not yet started were left alone".into(),
+        BatchStop::Interrupted => format!("{}; nodes not yet started were left alone", run.stop_reason()),
     });
     (reports, stopped)
 }

@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::batches::StopSignal;
+use super::batches::{StopHandle, StopSignal};
 use super::{HostOutcome, HostReport, Step};
 use crate::cluster::ClusterNode;
 use crate::events::{Event, EventSink, SharedSink, TaskStatus};
@@ -68,6 +70,56 @@ pub struct UpgradeRun {
     run_once: Mutex<HashMap<String, Arc<RunOnce>>>,
     /// The nodes as the cluster reported them in preflight, by node name.
     pub cluster_before: Mutex<HashMap<String, ClusterNode>>,
+    pub write_failures: Arc<WriteFailures>,
+    /// A SIGINT or SIGTERM arrived (a stop for a state directory that cannot be written is not an interrupt).
+    interrupted: AtomicBool,
+}
+
+/// Failures to write the state directory (the journal, the host logs): ENOSPC, EROFS, EIO. The first one stops the
+/// run as a first interrupt does (no new host starts, hosts in flight finish their sequence), since whatever is done
+/// without a journal entry could not be resumed correctly; the run then ends with exit 1, never as a success. Each
+/// kind of file is said once, on the reporters that still work (the terminal or the JSON stream).
+pub struct WriteFailures {
+    /// The first failure: (what and where, why).
+    first: OnceLock<(String, String)>,
+    said: Mutex<BTreeSet<&'static str>>,
+    stop: Arc<StopHandle>,
+    say: SharedSink,
+}
+
+impl WriteFailures {
+    pub fn new(stop: Arc<StopHandle>, say: SharedSink) -> WriteFailures {
+        WriteFailures { first: OnceLock::new(), said: Mutex::new(BTreeSet::new()), stop, say }
+    }
+
+    /// `what` names the kind of file (`the journal`, `the host log`); `error` says why the write failed.
+    pub fn failed(&self, what: &'static str, path: &Path, error: &str) {
+        let text = format!("cannot write {what} {}: {error}", path.display());
+        let first = self.first.set((text.clone(), error.to_string())).is_ok();
+        if first {
+            self.stop.stop();
+        }
+        let new_kind = self.said.lock().map(|mut said| said.insert(what)).unwrap_or(false);
+        if new_kind {
+            self.say.event(&Event::Notice {
+                host: None,
+                message: format!(
+                    "{text}: no new host starts; hosts in flight finish their sequence; the run ends with exit 1 \
+                     (free space in the state directory or make it writable, then re-run the same command)"
+                ),
+            });
+        }
+    }
+
+    /// The first write that failed, if any: which file and why.
+    pub fn failure(&self) -> Option<&String> {
+        self.first.get().map(|(text, _)| text)
+    }
+
+    /// Why the first write failed (`No space left on device`).
+    pub fn reason(&self) -> Option<&String> {
+        self.first.get().map(|(_, reason)| reason)
+    }
 }
 
 /// Settings of the run that are not in the plan.
@@ -91,6 +143,7 @@ pub struct RunParts {
     pub history: History,
     pub stop: StopSignal,
     pub options: RunOptions,
+    pub write_failures: Arc<WriteFailures>,
 }
 
 impl UpgradeRun {
@@ -110,6 +163,8 @@ impl UpgradeRun {
             task_files: Mutex::new(HashMap::new()),
             journal: Mutex::new(parts.journal),
             cluster_before: Mutex::new(HashMap::new()),
+            write_failures: parts.write_failures,
+            interrupted: AtomicBool::new(false),
             run_once: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
@@ -128,15 +183,35 @@ impl UpgradeRun {
         self.event(Event::Notice { host: host.map(str::to_string), message: message.into() });
     }
 
-    /// Appends to the journal. A journal that cannot be written is said, once per entry, but does not stop the
-    /// upgrade half-way: the cluster's own state is still what resume checks first.
-    pub fn record(&self, entry: JournalEntry) {
-        let result = match self.journal.lock() {
-            Ok(mut journal) => journal.record(&entry),
-            Err(_) => return,
+    /// Appends to the journal; false when it could not be written (then the run stops: see `WriteFailures`).
+    pub fn record(&self, entry: JournalEntry) -> bool {
+        let (result, path) = match self.journal.lock() {
+            Ok(mut journal) => (journal.record(&entry), journal.path().to_path_buf()),
+            Err(_) => return false,
         };
-        if let Err(e) = result {
-            self.notice(None, format!("journal: {e}"));
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                self.write_failures.failed("the journal", &path, &e.message);
+                false
+            }
+        }
+    }
+
+    /// A signal asked the run to stop.
+    pub fn mark_interrupted(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+    }
+
+    pub fn was_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// Why the run stops starting hosts, for the hosts it does not start.
+    pub fn stop_reason(&self) -> String {
+        match self.write_failures.reason() {
+            Some(reason) => format!("the state directory could not be written ({reason})"),
+            None => "the run was interrupted".into(),
         }
     }
 
@@ -301,13 +376,13 @@ impl UpgradeRun {
     /// Records that a step starts (the upgrade step: see `JournalEntry::StepStarted`).
     pub fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
-        self.record(JournalEntry::StepStarted { run, time, phase, host, step });
+        let _ = self.record(JournalEntry::StepStarted { run, time, phase, host, step });
     }
 
     /// Records a step as done (run now, or done by an earlier run).
     pub fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
-        self.record(JournalEntry::StepDone { run, time, phase, host, step });
+        let _ = self.record(JournalEntry::StepDone { run, time, phase, host, step });
     }
 
     fn step_fields(&self, phase: Phase, host: &str, step: Step) -> (String, String, String, String, String) {
@@ -321,8 +396,9 @@ impl UpgradeRun {
         self.run_step(phase, host, step, &hook.path, &[], None).await.map(|_| ())
     }
 
-    /// Tells the reporters and the journal that a host's sequence starts.
-    pub fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) {
+    /// Tells the reporters and the journal that a host's sequence starts. False when the journal could not say so:
+    /// then the host must not start (a re-run could not tell what this run did to it).
+    pub fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) -> bool {
         self.event(Event::HostStarted { phase: phase.name().into(), host: host.into() });
         self.record(JournalEntry::HostStarted {
             run: self.run_id(),
@@ -330,7 +406,7 @@ impl UpgradeRun {
             phase: phase.name().into(),
             host: host.into(),
             was_cordoned,
-        });
+        })
     }
 
     /// Tells the reporters and the journal how a host's sequence ended, and returns its report.
@@ -350,7 +426,7 @@ impl UpgradeRun {
             HostOutcome::NotStarted { .. } => (None, String::new()),
         };
         if let Some(outcome) = record {
-            self.record(JournalEntry::HostFinished {
+            let _ = self.record(JournalEntry::HostFinished {
                 run: self.run_id(),
                 time: utc_timestamp(std::time::SystemTime::now()),
                 phase: phase.name().into(),

@@ -43,7 +43,10 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
     let node = run.node_name(host);
     let before = run.cluster_before.lock().ok().and_then(|c| c.get(&node).cloned());
     let was_cordoned = before.as_ref().is_some_and(|n| n.unschedulable) && !cordoned_by_earlier_run(run, phase, host);
-    run.host_started(phase, host, was_cordoned);
+    if !run.host_started(phase, host, was_cordoned) {
+        // Nothing is done to a host the journal cannot account for.
+        return run.host_completed(phase, host, HostOutcome::NotStarted { reason: run.stop_reason() }, started);
+    }
     if was_cordoned {
         run.notice(Some(host), format!("node {node} was cordoned before this run: it is upgraded and left cordoned"));
     }

@@ -49,17 +49,34 @@ pub async fn final_state(run: &UpgradeRun) -> Result<HashMap<String, ClusterNode
 /// Every node the cluster reports unschedulable, with how to make it schedulable again.
 pub fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Vec<CordonedNode> {
     let before = run.cluster_before.lock().map(|b| b.clone()).unwrap_or_default();
-    let kubectl =
-        run.render_for(&run.first_master, "{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('kubectl')) }}");
-    let mut nodes: Vec<CordonedNode> = cluster
+    let nodes = cluster
         .values()
         .filter(|n| n.unschedulable)
-        .map(|n| CordonedNode {
-            node: n.name.clone(),
-            before_run: before.get(&n.name).is_some_and(|b| b.unschedulable),
-            fix: format!("{kubectl} uncordon {}", n.name),
-        })
+        .map(|n| (n.name.clone(), before.get(&n.name).is_some_and(|b| b.unschedulable)));
+    cordoned_nodes(run, nodes)
+}
+
+/// When the cluster cannot be read at the end: the nodes the hosts' own sequences reported left cordoned (a failed
+/// host whose node this run cordoned, an upgraded node that was cordoned before the run).
+pub fn left_cordoned_by_hosts(run: &UpgradeRun, reports: &[HostReport]) -> Vec<CordonedNode> {
+    let nodes = reports.iter().filter_map(|r| {
+        let node = || r.node.clone().unwrap_or_else(|| r.host.clone());
+        match r.outcome {
+            HostOutcome::Failed { left_cordoned: true, .. } => Some((node(), false)),
+            HostOutcome::Upgraded { left_cordoned: true } => Some((node(), true)),
+            _ => None,
+        }
+    });
+    cordoned_nodes(run, nodes)
+}
+
+fn cordoned_nodes(run: &UpgradeRun, nodes: impl Iterator<Item = (String, bool)>) -> Vec<CordonedNode> {
+    let kubectl =
+        run.render_for(&run.first_master, "{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('kubectl')) }}");
+    let mut nodes: Vec<CordonedNode> = nodes
+        .map(|(node, before_run)| CordonedNode { fix: format!("{kubectl} uncordon {node}"), node, before_run })
         .collect();
     nodes.sort_by(|a, b| a.node.cmp(&b.node));
+    nodes.dedup_by(|a, b| a.node == b.node);
     nodes
 }

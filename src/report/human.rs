@@ -223,8 +223,17 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
         lines.push(format!("verify found problems: {}", verify_failures.len()));
         lines.extend(verify_failures);
     }
+    if let Some(error) = &summary.cluster_read_error {
+        lines.push(format!("the cluster could not be read at the end: {error}"));
+        if summary.left_cordoned.is_empty() {
+            lines.push("left cordoned, as the hosts reported: none".to_string());
+        } else {
+            lines.push(format!("left cordoned, as the hosts reported: {}", summary.left_cordoned.len()));
+        }
+    } else if !summary.left_cordoned.is_empty() {
+        lines.push(format!("left cordoned, as the cluster reports: {}", summary.left_cordoned.len()));
+    }
     if !summary.left_cordoned.is_empty() {
-        lines.push(format!("left cordoned: {}", summary.left_cordoned.len()));
         for c in &summary.left_cordoned {
             let why = if c.before_run { " (it was cordoned before the run)" } else { "" };
             lines.push(format!("  {}{why}: to make it schedulable again run `{}`", c.node, c.fix));
@@ -235,6 +244,12 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
     }
     if let Some(why) = &summary.stopped {
         lines.push(format!("stopped: {why}"));
+    }
+    if let Some(failure) = &summary.state_error {
+        lines.push(format!(
+            "state directory: {failure}: the journal or the host logs are incomplete; free space or make the state \
+             directory writable, then re-run the same command"
+        ));
     }
     let verdict = if summary.interrupted {
         "interrupted: re-run the same command to resume; finished hosts are not redone"
@@ -276,4 +291,49 @@ pub fn resume_line(resume: &crate::phase::preflight::Resume) -> String {
         ));
     }
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::CordonedNode;
+
+    fn summary(cluster_read_error: Option<&str>, cordoned: &[&str]) -> Summary {
+        Summary {
+            target: "v1.29.1".into(),
+            hosts: Vec::new(),
+            stopped: None,
+            left_cordoned: cordoned
+                .iter()
+                .map(|n| CordonedNode { node: n.to_string(), before_run: false, fix: format!("kubectl uncordon {n}") })
+                .collect(),
+            cluster_read_error: cluster_read_error.map(str::to_string),
+            interrupted: false,
+            resumed: None,
+            error_code: None,
+            state_error: None,
+        }
+    }
+
+    #[test]
+    fn the_summary_says_whether_the_cordoned_nodes_come_from_the_cluster_or_from_the_hosts() {
+        let from_cluster = summary_lines(&summary(None, &["node-2"])).join("\n");
+        assert!(from_cluster.contains("left cordoned, as the cluster reports: 1\n  node-2: to make it schedulable"));
+        let from_hosts = summary_lines(&summary(Some("cannot read the cluster's nodes"), &["node-2"])).join("\n");
+        assert!(from_hosts.contains("the cluster could not be read at the end: cannot read the cluster's nodes\n"));
+        assert!(from_hosts.contains("left cordoned, as the hosts reported: 1\n  node-2: to make it schedulable again"));
+        let none = summary_lines(&summary(Some("timeout"), &[])).join("\n");
+        assert!(none.contains("left cordoned, as the hosts reported: none"), "{none}");
+    }
+
+    #[test]
+    fn a_state_directory_that_could_not_be_written_is_never_a_success() {
+        let mut s = summary(None, &[]);
+        s.state_error = Some("cannot write the journal j: No space left on device".into());
+        s.interrupted = true;
+        assert_eq!(s.exit_code(), 1);
+        let text = summary_lines(&s).join("\n");
+        assert!(text.contains("state directory: cannot write the journal j: No space left on device"), "{text}");
+        assert!(!text.contains("result: success"), "{text}");
+    }
 }

@@ -11,9 +11,13 @@ use crate::events::{Event, EventSink};
 use crate::phase::HostOutcome;
 use crate::tasks::report::task_lines;
 
+/// Told when a host log cannot be written (the path and why), so the run can stop and say so.
+pub type OnWriteFailure = Box<dyn Fn(&Path, &str) + Send + Sync>;
+
 pub struct HostLogReporter {
     dir: PathBuf,
     state: Mutex<LogState>,
+    on_failure: OnWriteFailure,
 }
 
 #[derive(Default)]
@@ -23,8 +27,8 @@ struct LogState {
 }
 
 impl HostLogReporter {
-    pub fn new(dir: &Path) -> HostLogReporter {
-        HostLogReporter { dir: dir.to_path_buf(), state: Mutex::new(LogState::default()) }
+    pub fn new(dir: &Path, on_failure: OnWriteFailure) -> HostLogReporter {
+        HostLogReporter { dir: dir.to_path_buf(), state: Mutex::new(LogState::default()), on_failure }
     }
 
     /// The log file of a host; a name that cannot be a file name is made into one.
@@ -40,19 +44,32 @@ impl HostLogReporter {
     fn write(&self, host: &str, lines: &[String]) {
         let Ok(mut state) = self.state.lock() else { return };
         let run = state.run.clone();
-        let file = state.files.entry(host.to_string()).or_insert_with(|| {
-            // A log that cannot be opened is skipped: the per-host log is a convenience, never a reason to stop.
-            let _ = std::fs::create_dir_all(&self.dir);
-            let mut file = OpenOptions::new().create(true).append(true).open(Self::path(&self.dir, host)).ok()?;
-            let _ = writeln!(file, "{} === run {run}", now());
-            Some(file)
-        });
+        let path = Self::path(&self.dir, host);
+        let file = match state.files.entry(host.to_string()) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let opened = std::fs::create_dir_all(&self.dir)
+                    .and_then(|_| OpenOptions::new().create(true).append(true).open(&path))
+                    .and_then(|mut file| writeln!(file, "{} === run {run}", now()).map(|_| file));
+                match opened {
+                    Ok(file) => entry.insert(Some(file)),
+                    Err(e) => {
+                        (self.on_failure)(&path, &crate::error::io_reason(&e));
+                        entry.insert(None)
+                    }
+                }
+            }
+        };
         let Some(file) = file else { return };
         let stamp = now();
+        let mut text = String::new();
         for line in lines {
-            let _ = writeln!(file, "{stamp} {line}");
+            text.push_str(&format!("{stamp} {line}\n"));
         }
-        let _ = file.flush();
+        // One write per event, so a failure is seen once per event and not per line.
+        if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
+            (self.on_failure)(&path, &crate::error::io_reason(&e));
+        }
     }
 }
 

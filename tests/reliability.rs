@@ -1,0 +1,305 @@
+//! Reliability under faults (issue 9, part A): runs started at the same instant, stale locks whose pid lives again,
+//! a read-only or full state filesystem, signals during preflight, a stdout nobody reads, and the cluster that
+//! cannot be read at the end. Each test drives the real binary on a private copy of the demo cluster.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::demo::{Demo, NODES, lock_is_free, signal, text};
+use crate::support::describe;
+
+/// A bind mount over a directory of the test (read-only, or a small tmpfs), undone on drop. Needs root, as the test
+/// machines and CI run; the mount is private to the test's own temp dir, so tests stay parallel-safe.
+struct Mount {
+    path: PathBuf,
+}
+
+impl Mount {
+    fn read_only(path: &Path) -> Mount {
+        mount(&["--bind", path_str(path), path_str(path)]);
+        let guard = Mount { path: path.to_path_buf() };
+        mount(&["-o", "remount,ro,bind", path_str(path)]);
+        guard
+    }
+
+    fn tmpfs(path: &Path, size: &str) -> Mount {
+        mount(&["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", path_str(path)]);
+        Mount { path: path.to_path_buf() }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 temp path")
+}
+
+fn mount(args: &[&str]) {
+    let out = Command::new("mount").args(args).output().expect("run mount");
+    assert!(
+        out.status.success(),
+        "mount {args:?} failed (these tests need root, as CI has): {}",
+        text(&out.stderr)
+    );
+}
+
+/// Whether a process has exited, without blocking.
+fn exited(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    child.try_wait().expect("try_wait")
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn fifty_runs_started_at_the_same_instant_let_exactly_one_through() {
+    let demo = Demo::new();
+    // The winner stays in node-1's drain until it is interrupted, so it holds the lock while the others try.
+    demo.set_cue("node-1", "drain_hang", "forever");
+    // A lock left by a killed run is there, so every run also races to take over a stale lock.
+    std::fs::create_dir_all(demo.path(".upgrade-state")).expect("state dir");
+    std::fs::write(demo.path(".upgrade-state/lock"), r#"{"pid": 4000000000, "started": "2026-11-23T09:00:00Z"}"#)
+        .expect("a stale lock");
+    // All 50 wait on a FIFO and start together when it is opened for writing: a real start at the same instant.
+    let barrier = demo.path("start-together");
+    let made = Command::new("mkfifo").arg(&barrier).status().expect("mkfifo");
+    assert!(made.success());
+    let mut runs: Vec<std::process::Child> = (0..50)
+        .map(|_| {
+            let upgrade = demo.command(&["--grace-period", "0"]);
+            let mut command = Command::new("sh");
+            command
+                .arg("-c")
+                .arg(format!("read _ < {}; exec \"$0\" \"$@\"", barrier.display()))
+                .arg(upgrade.get_program())
+                .args(upgrade.get_args())
+                .current_dir(demo.path(""));
+            command.stdout(Stdio::null()).stderr(Stdio::piped());
+            command.spawn().expect("start upgrade")
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // One line per run; the write end stays open until the end so that a run slow to reach the FIFO still gets its.
+    let mut go = std::fs::OpenOptions::new().write(true).open(&barrier).expect("open the barrier");
+    std::io::Write::write_all(&mut go, &[b'\n'; 50]).expect("start them");
+
+    // Losers exit at once; the winner gets through preflight, the backup and the masters before node-1's drain, so
+    // once that drain started and nobody exited for 2 s, the runs still going are the ones that took the lock.
+    let mut refused = 0;
+    let mut quiet_since = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut i = 0;
+        while i < runs.len() {
+            if let Some(status) = exited(&mut runs[i]) {
+                let mut run = runs.swap_remove(i);
+                let mut stderr = String::new();
+                run.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read stderr");
+                assert_eq!(status.code(), Some(2), "a run that did not get the lock is refused with 2: {stderr}");
+                assert!(stderr.contains("another upgrade is running on this cluster (pid "), "{stderr}");
+                refused += 1;
+                quiet_since = Instant::now();
+            } else {
+                i += 1;
+            }
+        }
+        let draining = demo.calls().iter().any(|(n, a)| n == "node-1" && a == "drain");
+        if runs.is_empty() || (draining && quiet_since.elapsed() > Duration::from_secs(2)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the runs did not settle within 120 s ({refused} refused)");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let still_running = runs;
+    let winners = still_running.len();
+    for run in &still_running {
+        signal(run, libc::SIGINT);
+    }
+    for run in still_running {
+        let out = run.wait_with_output().expect("wait for the winner");
+        assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+    }
+    assert_eq!((winners, refused), (1, 49), "exactly one run takes the lock");
+    let drains = demo.calls().iter().filter(|(n, a)| n == "node-1" && a == "drain").count();
+    assert_eq!(drains, 1, "node-1 was drained by one run only");
+    assert!(lock_is_free(&demo.path(".upgrade-state")), "the lock is let go at the end");
+}
+
+#[test]
+fn a_lock_naming_a_live_but_unrelated_pid_is_taken_over() {
+    // In a container the run is pid 1: after a kill -9 (or an OOM kill) the lock names pid 1, alive again as the
+    // next run's own container. Nothing holds the lock, so it is taken over. The test's own pid stands in for it.
+    for pid in [1, std::process::id()] {
+        let demo = Demo::new();
+        std::fs::create_dir_all(demo.path(".upgrade-state")).expect("state dir");
+        let holder = format!(r#"{{"pid": {pid}, "started": "2026-11-23T09:00:00Z"}}"#);
+        std::fs::write(demo.path(".upgrade-state/lock"), holder).expect("write a stale lock");
+        let out = demo.run(&["--phase", "preflight"]);
+        assert_eq!(out.status.code(), Some(0), "the stale lock of pid {pid} is taken over\n{}", describe(&out));
+    }
+}
+
+#[test]
+fn a_read_only_state_directory_refuses_the_start_with_exit_2_and_touches_nothing() {
+    let demo = Demo::new();
+    let state = demo.path(".upgrade-state");
+    std::fs::create_dir_all(&state).expect("state dir");
+    let _read_only = Mount::read_only(&state);
+    let out = demo.run(&[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "a refused start\n{}", describe(&out));
+    assert!(stderr.contains(&state.display().to_string()) && stderr.contains("Read-only file system"), "{stderr}");
+    assert!(stderr.contains("--state-dir"), "says what to do: {stderr}");
+    assert!(demo.calls().is_empty(), "nothing was touched: {:?}", demo.calls());
+}
+
+/// A kubectl that takes 3 s over the first `get nodes` (preflight's read of the cluster) and says when it starts it.
+fn slow_first_cluster_read(demo: &Demo) -> String {
+    let script = demo.path("slow-kubectl");
+    let marker = demo.path("preflight-reading");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" get nodes \"*) [ -e {m} ] || {{ touch {m}; sleep 3; }} ;; esac\nexec \"$@\"\n",
+            m = marker.display()
+        ),
+    )
+    .expect("write slow-kubectl");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    format!(r#"{{"upgrade_kubectl": "{} {{{{ demo_fake_cluster }}}}/kubectl {{{{ demo_fake }}}}"}}"#, script.display())
+}
+
+#[test]
+fn a_sigterm_during_preflight_starts_no_later_phase() {
+    let demo = Demo::new();
+    let kubectl = slow_first_cluster_read(&demo);
+    let child = demo.spawn(&["-e", &kubectl]);
+    wait_until("preflight reads the cluster", Duration::from_secs(30), || demo.path("preflight-reading").exists());
+    signal(&child, libc::SIGTERM);
+    let out = child.wait_with_output().expect("wait for upgrade");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+    assert!(!stdout.contains("== etcd-backup"), "the etcd backup did not start\n{}", describe(&out));
+    assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{}", describe(&out));
+    let touched: Vec<_> = demo.calls().into_iter().filter(|(_, a)| a != "get-nodes").collect();
+    assert!(touched.is_empty(), "no node was touched: {touched:?}\n{}", describe(&out));
+    assert!(stdout.contains("result: interrupted"), "{}", describe(&out));
+}
+
+/// Fills a file system: writes to `path` until the kernel says it is full (ENOSPC).
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).expect("create the filler");
+    let chunk = vec![b'x'; 64 * 1024];
+    loop {
+        match file.write_all(&chunk) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+            Err(e) => panic!("filling {}: {e}", path.display()),
+        }
+    }
+    let _ = file.sync_all();
+}
+
+#[test]
+fn a_state_filesystem_that_fills_up_mid_run_stops_new_hosts_and_fails_the_run() {
+    let demo = Demo::new();
+    let state = demo.path(".upgrade-state");
+    std::fs::create_dir_all(&state).expect("state dir");
+    // A real full file system: the state directory is a small tmpfs of its own, filled while node-1 drains, so the
+    // journal and the host logs get ENOSPC from the kernel. (RLIMIT_FSIZE would give EFBIG on any file the run or
+    // its commands write; a tmpfs fills only the state directory.)
+    let _tmpfs = Mount::tmpfs(&state, "4m");
+    demo.set_cue("node-1", "drain_hang", "2");
+    let child = demo.spawn(&[]);
+    demo.wait_for_call("node-1", "drain");
+    fill(&state.join("filler"));
+    let out = child.wait_with_output().expect("wait for upgrade");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "a run whose journal is incomplete fails\n{}", describe(&out));
+    assert!(!stdout.contains("result: success"), "{}", describe(&out));
+    assert!(stdout.contains("No space left on device"), "says why\n{}", describe(&out));
+    assert!(stdout.contains("no new host starts"), "says what happens\n{}", describe(&out));
+    for what in ["cannot write the journal", "cannot write the host log"] {
+        assert!(stdout.matches(what).count() <= 2, "`{what}` is said once (and in the summary)\n{}", describe(&out));
+    }
+    assert!(stdout.contains("state directory: cannot write the "), "the summary says it\n{}", describe(&out));
+    // The batch in flight finished; the next one never started; nothing is left cordoned.
+    for node in ["node-1", "node-2", "node-3"] {
+        assert_eq!(demo.upgrades(node), 1, "{node} in flight finished\n{}", describe(&out));
+    }
+    for node in ["node-4", "node-5", "node-6"] {
+        assert!(!demo.calls().iter().any(|(n, _)| n == node), "{node} was not started\n{}", describe(&out));
+    }
+    for node in NODES {
+        assert!(!demo.is_cordoned(node), "{node} is not left cordoned\n{}", describe(&out));
+    }
+
+    // With space again, the same command finishes the upgrade, each node once.
+    std::fs::remove_file(state.join("filler")).expect("free the space");
+    let rerun = demo.run(&[]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", describe(&rerun));
+    for node in NODES {
+        assert_eq!(demo.upgrades(node), 1, "{node} upgraded exactly once\n{}", describe(&rerun));
+        assert!(!demo.is_cordoned(node), "{node}\n{}", describe(&rerun));
+    }
+}
+
+#[test]
+fn when_the_cluster_cannot_be_read_at_the_end_the_summary_lists_the_nodes_the_hosts_left_cordoned() {
+    let demo = Demo::new();
+    // The cluster API stops answering `get nodes` once node-1 is done (its post hook says so), while node-2 waits in
+    // vain to become Ready: node-2 fails with its node cordoned, and the final read of the cluster fails.
+    let down = demo.path("cluster-down");
+    std::fs::write(
+        demo.path("hooks/node_post.yml"),
+        format!("- name: the cluster API goes away\n  command: touch {}\n  when: inventory_hostname == 'node-1'\n", down.display()),
+    )
+    .expect("write the post hook");
+    let script = demo.path("flaky-kubectl");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" get nodes \"*) if [ -e {} ]; then echo 'Unable to connect to the server: \
+             i/o timeout' >&2; exit 1; fi ;; esac\nexec \"$@\"\n",
+            down.display()
+        ),
+    )
+    .expect("write flaky-kubectl");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let vars = format!(
+        r#"{{"upgrade_kubectl": "{} {{{{ demo_fake_cluster }}}}/kubectl {{{{ demo_fake }}}}", "upgrade_node_ready_timeout": 3}}"#,
+        script.display()
+    );
+    demo.set_cue("node-2", "ready_fail", "");
+
+    let out = demo.run(&["--output", "json", "-e", &vars]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let summary: Value = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "summary")
+        .unwrap_or_else(|| panic!("no summary\n{}", describe(&out)));
+    assert!(demo.is_cordoned("node-2"), "the scenario: node-2 is left cordoned\n{}", describe(&out));
+    let cordoned: Vec<&str> =
+        summary["left_cordoned"].as_array().expect("left_cordoned").iter().filter_map(|c| c["node"].as_str()).collect();
+    assert_eq!(cordoned, ["node-2"], "as the hosts reported\n{summary}");
+    assert!(summary["left_cordoned"][0]["fix"].as_str().is_some_and(|f| f.ends_with("uncordon node-2")), "{summary}");
+    assert!(
+        summary["cluster_read_error"].as_str().is_some_and(|e| e.contains("Unable to connect to the server")),
+        "says the cluster could not be read\n{summary}"
+    );
+}
