@@ -2,6 +2,7 @@
 //! phases in order and says, at the end, what was done and what is left. It never prints: reporters do.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
 use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
+use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
@@ -39,13 +41,19 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     lock.name_run(journal.run_id())?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
+    // Built before anything is printed: past this point every return goes through `drain_output`.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let stdout = OutputQueue::stdout();
     let primary: SharedSink = match args.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            print!("{}", plan_text(&plan, &inventory));
-            Arc::new(HumanReporter::for_terminal(args.run.verbose))
+            let _ = write!(stdout.writer(), "{}", plan_text(&plan, &inventory));
+            Arc::new(HumanReporter::for_terminal(args.run.verbose, &stdout))
         }
-        OutputFormat::Json => Arc::new(JsonReporter::new(Box::new(std::io::stdout()))),
+        OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
     };
     let (stop_handle, stop) = stop_signal();
     let stop_handle = Arc::new(stop_handle);
@@ -70,10 +78,6 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         prompter: crate::tasks::terminal_prompter(),
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
     let grace = Duration::from_secs(args.grace_period);
     let (summary, error) = runtime.block_on(async {
         let run = Arc::new(UpgradeRun::new(RunParts {
@@ -91,7 +95,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
             options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
             write_failures,
         }));
-        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace));
+        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, stdout.clone()));
         let result = run_phases(&run, &stop).await;
         signals.abort();
         run.close().await;
@@ -99,12 +103,28 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     });
     drop(lock);
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
-    if let Some(path) = &args.junit {
-        write_junit(path, &summary)?;
-    }
+    let junit = args.junit.as_ref().map(|path| write_junit(path, &summary)).transpose();
+    drain_output(&stdout, OUTPUT_DRAIN_IDLE);
+    junit?;
     match error {
         Some(e) => Err(e),
         None => Ok(summary.exit_code()),
+    }
+}
+
+/// Before exiting, queued output is written for as long as the reader keeps taking it; a reader that takes
+/// nothing for this long is given up on (the run itself is over by then).
+const OUTPUT_DRAIN_IDLE: Duration = Duration::from_secs(30);
+/// The same after a second interrupt: the operator asked to exit now.
+const OUTPUT_DRAIN_IDLE_ON_EXIT: Duration = Duration::from_secs(10);
+
+fn drain_output(stdout: &OutputQueue, idle: Duration) {
+    let unwritten = stdout.drain(idle);
+    if unwritten > 0 {
+        eprintln!(
+            "warning: stdout was not read for {}s: the last {unwritten} bytes of output were not written",
+            idle.as_secs()
+        );
     }
 }
 
@@ -137,7 +157,7 @@ fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
 /// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence, for at most `grace`:
 /// then they stop at their next safe point. A second signal exits at once: the journal is already on disk, entry by
 /// entry, and gets a last line saying the run was interrupted.
-async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Duration) {
+async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Duration, stdout: OutputQueue) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return;
@@ -185,6 +205,8 @@ async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Durat
                 status: "interrupted".into(),
             });
             run.event(Event::Exiting);
+            // What the reporters queued is written first, in order, unless the reader has stopped reading.
+            drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT);
             // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
             // The run lock is let go by the kernel as the process ends.
             std::process::exit(130);

@@ -303,3 +303,66 @@ fn when_the_cluster_cannot_be_read_at_the_end_the_summary_lists_the_nodes_the_ho
         "says the cluster could not be read\n{summary}"
     );
 }
+
+#[test]
+fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_line() {
+    let demo = Demo::new();
+    // Each node's pre-drain hook prints 1 MB: its task-finished JSON line alone is far more than a pipe holds.
+    std::fs::write(
+        demo.path("hooks/node_pre_drain.yml"),
+        "- name: a chatty hook\n  shell: yes 0123456789abcdef | head -c 1000000\n",
+    )
+    .expect("write the hook");
+    demo.set_cue("node-2", "drain_hang", "forever");
+    let mut child = demo.spawn(&["--output", "json"]);
+    // Nobody reads stdout. The run still gets to node-2's drain, past three 1 MB lines.
+    let reached = Instant::now() + Duration::from_secs(60);
+    while !demo.calls().iter().any(|(n, a)| n == "node-2" && a == "drain") {
+        assert!(Instant::now() < reached, "the run froze behind its unread stdout: {:?}", demo.calls());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    // The second interrupt is handled while stdout is still unread: the journal gets its last line at once.
+    let journal = demo.path(".upgrade-state/journal.jsonl");
+    wait_until("the second interrupt is handled", Duration::from_secs(10), || {
+        std::fs::read_to_string(&journal)
+            .is_ok_and(|j| j.lines().last().is_some_and(|l| l.contains(r#""status":"interrupted""#)))
+    });
+    assert!(exited(&mut child).is_none(), "it waits for its output to be read before exiting");
+
+    // Now the reader comes back: everything is there, whole and in order, and the process exits.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout.read_to_end(&mut bytes).expect("read stdout");
+        bytes
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = exited(&mut child) {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the process did not exit once its output was read");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    let out = text(&reader.join().expect("reader"));
+    let events: Vec<Value> = out
+        .lines()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).unwrap_or_else(|e| panic!("line {} is not whole JSON ({e})", i + 1)))
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"run-started"));
+    assert_eq!(kinds.last(), Some(&"aborted"), "the stream ends as a second interrupt ends it");
+    let chatty = events.iter().filter(|e| e["event"] == "task-finished" && e["task"] == "a chatty hook").count();
+    assert_eq!(chatty, 3, "the three 1 MB lines of batch 1 are all there");
+    let times: Vec<&str> = events.iter().filter_map(|e| e["time"].as_str()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in the order they happened");
+    let position = |kind: &str, host: &str| {
+        events.iter().position(|e| e["event"] == kind && e["host"] == host).unwrap_or(usize::MAX)
+    };
+    assert!(position("host-started", "node-2") < position("step-started", "node-2"), "in order");
+}

@@ -10,6 +10,7 @@ use crate::events::{Event, EventSink};
 use crate::phase::{HostOutcome, Step, Summary};
 use crate::tasks::report::task_lines;
 
+use super::output::OutputQueue;
 use super::progress::Progress;
 
 pub struct HumanReporter {
@@ -21,6 +22,8 @@ pub struct HumanReporter {
     progress: Option<Progress>,
     /// The step each host is in, so hook task results show and built-in step tasks stay quiet.
     current_step: Mutex<HashMap<String, Step>>,
+    /// The stdout queue, waited on briefly while the progress bars are cleared so lines land above them.
+    settle: Option<OutputQueue>,
 }
 
 impl HumanReporter {
@@ -32,20 +35,21 @@ impl HumanReporter {
             color: false,
             progress: None,
             current_step: Mutex::new(HashMap::new()),
+            settle: None,
         }
     }
 
-    /// Lines on stdout (timestamped unless stdout is a terminal, colored only on a terminal without `NO_COLOR`),
-    /// progress bars on stderr when stderr is a terminal.
-    pub fn for_terminal(verbosity: u8) -> HumanReporter {
+    /// Lines on stdout through its queue (timestamped unless stdout is a terminal, colored only on a terminal without
+    /// `NO_COLOR`), progress bars on stderr when stderr is a terminal.
+    pub fn for_terminal(verbosity: u8, stdout: &OutputQueue) -> HumanReporter {
         use std::io::IsTerminal;
-        let stdout = std::io::stdout();
-        let on_terminal = stdout.is_terminal();
+        let on_terminal = std::io::stdout().is_terminal();
         // https://no-color.org: any non-empty value turns color off.
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let mut reporter = HumanReporter::new(Box::new(stdout), verbosity, !on_terminal);
+        let mut reporter = HumanReporter::new(stdout.writer(), verbosity, !on_terminal);
         reporter.color = on_terminal && !no_color;
         reporter.progress = Progress::on_stderr(!no_color);
+        reporter.settle = Some(stdout.clone());
         reporter
     }
 
@@ -55,7 +59,13 @@ impl HumanReporter {
 
     fn write(&self, lines: &[String]) {
         match &self.progress {
-            Some(progress) => progress.suspend(|| self.write_lines(lines)),
+            Some(progress) => progress.suspend(|| {
+                self.write_lines(lines);
+                // Bounded: a paused terminal costs the bars' neat order, never the run.
+                if let Some(queue) = &self.settle {
+                    queue.drain(Duration::from_millis(200));
+                }
+            }),
             None => self.write_lines(lines),
         }
     }

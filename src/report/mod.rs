@@ -4,6 +4,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 pub mod log;
+pub mod output;
 pub mod progress;
 
 use crate::events::{Event, EventSink, SharedSink};
