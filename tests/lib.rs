@@ -3,6 +3,7 @@
 mod support;
 
 mod bad_input;
+mod chaos;
 mod etcd_backup;
 mod fake_cluster;
 mod hooks;

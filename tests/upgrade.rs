@@ -8,18 +8,18 @@ use crate::support::etcd::TestEtcd;
 use crate::support::fake_cluster::FakeCluster;
 use crate::support::sshd::TestSshd;
 
-const TARGET: &str = "v1.29.1";
-const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
+pub(crate) const TARGET: &str = "v1.29.1";
+pub(crate) const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
 
 /// A cluster of three masters and some nodes, every host an inventory name on a real sshd, with its own root.
-struct TestCluster {
+pub(crate) struct TestCluster {
     dir: tempfile::TempDir,
     sshd: TestSshd,
     /// Hosts that live on a second sshd, so that one can be killed alone.
     other_sshd: Option<TestSshd>,
     etcd: TestEtcd,
-    fake: FakeCluster,
-    nodes: Vec<String>,
+    pub(crate) fake: FakeCluster,
+    pub(crate) nodes: Vec<String>,
     /// Extra `all:vars` lines (`key: value`, YAML).
     all_vars: Vec<String>,
     /// Hosts that use `other_sshd`.
@@ -76,7 +76,7 @@ impl Run {
 
 impl TestCluster {
     /// Three masters and `nodes` (name, labels) at v1.28.5.
-    fn new(nodes: &[(&str, &str)]) -> TestCluster {
+    pub(crate) fn new(nodes: &[(&str, &str)]) -> TestCluster {
         let mut spec = String::new();
         for m in MASTERS {
             spec.push_str(&format!("{m} v1.28.5 node-role.kubernetes.io/control-plane=\n"));
@@ -96,7 +96,7 @@ impl TestCluster {
         }
     }
 
-    fn var(mut self, line: &str) -> TestCluster {
+    pub(crate) fn var(mut self, line: &str) -> TestCluster {
         self.all_vars.push(line.to_string());
         self
     }
@@ -108,7 +108,7 @@ impl TestCluster {
         self
     }
 
-    fn path(&self, relative: &str) -> PathBuf {
+    pub(crate) fn path(&self, relative: &str) -> PathBuf {
         self.dir.path().join(relative)
     }
 
@@ -150,7 +150,7 @@ impl TestCluster {
         path
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
         command.arg("--inventory").arg(self.inventory()).args(args).current_dir(self.dir.path());
         command.env("NO_COLOR", "1");
@@ -177,11 +177,11 @@ impl TestCluster {
     }
 }
 
-fn nodes(n: usize, labels: &str) -> Vec<(String, String)> {
+pub(crate) fn nodes(n: usize, labels: &str) -> Vec<(String, String)> {
     (1..=n).map(|i| (format!("n{i}"), labels.to_string())).collect()
 }
 
-fn spec(list: &[(String, String)]) -> Vec<(&str, &str)> {
+pub(crate) fn spec(list: &[(String, String)]) -> Vec<(&str, &str)> {
     list.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect()
 }
 
