@@ -51,6 +51,29 @@ fn mount(args: &[&str]) {
     );
 }
 
+/// A run that a failing test must not leave behind (blocked on its stdout, or in a drain that never ends).
+struct KillOnDrop(std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Whether a process has exited, without blocking.
 fn exited(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
     child.try_wait().expect("try_wait")
@@ -108,6 +131,7 @@ fn fifty_runs_started_at_the_same_instant_let_exactly_one_through() {
                 let mut run = runs.swap_remove(i);
                 let mut stderr = String::new();
                 run.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read stderr");
+                let _ = run.wait(); // already reaped by try_wait; says so to the reader (and to clippy)
                 assert_eq!(status.code(), Some(2), "a run that did not get the lock is refused with 2: {stderr}");
                 assert!(stderr.contains("another upgrade is running on this cluster (pid "), "{stderr}");
                 refused += 1;
@@ -314,7 +338,7 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
     )
     .expect("write the hook");
     demo.set_cue("node-2", "drain_hang", "forever");
-    let mut child = demo.spawn(&["--output", "json"]);
+    let mut child = KillOnDrop(demo.spawn(&["--output", "json"]));
     // Nobody reads stdout. The run still gets to node-2's drain, past three 1 MB lines.
     let reached = Instant::now() + Duration::from_secs(60);
     while !demo.calls().iter().any(|(n, a)| n == "node-2" && a == "drain") {
@@ -348,6 +372,7 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(130));
+    assert!(lock_is_free(&demo.path(".upgrade-state")), "the exit let the run lock go");
     let out = text(&reader.join().expect("reader"));
     let events: Vec<Value> = out
         .lines()
