@@ -116,7 +116,8 @@ async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> 
 
 /// The host's upgrade is the operator's own command, not the kubeadm flow.
 fn custom_upgrade(run: &UpgradeRun, host: &str, phase: Phase) -> bool {
-    let variable = if phase == Phase::ControlPlane { "upgrade_master_upgrade_command" } else { "upgrade_node_upgrade_command" };
+    let variable =
+        if phase == Phase::ControlPlane { "upgrade_master_upgrade_command" } else { "upgrade_node_upgrade_command" };
     !run.render_for(host, &format!("{{{{ {variable} | default('') }}}}")).trim().is_empty()
 }
 
@@ -142,13 +143,17 @@ fn describe_host_check(run: &UpgradeRun, host: &str, facts: &serde_json::Map<Str
     } else {
         match words.as_slice() {
             ["would-switch", have, want] => {
-                format!("repository {file}: {have} -> {want} before the first package install (a copy kept as {file}.{have}.bak)")
+                format!(
+                    "repository {file}: {have} -> {want} before the first package install (a copy kept as {file}.{have}.bak)"
+                )
             }
             ["unchanged", want] => format!("repository {file}: already at {want}"),
             ["no-minor"] => format!(
                 "repository {file} names no pkgs.k8s.io minor: left alone (make sure it offers {minor} packages)"
             ),
-            ["absent"] => format!("repository {file} does not exist: left alone (make sure {minor} packages are reachable)"),
+            ["absent"] => {
+                format!("repository {file} does not exist: left alone (make sure {minor} packages are reachable)")
+            }
             _ => format!("repository {file}: {stdout}"),
         }
     };
