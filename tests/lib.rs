@@ -6,6 +6,7 @@ mod bad_input;
 mod etcd_backup;
 mod fake_cluster;
 mod hooks;
+mod kubeadm;
 mod ops;
 mod plan;
 mod reboot;

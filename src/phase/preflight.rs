@@ -175,7 +175,8 @@ async fn check_etcdctl(run: &UpgradeRun) -> Result<()> {
         return Ok(());
     }
     Err(Error::hosts_failed(format!("preflight: etcdctl does not run on {}", failed.join("; "))).hint(
-        "install the etcd client on the etcd hosts, or set upgrade_etcdctl to run etcdctl inside the etcd static pod          (`crictl exec` form, see the README); nothing was changed",
+        "install the etcd client on the etcd hosts, or set upgrade_etcdctl to run etcdctl inside the etcd static pod \
+         (`crictl exec` form, see the README); nothing was changed",
     ))
 }
 
@@ -191,7 +192,7 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
             Ok(())
         }
         Err(f) => Err(Error::hosts_failed(format!("preflight: {}", f.reason)).hint(
-            "fix what kubeadm reports, or set upgrade_kubeadm_plan_check: false to skip this check; no node was              cordoned",
+            "fix what kubeadm reports, or set upgrade_kubeadm_plan_check: false to skip this check; no node was cordoned",
         )),
     }
 }

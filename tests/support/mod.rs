@@ -5,7 +5,9 @@
 
 pub mod etcd;
 pub mod fake_cluster;
+pub mod kube_api;
 pub mod sshd;
+pub mod stand_in_host;
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
