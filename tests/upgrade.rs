@@ -476,3 +476,18 @@ fn a_node_upgraded_with_rolling_restart_mode_system_is_rebooted_and_waited_for()
         assert!(cluster.fake.actions_on(m).contains(&"restart".to_string()), "{m} restarted its services");
     }
 }
+
+#[test]
+fn a_failing_kubeadm_upgrade_plan_stops_the_run_in_preflight_with_kubeadms_message() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    cluster.fake.set_cue("m1", "plan_fail", "[upgrade/health] FATAL: there are unhealthy control plane pods");
+    let run = cluster.upgrade(&[]).expect_code(1).expect_stderr("unhealthy control plane pods");
+    run.expect_stderr("upgrade_kubeadm_plan_check: false");
+    let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
+    assert!(actions.contains(&"kubeadm-plan".to_string()), "{actions:?}");
+    assert!(!actions.iter().any(|a| a == "cordon" || a == "drain" || a.starts_with("kubeadm-a")), "{actions:?}");
+
+    // Turned off, the same cluster upgrades.
+    let cluster = cluster.var("upgrade_kubeadm_plan_check: false");
+    cluster.upgrade(&[]).expect_code(0);
+}
