@@ -4,11 +4,12 @@
 //! real etcd for the backup and the health gate.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::support::etcd::{TestEtcd, etcdctl_binary};
 use crate::support::kube_api::{KubeApi, PodKind};
 use crate::support::stand_in_host::{Packages, StandInHost};
+use crate::upgrade::Run;
 
 const FROM: &str = "v1.28.5";
 const TARGET: &str = "v1.29.1";
@@ -20,38 +21,6 @@ struct KubeadmCluster {
     masters: Vec<StandInHost>,
     nodes: Vec<StandInHost>,
     vars: Vec<String>,
-}
-
-struct Run {
-    output: Output,
-    dir: PathBuf,
-}
-
-impl Run {
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.output.stdout).into_owned()
-    }
-    fn explain(&self, why: &str) -> ! {
-        panic!(
-            "{why}\nexit code: {:?}\nscratch: {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.output.status.code(),
-            self.dir.display(),
-            self.stdout(),
-            String::from_utf8_lossy(&self.output.stderr)
-        );
-    }
-    fn expect_code(self, code: i32) -> Run {
-        if self.output.status.code() != Some(code) {
-            self.explain(&format!("expected exit code {code}"));
-        }
-        self
-    }
-    fn expect_stdout(self, needle: &str) -> Run {
-        if !self.stdout().contains(needle) {
-            self.explain(&format!("stdout lacks `{needle}`"));
-        }
-        self
-    }
 }
 
 impl KubeadmCluster {
@@ -119,7 +88,11 @@ impl KubeadmCluster {
             .env("NO_COLOR", "1")
             .output()
             .expect("run upgrade");
-        Run { output, dir: self.dir.path().to_path_buf() }
+        Run {
+            output,
+            command: format!("upgrade --inventory hosts.yml {}", args.join(" ")),
+            dir: self.dir.path().to_path_buf(),
+        }
     }
 }
 

@@ -26,25 +26,25 @@ struct TestCluster {
     on_other: Vec<String>,
 }
 
-/// What one run of the binary did.
-struct Run {
-    output: Output,
-    command: String,
-    dir: PathBuf,
+/// What one run of the binary did (tests/kubeadm.rs shares it).
+pub(crate) struct Run {
+    pub(crate) output: Output,
+    pub(crate) command: String,
+    pub(crate) dir: PathBuf,
 }
 
 impl Run {
-    fn code(&self) -> i32 {
+    pub(crate) fn code(&self) -> i32 {
         self.output.status.code().unwrap_or(-1)
     }
-    fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.output.stdout).into_owned()
     }
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.output.stderr).into_owned()
     }
     /// Panics with everything a reader needs: the command, its output, the scratch directory.
-    fn explain(&self, why: &str) -> ! {
+    pub(crate) fn explain(&self, why: &str) -> ! {
         panic!(
             "{why}\ncommand: {}\nexit code: {}\nscratch: {}\n--- stdout\n{}\n--- stderr\n{}",
             self.command,
@@ -54,19 +54,19 @@ impl Run {
             self.stderr()
         );
     }
-    fn expect_code(self, code: i32) -> Run {
+    pub(crate) fn expect_code(self, code: i32) -> Run {
         if self.code() != code {
             self.explain(&format!("expected exit code {code}"));
         }
         self
     }
-    fn expect_stdout(self, needle: &str) -> Run {
+    pub(crate) fn expect_stdout(self, needle: &str) -> Run {
         if !self.stdout().contains(needle) {
             self.explain(&format!("stdout lacks `{needle}`"));
         }
         self
     }
-    fn expect_stderr(self, needle: &str) -> Run {
+    pub(crate) fn expect_stderr(self, needle: &str) -> Run {
         if !self.stderr().contains(needle) {
             self.explain(&format!("stderr lacks `{needle}`"));
         }
