@@ -939,7 +939,7 @@ fn reject_template(name: &str, text: &str, origin: &Origin) -> Result<()> {
 }
 
 /// Puts the error at the variable's place when it was set in a file, and says which variable it was.
-fn located(mut err: Error, name: &str, origin: &Origin) -> Error {
+pub(crate) fn located(mut err: Error, name: &str, origin: &Origin) -> Error {
     if !err.message.contains(name) {
         err.message = format!("{name}: {}", err.message);
     }

@@ -211,6 +211,28 @@ const CASES: &[Case] = &[
         args: &["check", "tasks.yml", "-i", "hosts.ini"],
         says: &["tasks.yml:", "nested more than"],
     },
+    Case {
+        name: "a package manager the kubeadm steps do not know",
+        files: &[(
+            "hosts.ini",
+            Text(
+                "[masters]\nm1 ansible_host=127.0.0.1 ansible_port=1 upgrade_package_manager=zypper\n[all:vars]\nupgrade_target_version=v1.29.1\n",
+            ),
+        )],
+        args: &["-i", "hosts.ini"],
+        says: &["hosts.ini:2:", "upgrade_package_manager `zypper`", "auto", "dnf"],
+    },
+    Case {
+        name: "a negative control-plane health timeout",
+        files: &[(
+            "hosts.yml",
+            Text(
+                "all:\n  vars:\n    upgrade_target_version: v1.29.1\n    upgrade_control_plane_ready_timeout: -10\n  children:\n    masters:\n      hosts:\n        m1: {ansible_host: 127.0.0.1, ansible_port: 1}\n",
+            ),
+        )],
+        args: &["-i", "hosts.yml"],
+        says: &["hosts.yml:4:", "upgrade_control_plane_ready_timeout is -10"],
+    },
 ];
 
 /// A `{{ x.a.a... }}` of 2,000 links: Jinja stops at its recursion limit, minijinja would overflow its stack.

@@ -345,3 +345,24 @@ fn init_rejects_bad_lines() {
         assert!(!out.status.success(), "init accepted {bad:?}");
     }
 }
+
+#[test]
+fn the_fake_answers_readyz_kubeadm_plan_and_daemon_reload_for_the_kubeadm_steps() {
+    let cluster = cluster();
+    assert_eq!(ok(&cluster.run("kubectl", &["get", "--raw", "/readyz"])), "ok");
+    std::fs::write(cluster.state_dir().join("readyz_fail"), "").expect("cue");
+    let err = failed(&cluster.run("kubectl", &["get", "--raw", "/readyz"]));
+    assert!(err.contains("readyz check failed"), "{err}");
+
+    let plan = ok(&cluster.run("kubeadm", &["--node", "master-1", "upgrade", "plan", "v1.29.1"]));
+    assert!(plan.contains("kubeadm upgrade apply v1.29.1"), "{plan}");
+    failed(&cluster.run("kubeadm", &["--node", "master-1", "upgrade", "plan", "1.29"]));
+    cluster.set_cue("master-1", "plan_fail", "");
+    let err = failed(&cluster.run("kubeadm", &["--node", "master-1", "upgrade", "plan", "v1.29.1"]));
+    assert!(err.contains("FATAL"), "{err}");
+
+    ok(&cluster.run("fake-node", &["--node", "node-1", "daemon-reload"]));
+    assert_eq!(cluster.actions_on("master-1"), ["kubeadm-plan", "kubeadm-plan"]);
+    assert_eq!(cluster.actions_on("node-1"), ["daemon-reload"]);
+    assert_eq!(cluster.actions_on("-"), ["readyz", "readyz"]);
+}

@@ -7,6 +7,7 @@ mod chaos;
 mod etcd_backup;
 mod fake_cluster;
 mod hooks;
+mod kubeadm;
 mod ops;
 mod plan;
 mod reliability;

@@ -126,6 +126,30 @@ fn settings_come_from_the_inventory_with_their_place() {
 }
 
 #[test]
+fn the_kubeadm_host_settings_show_with_their_origin() {
+    cluster_with("upgrade_package_manager=dnf")
+        .success()
+        .stdout_has("upgrade_package_manager              dnf")
+        .stdout_has("from hosts.ini:11")
+        .stdout_has("upgrade_kubernetes_repo_manage       true")
+        .stdout_has("upgrade_kubernetes_repo_file         by the package manager")
+        .stdout_has("upgrade_control_plane_ready_timeout  300");
+    let mut out = cluster_with("")
+        .args(["-e", "upgrade_kubernetes_repo_file=/etc/apt/sources.list.d/k8s.list", "--output", "json"])
+        .success();
+    let plan = out.json();
+    let rows = plan["host_settings"].as_array().expect("host_settings").clone();
+    let row = |variable: &str| rows.iter().find(|r| r["variable"] == variable).cloned().unwrap_or(Value::Null);
+    assert_eq!(row("upgrade_package_manager")["value"], "auto");
+    assert_eq!(row("upgrade_package_manager")["origin"], "default");
+    assert_eq!(row("upgrade_kubernetes_repo_file")["value"], "/etc/apt/sources.list.d/k8s.list");
+    assert_eq!(
+        row("upgrade_kubernetes_repo_file")["origin"],
+        "-e upgrade_kubernetes_repo_file=/etc/apt/sources.list.d/k8s.list"
+    );
+}
+
+#[test]
 fn bad_settings_in_the_inventory_name_the_line_and_exit_2() {
     for (line, message) in [
         ("upgrade_nodes_serial=abc", "serial `abc`"),
@@ -136,6 +160,10 @@ fn bad_settings_in_the_inventory_name_the_line_and_exit_2() {
         ("upgrade_nodes_drain_timeout=soon", "not a duration"),
         ("upgrade_nodes_label=region=west", "matches none of the 5 nodes"),
         ("upgrade_node_pre_hook=hooks/missing.yml", "does not exist"),
+        ("upgrade_package_manager=zypper", "upgrade_package_manager `zypper`"),
+        ("upgrade_control_plane_ready_timeout=-1", "upgrade_control_plane_ready_timeout is -1"),
+        ("upgrade_node_ready_timeout=-30", "upgrade_node_ready_timeout is -30"),
+        ("upgrade_kubernetes_repo_manage=perhaps", "upgrade_kubernetes_repo_manage `perhaps` is not a boolean"),
     ] {
         cluster_with(line).failure(2).stderr_has("hosts.ini:11").stderr_has(message).stderr_has("hint:");
     }

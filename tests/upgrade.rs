@@ -26,25 +26,25 @@ pub(crate) struct TestCluster {
     on_other: Vec<String>,
 }
 
-/// What one run of the binary did.
-struct Run {
-    output: Output,
-    command: String,
-    dir: PathBuf,
+/// What one run of the binary did (tests/kubeadm.rs shares it).
+pub(crate) struct Run {
+    pub(crate) output: Output,
+    pub(crate) command: String,
+    pub(crate) dir: PathBuf,
 }
 
 impl Run {
-    fn code(&self) -> i32 {
+    pub(crate) fn code(&self) -> i32 {
         self.output.status.code().unwrap_or(-1)
     }
-    fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.output.stdout).into_owned()
     }
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.output.stderr).into_owned()
     }
     /// Panics with everything a reader needs: the command, its output, the scratch directory.
-    fn explain(&self, why: &str) -> ! {
+    pub(crate) fn explain(&self, why: &str) -> ! {
         panic!(
             "{why}\ncommand: {}\nexit code: {}\nscratch: {}\n--- stdout\n{}\n--- stderr\n{}",
             self.command,
@@ -54,19 +54,19 @@ impl Run {
             self.stderr()
         );
     }
-    fn expect_code(self, code: i32) -> Run {
+    pub(crate) fn expect_code(self, code: i32) -> Run {
         if self.code() != code {
             self.explain(&format!("expected exit code {code}"));
         }
         self
     }
-    fn expect_stdout(self, needle: &str) -> Run {
+    pub(crate) fn expect_stdout(self, needle: &str) -> Run {
         if !self.stdout().contains(needle) {
             self.explain(&format!("stdout lacks `{needle}`"));
         }
         self
     }
-    fn expect_stderr(self, needle: &str) -> Run {
+    pub(crate) fn expect_stderr(self, needle: &str) -> Run {
         if !self.stderr().contains(needle) {
             self.explain(&format!("stderr lacks `{needle}`"));
         }
@@ -475,4 +475,19 @@ fn a_node_upgraded_with_rolling_restart_mode_system_is_rebooted_and_waited_for()
         assert!(!cluster.sshd.host_root(m).join("reboots").exists(), "{m} was not rebooted");
         assert!(cluster.fake.actions_on(m).contains(&"restart".to_string()), "{m} restarted its services");
     }
+}
+
+#[test]
+fn a_failing_kubeadm_upgrade_plan_stops_the_run_in_preflight_with_kubeadms_message() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    cluster.fake.set_cue("m1", "plan_fail", "[upgrade/health] FATAL: there are unhealthy control plane pods");
+    let run = cluster.upgrade(&[]).expect_code(1).expect_stderr("unhealthy control plane pods");
+    run.expect_stderr("upgrade_kubeadm_plan_check: false");
+    let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
+    assert!(actions.contains(&"kubeadm-plan".to_string()), "{actions:?}");
+    assert!(!actions.iter().any(|a| a == "cordon" || a == "drain" || a.starts_with("kubeadm-a")), "{actions:?}");
+
+    // Turned off, the same cluster upgrades.
+    let cluster = cluster.var("upgrade_kubeadm_plan_check: false");
+    cluster.upgrade(&[]).expect_code(0);
 }

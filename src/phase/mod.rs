@@ -20,6 +20,12 @@ pub mod verify;
 pub enum Step {
     Connect,
     ReadCluster,
+    /// Preflight per host: the package manager found and the repository file read.
+    HostCheck,
+    /// Preflight on the first master: `kubeadm upgrade plan vX.Y.Z`.
+    KubeadmPlan,
+    /// Preflight on each etcd host: `etcdctl version`.
+    EtcdctlCheck,
     Backup,
     PreDrainHook,
     PreHook,
@@ -29,6 +35,8 @@ pub enum Step {
     MidHook,
     Restart,
     WaitReady,
+    /// After a master's restart: the API server's /readyz and etcd's members healthy.
+    ControlPlaneHealth,
     Uncordon,
     PostHook,
     Verify,
@@ -39,6 +47,9 @@ impl Step {
         match self {
             Step::Connect => "connect",
             Step::ReadCluster => "read-cluster",
+            Step::HostCheck => "host-check",
+            Step::KubeadmPlan => "kubeadm-plan",
+            Step::EtcdctlCheck => "etcdctl-check",
             Step::Backup => "etcd-backup",
             Step::PreDrainHook => "pre-drain-hook",
             Step::PreHook => "pre-hook",
@@ -48,6 +59,7 @@ impl Step {
             Step::MidHook => "mid-hook",
             Step::Restart => "restart",
             Step::WaitReady => "wait-ready",
+            Step::ControlPlaneHealth => "control-plane-health",
             Step::Uncordon => "uncordon",
             Step::PostHook => "post-hook",
             Step::Verify => "verify",

@@ -61,7 +61,140 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
     if let Ok(mut before) = run.cluster_before.lock() {
         *before = by_name.clone();
     }
-    decide(run, &by_name)
+    let decided = decide(run, &by_name)?;
+    let upgrading: Vec<(String, Phase)> = decided
+        .masters
+        .iter()
+        .map(|h| (h.clone(), Phase::ControlPlane))
+        .chain(
+            decided
+                .node_batches
+                .iter()
+                .flatten()
+                .filter(|h| !decided.nodes_skipped.contains_key(*h))
+                .map(|h| (h.clone(), Phase::Nodes)),
+        )
+        .collect();
+    if !upgrading.is_empty() {
+        check_hosts(run, &upgrading).await?;
+        if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
+            check_etcdctl(run).await?;
+        }
+        if !decided.masters.is_empty() {
+            kubeadm_plan(run).await?;
+        }
+    }
+    Ok(decided)
+}
+
+/// On every host to upgrade with the kubeadm flow: which package manager it uses and what the upgrade will do to its
+/// Kubernetes repository file, said once per host. A host with no package manager stops the run here.
+async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> {
+    let dry_run = [("upgrade_kubernetes_repo_dry_run", Value::Bool(true))];
+    let checks = hosts.iter().filter(|(host, phase)| !custom_upgrade(run, host, *phase)).map(|(host, _)| {
+        let file = run.playbook("kubernetes_repo.yml");
+        let dry_run = &dry_run;
+        async move {
+            let result = run.run_step(Phase::Preflight, host, Step::HostCheck, &file, dry_run, None).await;
+            (host, result)
+        }
+    });
+    let mut failed = Vec::new();
+    for (host, result) in super::join_all(checks).await {
+        match result {
+            Ok(facts) => run.notice(Some(host), describe_host_check(run, host, &facts)),
+            Err(f) => failed.push(format!("{host}: {}", f.reason)),
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::hosts_failed(format!("preflight: the package checks failed on {}", failed.join("; "))).hint(
+        "set upgrade_package_manager (apt, dnf, yum) or the package commands on those hosts; nothing was changed",
+    ))
+}
+
+/// The host's upgrade is the operator's own command, not the kubeadm flow.
+fn custom_upgrade(run: &UpgradeRun, host: &str, phase: Phase) -> bool {
+    let variable =
+        if phase == Phase::ControlPlane { "upgrade_master_upgrade_command" } else { "upgrade_node_upgrade_command" };
+    !run.render_for(host, &format!("{{{{ {variable} | default('') }}}}")).trim().is_empty()
+}
+
+/// "package manager apt (detected); /etc/apt/sources.list.d/kubernetes.list: v1.28 -> v1.29 at the upgrade ...".
+fn describe_host_check(run: &UpgradeRun, host: &str, facts: &serde_json::Map<String, Value>) -> String {
+    let text = |name: &str| facts.get(name).and_then(Value::as_str).map(str::trim).unwrap_or_default().to_string();
+    let resolved = text("upgrade_package_manager_resolved");
+    let how = if text("upgrade_package_manager") == "auto" { "detected" } else { "upgrade_package_manager" };
+    let manager = if resolved == "none" {
+        "package manager: none found (the package commands are the inventory's own)".to_string()
+    } else {
+        format!("package manager: {resolved} ({how})")
+    };
+    let file = text("upgrade_kubernetes_repo_file");
+    let outcome = facts.get("upgrade_kubernetes_repo");
+    let stdout = outcome.and_then(|o| o.get("stdout")).and_then(Value::as_str).unwrap_or_default().trim().to_string();
+    let words: Vec<&str> = stdout.split_whitespace().collect();
+    let minor = format!("v{}.{}", run.target.major, run.target.minor);
+    let repo = if !run.host_flag(host, "upgrade_kubernetes_repo_manage", true) {
+        "repository file not managed (upgrade_kubernetes_repo_manage: false)".to_string()
+    } else if file.is_empty() {
+        "no repository file to manage".to_string()
+    } else {
+        match words.as_slice() {
+            ["would-switch", have, want] => {
+                format!(
+                    "repository {file}: {have} -> {want} before the first package install (a copy kept as {file}.{have}.bak)"
+                )
+            }
+            ["unchanged", want] => format!("repository {file}: already at {want}"),
+            ["no-minor"] => format!(
+                "repository {file} names no pkgs.k8s.io minor: left alone (make sure it offers {minor} packages)"
+            ),
+            ["absent"] => {
+                format!("repository {file} does not exist: left alone (make sure {minor} packages are reachable)")
+            }
+            _ => format!("repository {file}: {stdout}"),
+        }
+    };
+    format!("{manager}; {repo}")
+}
+
+/// `etcdctl version` on every etcd host: the backup and the control-plane health gate need it.
+async fn check_etcdctl(run: &UpgradeRun) -> Result<()> {
+    let checks = run.plan.etcd_hosts.iter().map(|host| async move {
+        let file = run.playbook("etcdctl_check.yml");
+        (host, run.run_step(Phase::Preflight, host, Step::EtcdctlCheck, &file, &[], None).await)
+    });
+    let failed: Vec<String> = super::join_all(checks)
+        .await
+        .into_iter()
+        .filter_map(|(host, r)| r.err().map(|f| format!("{host}: {}", f.reason)))
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::hosts_failed(format!("preflight: etcdctl does not run on {}", failed.join("; "))).hint(
+        "install the etcd client on the etcd hosts, or set upgrade_etcdctl to run etcdctl inside the etcd static pod \
+         (`crictl exec` form, see the README); nothing was changed",
+    ))
+}
+
+/// `kubeadm upgrade plan vX.Y.Z` on the first master (kubeadm_plan.yml): kubeadm's own checks before any node moves.
+async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
+    let file = run.playbook("kubeadm_plan.yml");
+    let host = &run.first_master;
+    match run.run_step(Phase::Preflight, host, Step::KubeadmPlan, &file, &[], None).await {
+        Ok(facts) => {
+            if facts.get("upgrade_kubeadm_plan").and_then(|r| r.get("rc")).is_some() {
+                run.notice(Some(host), format!("kubeadm upgrade plan {} passed", run.target));
+            }
+            Ok(())
+        }
+        Err(f) => Err(Error::hosts_failed(format!("preflight: {}", f.reason)).hint(
+            "fix what kubeadm reports, or set upgrade_kubeadm_plan_check: false to skip this check; no node was cordoned",
+        )),
+    }
 }
 
 /// Opens a connection to every host of the plan, at once, and runs `true`. Any host that does not answer stops the

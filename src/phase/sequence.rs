@@ -167,6 +167,8 @@ async fn steps(
             hook(run, phase, host, HookPoint::MasterMid, Step::MidHook).await?;
             step(run, phase, host, Step::Restart, "master_restart.yml", &[]).await?;
             step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await?;
+            let etcd = [("upgrade_control_plane_etcd_host", Value::String(control_plane_etcd_host(run, host)))];
+            step(run, phase, host, Step::ControlPlaneHealth, "control_plane_health.yml", &etcd).await?;
         }
         Role::Node => {
             step(run, phase, host, Step::Restart, "node_restart.yml", &[]).await?;
@@ -181,6 +183,16 @@ async fn steps(
         Role::Node => HookPoint::NodePost,
     };
     hook(run, phase, host, post, Step::PostHook).await
+}
+
+/// Where the health gate after `master` asks etcd for its members' health: the master itself when it is an etcd host,
+/// else the first etcd host that is a master; nowhere ('') when etcd does not run on the masters (external etcd).
+fn control_plane_etcd_host(run: &UpgradeRun, master: &str) -> String {
+    let etcd = &run.plan.etcd_hosts;
+    if etcd.iter().any(|h| h == master) {
+        return master.to_string();
+    }
+    etcd.iter().find(|h| run.plan.masters.contains(h)).cloned().unwrap_or_default()
 }
 
 /// The drain, bounded by the drain timeout, and cut short when the grace period of an interrupt runs out (a drain

@@ -106,6 +106,9 @@ pub struct Plan {
     /// The hosts whose etcd is backed up (group `etcd`, else the first master), whether or not the phase is selected:
     /// a run that changes the control plane without a verified backup of this target takes one first.
     pub etcd_hosts: Vec<String>,
+    /// The kubeadm steps' per-host settings (package manager, repository, plan check, timeouts) over the hosts to
+    /// upgrade, each value with its origin and hosts.
+    pub host_settings: Vec<crate::host_settings::HostSettingValue>,
 }
 
 impl Plan {
@@ -253,6 +256,16 @@ impl Plan {
             }
         }
 
+        let upgraded: Vec<String> = dedup(
+            masters
+                .iter()
+                .filter(|_| wants(Phase::ControlPlane) || !wants(Phase::Nodes))
+                .chain(if wants(Phase::Nodes) { nodes.as_slice() } else { &[] })
+                .cloned()
+                .collect(),
+        );
+        let host_settings = crate::host_settings::resolve(&vars_of(&upgraded))?;
+
         let phases = selected
             .iter()
             .map(|&phase| PhasePlan {
@@ -277,6 +290,7 @@ impl Plan {
             limit,
             labels_from_cluster,
             etcd_hosts: etcd,
+            host_settings,
         })
     }
 }

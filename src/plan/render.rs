@@ -63,6 +63,9 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
             "target_version": origin(&s.target_version.source, &s.target_version.origin),
         },
         "label_evaluation": if s.label.value.is_some() { Value::from("offline") } else { Value::Null },
+        "host_settings": plan.host_settings.iter().map(|r| json!({
+            "variable": r.variable, "value": r.value, "origin": r.origin, "hosts": r.hosts,
+        })).collect::<Vec<_>>(),
         "nodes_not_selected": plan.nodes_not_selected,
         "limit": plan.limit,
         "hooks": hooks,
@@ -93,6 +96,18 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     let width = rows.iter().map(|(_, value, _)| value.len()).max().unwrap_or(0).max(20);
     for (name, value, from) in rows {
         let _ = writeln!(out, "  {name:<20} {value:<width$}  from {from}");
+    }
+
+    if !plan.host_settings.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Host settings (kubeadm steps):");
+        let multi = |variable: &str| plan.host_settings.iter().filter(|r| r.variable == variable).count() > 1;
+        let width = plan.host_settings.iter().map(|r| r.value.len()).filter(|n| *n <= 24).max().unwrap_or(0);
+        for row in &plan.host_settings {
+            let hosts = if multi(row.variable) { format!(" on {}", row.hosts.join(", ")) } else { String::new() };
+            let value = format!("{}{hosts}", row.value);
+            let _ = writeln!(out, "  {:<36} {value:<width$}  from {}", row.variable, row.origin);
+        }
     }
 
     let _ = writeln!(out);

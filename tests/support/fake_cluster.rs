@@ -11,7 +11,8 @@ use upgrade::connection::shell_quote;
 pub struct Call {
     /// The node the call acted on, `-` for `get nodes`.
     pub node: String,
-    /// `get-nodes`, `get-node`, `cordon`, `uncordon`, `drain`, `kubeadm-apply`, `kubeadm-node`, `upgrade`, `restart`.
+    /// `get-nodes`, `get-node`, `readyz`, `cordon`, `uncordon`, `drain`, `kubeadm-plan`, `kubeadm-apply`,
+    /// `kubeadm-node`, `upgrade`, `daemon-reload`, `restart`.
     pub action: String,
     /// The tool and its arguments as called (`kubectl drain node-1 --force ...`).
     pub argv: String,
@@ -66,6 +67,11 @@ impl FakeCluster {
         format!("{} --node {{{{ node_name }}}} upgrade {{{{ upgrade_target_version }}}}", self.tool("fake-node"))
     }
 
+    /// The value for `upgrade_daemon_reload_command`.
+    pub fn daemon_reload_command(&self) -> String {
+        format!("{} --node {{{{ node_name }}}} daemon-reload", self.tool("fake-node"))
+    }
+
     /// The value for `upgrade_master_restart_command` and `upgrade_node_restart_command`.
     pub fn restart_command(&self) -> String {
         format!("{} --node {{{{ node_name }}}} restart", self.tool("fake-node"))
@@ -80,6 +86,9 @@ impl FakeCluster {
             ("upgrade_kubelet_package_command", self.kubelet_package_command()),
             ("upgrade_master_restart_command", self.restart_command()),
             ("upgrade_node_restart_command", self.restart_command()),
+            ("upgrade_daemon_reload_command", self.daemon_reload_command()),
+            // The test hosts are this machine: its own repository files are not the fake's to change.
+            ("upgrade_kubernetes_repo_manage", "false".to_string()),
         ]
     }
 

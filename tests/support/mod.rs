@@ -6,7 +6,9 @@
 pub mod demo;
 pub mod etcd;
 pub mod fake_cluster;
+pub mod kube_api;
 pub mod sshd;
+pub mod stand_in_host;
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;

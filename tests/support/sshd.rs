@@ -48,14 +48,17 @@ impl TestSshd {
         for _ in 0..5 {
             let port = free_port();
             let config = d.join("sshd_config");
+            // sshd takes the first SetEnv line only: extra variables join the one that sets HOME.
+            let more_env: Vec<&str> = extra_config.iter().filter_map(|l| l.strip_prefix("SetEnv ")).collect();
             let mut text = format!(
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
                  PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nSetEnv HOME={d}/home\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nSetEnv HOME={d}/home{more}\n\
                  MaxSessions 64\nMaxStartups 200:30:400\nLogLevel ERROR\nSubsystem sftp internal-sftp\n",
-                d = d.display()
+                d = d.display(),
+                more = more_env.iter().map(|e| format!(" {e}")).collect::<String>()
             );
-            for line in extra_config {
+            for line in extra_config.iter().filter(|l| !l.starts_with("SetEnv ")) {
                 text.push_str(line);
                 text.push('\n');
             }

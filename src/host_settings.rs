@@ -1,0 +1,177 @@
+//! The per-host settings of the kubeadm steps (package manager, repository file, kubeadm's plan check, the
+//! control-plane health gate, readiness timeouts): checked before anything connects, so that a bad value is an input
+//! error at its file and line, and gathered with their origins for `--plan`. The task files read the same variables.
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::inventory::{Origin, Vars};
+use crate::settings::located;
+
+/// The package managers `upgrade_package_manager` names (`auto` finds one per host in preflight).
+pub const PACKAGE_MANAGERS: [&str; 4] = ["auto", "apt", "dnf", "yum"];
+
+/// One value of a per-host setting and the hosts that have it, for `--plan`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostSettingValue {
+    pub variable: &'static str,
+    /// The value as the operator reads it (`auto`, `300`, `by the package manager`).
+    pub value: String,
+    /// `default`, or where the variable was set (`hosts.yml:4:5`, `-e upgrade_package_manager=dnf`).
+    pub origin: String,
+    pub hosts: Vec<String>,
+}
+
+enum Kind {
+    PackageManager,
+    Text,
+    Flag,
+    /// Whole seconds, 0 or more (`min` is the least allowed).
+    Seconds {
+        min: i64,
+    },
+}
+
+/// The settings `--plan` shows and this module checks, with their defaults as the task files have them.
+const SETTINGS: [(&str, Kind, &str); 7] = [
+    ("upgrade_package_manager", Kind::PackageManager, "auto"),
+    ("upgrade_kubernetes_repo_manage", Kind::Flag, "true"),
+    (
+        "upgrade_kubernetes_repo_file",
+        Kind::Text,
+        "by the package manager: /etc/apt/sources.list.d/kubernetes.list (apt), /etc/yum.repos.d/kubernetes.repo (dnf, yum)",
+    ),
+    ("upgrade_kubeadm_plan_check", Kind::Flag, "true"),
+    ("upgrade_control_plane_ready_timeout", Kind::Seconds { min: 0 }, "300"),
+    ("upgrade_control_plane_ready_delay", Kind::Seconds { min: 1 }, "5"),
+    ("upgrade_node_ready_timeout", Kind::Seconds { min: 0 }, "600"),
+];
+
+/// Checks every host's values and groups them by value and origin, in host order.
+pub fn resolve(hosts: &[(&str, &Vars)]) -> Result<Vec<HostSettingValue>> {
+    let mut rows: Vec<HostSettingValue> = Vec::new();
+    for (name, kind, default) in &SETTINGS {
+        let mut mine: Vec<HostSettingValue> = Vec::new();
+        for (host, vars) in hosts {
+            let (value, origin) = match vars.get(*name) {
+                Some(var) => (check(name, kind, &var.value, &var.origin)?, describe(&var.origin)),
+                None => (default.to_string(), "default".to_string()),
+            };
+            match mine.iter_mut().find(|r| r.value == value && r.origin == origin) {
+                Some(row) => row.hosts.push(host.to_string()),
+                None => mine.push(HostSettingValue { variable: name, value, origin, hosts: vec![host.to_string()] }),
+            }
+        }
+        rows.extend(mine);
+    }
+    Ok(rows)
+}
+
+fn describe(origin: &Origin) -> String {
+    match origin {
+        Origin::Default => "default".into(),
+        Origin::ExtraVars(arg) => format!("-e {arg}"),
+        other => other.to_string(),
+    }
+}
+
+fn templated(value: &Value) -> bool {
+    value.as_str().is_some_and(|s| s.contains("{{") || s.contains("{%"))
+}
+
+/// The value as text, or an input error at its place saying what would do.
+fn check(name: &str, kind: &Kind, value: &Value, origin: &Origin) -> Result<String> {
+    let text = match value {
+        Value::String(s) => s.trim().to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => String::new(),
+        _ => {
+            return Err(located(
+                Error::input(format!("{name} must be a single value, not a list or a mapping")),
+                name,
+                origin,
+            ));
+        }
+    };
+    // A templated value is the task files' to render; it is shown as written.
+    if templated(value) {
+        return Ok(text);
+    }
+    let bad = |what: String, hint: &str| Err(located(Error::input(what).hint(hint.to_string()), name, origin));
+    match kind {
+        Kind::PackageManager => {
+            if PACKAGE_MANAGERS.contains(&text.as_str()) {
+                Ok(text)
+            } else {
+                bad(
+                    format!("{name} `{text}` is not a package manager the kubeadm steps know"),
+                    "use auto (apt-get, else dnf, else yum, found per host), apt, dnf or yum; for another one set \
+                     upgrade_kubeadm_package_command and upgrade_kubelet_package_command",
+                )
+            }
+        }
+        Kind::Text => Ok(text),
+        Kind::Flag => match crate::tasks::engine::parse_bool(value) {
+            Some(b) => Ok(b.to_string()),
+            None => bad(format!("{name} `{text}` is not a boolean"), "use true or false"),
+        },
+        Kind::Seconds { min } => match text.parse::<i64>() {
+            Ok(n) if n >= *min => Ok(n.to_string()),
+            Ok(n) => bad(
+                format!("{name} is {n}: it must be at least {min} (whole seconds)"),
+                "give a number of seconds, for example 300",
+            ),
+            Err(_) => bad(
+                format!("{name} `{text}` is not a whole number of seconds"),
+                "give a number of seconds, for example 300",
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Location;
+    use crate::inventory::Var;
+
+    fn vars(pairs: &[(&str, Value)]) -> Vars {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                (k.to_string(), Var { value: v.clone(), origin: Origin::Inventory(Location::new("hosts", 3, 5)) })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn defaults_and_set_values_are_grouped_with_their_origin() {
+        let a = vars(&[("upgrade_package_manager", Value::from("dnf"))]);
+        let b = Vars::new();
+        let rows = resolve(&[("a", &a), ("b", &b)]).unwrap();
+        let pm: Vec<_> = rows.iter().filter(|r| r.variable == "upgrade_package_manager").collect();
+        assert_eq!(pm.len(), 2);
+        assert_eq!((pm[0].value.as_str(), pm[0].origin.as_str()), ("dnf", "hosts:3:5"));
+        assert_eq!(
+            (pm[1].value.as_str(), pm[1].origin.as_str(), &pm[1].hosts[..]),
+            ("auto", "default", &["b".to_string()][..])
+        );
+    }
+
+    #[test]
+    fn an_unknown_package_manager_and_a_negative_timeout_are_input_errors_at_their_place() {
+        for (name, value) in [
+            ("upgrade_package_manager", Value::from("zypper")),
+            ("upgrade_control_plane_ready_timeout", Value::from(-5)),
+            ("upgrade_node_ready_timeout", Value::from("-1")),
+            ("upgrade_kubeadm_plan_check", Value::from("maybe")),
+        ] {
+            let v = vars(&[(name, value)]);
+            let err = resolve(&[("a", &v)]).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{name}");
+            assert!(err.to_string().contains(name), "{err}");
+            assert!(err.to_string().contains("hosts:3:5") || err.to_string().contains("hosts:3"), "{err}");
+        }
+    }
+}
