@@ -14,9 +14,10 @@ use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
 use crate::journal::{DEFAULT_STATE_DIR, Journal, JournalEntry, RunLock, utc_timestamp};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
-use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
+use crate::phase::{HostOutcome, HostReport, Summary, cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
 use crate::report::output::OutputQueue;
+use crate::settings::HookPoint;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
@@ -131,7 +132,7 @@ fn drain_output(stdout: &OutputQueue, idle: Duration) {
 /// Every hook file must be a valid task list before anything is touched.
 fn check_hook_files(plan: &Plan) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
-    for hooks in plan.hooks.values() {
+    for hooks in plan.hooks.values().chain(std::iter::once(&plan.cluster_hooks)) {
         for hook in hooks.values() {
             if !seen.insert(hook.path.clone()) {
                 continue;
@@ -296,6 +297,12 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         }
     }
 
+    // The cluster hooks run when this run upgrades something; each once per target (the journal remembers).
+    let cluster_hooks = upgrades_something && !nothing_to_do;
+    if cluster_hooks {
+        cluster_hook(run, &mut summary, HookPoint::ClusterPre).await;
+    }
+
     if run.plan.has_phase(Phase::ControlPlane) {
         if summary.stopped.is_none() {
             let started = phase_started(run, Phase::ControlPlane);
@@ -306,6 +313,10 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         } else {
             summary.hosts.extend(not_started(run, Phase::ControlPlane, &pre.masters, &summary.stopped));
         }
+    }
+
+    if cluster_hooks {
+        cluster_hook(run, &mut summary, HookPoint::ClusterMid).await;
     }
 
     if run.plan.has_phase(Phase::Nodes) {
@@ -332,6 +343,10 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
             summary.hosts.extend(skipped_now(run));
             summary.hosts.extend(not_started(run, Phase::Nodes, &nodes_to_upgrade, &summary.stopped));
         }
+    }
+
+    if cluster_hooks && run.plan.has_phase(Phase::Nodes) {
+        cluster_hook(run, &mut summary, HookPoint::ClusterPost).await;
     }
 
     // The cluster is read at the end whatever happened, to say what is left cordoned.
@@ -367,6 +382,18 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     summary.interrupted = run.was_interrupted();
     finish(run, &mut summary);
     (summary, None)
+}
+
+/// Runs one cluster hook unless the run has already stopped; a failure stops the run at this point.
+async fn cluster_hook(run: &UpgradeRun, summary: &mut Summary, point: HookPoint) {
+    if summary.stopped.is_some() || run.stop.is_stopping() {
+        return;
+    }
+    let Some(report) = cluster_hooks::run(run, point).await else { return };
+    if let HostOutcome::Failed { reason, .. } = &report.outcome {
+        summary.stopped = Some(format!("the {} failed: {reason}; nothing after it was started", point.variables().0));
+    }
+    summary.hosts.push(report);
 }
 
 fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<String>) -> Vec<HostReport> {

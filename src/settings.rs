@@ -564,12 +564,17 @@ pub enum HookPoint {
     NodePre,
     NodeMid,
     NodePost,
+    /// Once per run, on the first master: before the control plane, between it and the nodes, after the nodes.
+    ClusterPre,
+    ClusterMid,
+    ClusterPost,
 }
 
 impl HookPoint {
     pub const MASTER: [HookPoint; 3] = [HookPoint::MasterPre, HookPoint::MasterMid, HookPoint::MasterPost];
     pub const NODE: [HookPoint; 4] =
         [HookPoint::NodePreDrain, HookPoint::NodePre, HookPoint::NodeMid, HookPoint::NodePost];
+    pub const CLUSTER: [HookPoint; 3] = [HookPoint::ClusterPre, HookPoint::ClusterMid, HookPoint::ClusterPost];
 
     /// Short name for output: `pre`, `mid`, `post`, `pre-drain`.
     pub fn name(self) -> &'static str {
@@ -578,6 +583,9 @@ impl HookPoint {
             HookPoint::MasterMid | HookPoint::NodeMid => "mid",
             HookPoint::MasterPost | HookPoint::NodePost => "post",
             HookPoint::NodePreDrain => "pre-drain",
+            HookPoint::ClusterPre => "cluster-pre",
+            HookPoint::ClusterMid => "cluster-mid",
+            HookPoint::ClusterPost => "cluster-post",
         }
     }
 
@@ -591,6 +599,9 @@ impl HookPoint {
             HookPoint::NodePre => "node_pre",
             HookPoint::NodeMid => "node_mid",
             HookPoint::NodePost => "node_post",
+            HookPoint::ClusterPre => "cluster_pre",
+            HookPoint::ClusterMid => "cluster_mid",
+            HookPoint::ClusterPost => "cluster_post",
         }
     }
 
@@ -604,6 +615,10 @@ impl HookPoint {
             HookPoint::NodePre => ("upgrade_node_pre_hook", "openshift_node_upgrade_pre_hook"),
             HookPoint::NodeMid => ("upgrade_node_mid_hook", "openshift_node_upgrade_hook"),
             HookPoint::NodePost => ("upgrade_node_post_hook", "openshift_node_upgrade_post_hook"),
+            // openshift-ansible has no cluster-level hooks: no alias.
+            HookPoint::ClusterPre => ("upgrade_cluster_pre_hook", "upgrade_cluster_pre_hook"),
+            HookPoint::ClusterMid => ("upgrade_cluster_mid_hook", "upgrade_cluster_mid_hook"),
+            HookPoint::ClusterPost => ("upgrade_cluster_post_hook", "upgrade_cluster_post_hook"),
         }
     }
 }

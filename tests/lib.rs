@@ -4,6 +4,7 @@ mod support;
 
 mod bad_input;
 mod chaos;
+mod cluster_care;
 mod etcd_backup;
 mod fake_cluster;
 mod hooks;

@@ -14,10 +14,10 @@ pub(crate) const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
 /// A cluster of three masters and some nodes, every host an inventory name on a real sshd, with its own root.
 pub(crate) struct TestCluster {
     dir: tempfile::TempDir,
-    sshd: TestSshd,
+    pub(crate) sshd: TestSshd,
     /// Hosts that live on a second sshd, so that one can be killed alone.
     other_sshd: Option<TestSshd>,
-    etcd: TestEtcd,
+    pub(crate) etcd: TestEtcd,
     pub(crate) fake: FakeCluster,
     pub(crate) nodes: Vec<String>,
     /// Extra `all:vars` lines (`key: value`, YAML).
@@ -112,7 +112,7 @@ impl TestCluster {
         self.dir.path().join(relative)
     }
 
-    fn write(&self, relative: &str, text: &str) {
+    pub(crate) fn write(&self, relative: &str, text: &str) {
         let path = self.path(relative);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
         std::fs::write(path, text).expect("write");
@@ -123,7 +123,7 @@ impl TestCluster {
         sshd.unwrap_or(&self.sshd).yaml_host(name, 8)
     }
 
-    fn inventory(&self) -> PathBuf {
+    pub(crate) fn inventory(&self) -> PathBuf {
         let mut text = String::from("all:\n  vars:\n");
         text.push_str(&format!("    upgrade_target_version: {TARGET}\n"));
         for (k, v) in self.fake.command_vars() {
@@ -157,7 +157,7 @@ impl TestCluster {
         command
     }
 
-    fn upgrade(&self, args: &[&str]) -> Run {
+    pub(crate) fn upgrade(&self, args: &[&str]) -> Run {
         let mut command = self.command(args);
         let output = command.output().expect("run upgrade");
         Run {

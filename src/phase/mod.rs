@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod batches;
+pub mod cluster_hooks;
 pub mod control_plane;
 pub mod etcd_backup;
 pub mod nodes;
@@ -39,6 +40,14 @@ pub enum Step {
     ControlPlaneHealth,
     Uncordon,
     PostHook,
+    /// A cluster-level hook, once per run on the first master (`upgrade_cluster_{pre,mid,post}_hook`).
+    ClusterHook,
+    /// After a master's health gate: the control-plane pods on every master Running and Ready.
+    ControlPlanePods,
+    /// Pending certificate signing requests read (and approved when allowed) while a node is waited for.
+    Csr,
+    /// The configuration files copied beside the etcd snapshot.
+    ConfigBackup,
     Verify,
 }
 
@@ -62,6 +71,10 @@ impl Step {
             Step::ControlPlaneHealth => "control-plane-health",
             Step::Uncordon => "uncordon",
             Step::PostHook => "post-hook",
+            Step::ClusterHook => "cluster-hook",
+            Step::ControlPlanePods => "control-plane-pods",
+            Step::Csr => "csr",
+            Step::ConfigBackup => "config-backup",
             Step::Verify => "verify",
         }
     }

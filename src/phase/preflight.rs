@@ -458,7 +458,11 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
     }
     // Every host of the inventory, not only those this run upgrades: a node can be left cordoned by an earlier run
     // and be out of this run's plan (a narrower --limit or --label).
-    for ((_, host), history) in &run.history.hosts {
+    for ((phase, host), history) in &run.history.hosts {
+        // Cluster hooks run on the first master without cordoning it.
+        if phase.starts_with("cluster-") {
+            continue;
+        }
         let node = run.node_name(host);
         let cordoned = cluster.get(&node).is_some_and(|n| n.unschedulable);
         if cordoned && history.unfinished() && !history.was_cordoned && !resume.cordoned_by_earlier_run.contains(&node)

@@ -295,7 +295,7 @@ impl UpgradeRun {
     /// `timeout` bounds every command of the step (on the host too). Returns the facts the tasks left.
     pub async fn run_step(
         &self,
-        phase: Phase,
+        phase: impl AsRef<str>,
         host: &str,
         step: Step,
         file: &Path,
@@ -303,11 +303,12 @@ impl UpgradeRun {
         timeout: Option<Duration>,
     ) -> Result<Map<String, Value>, StepFailure> {
         let started = Instant::now();
-        self.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step });
+        let phase = phase.as_ref();
+        self.event(Event::StepStarted { phase: phase.into(), host: host.into(), step });
         let result = self.run_step_inner(host, step, file, more, timeout).await;
         let error = result.as_ref().err().map(|f| f.reason.clone());
         self.event(Event::StepFinished {
-            phase: phase.name().into(),
+            phase: phase.into(),
             host: host.into(),
             step,
             ok: result.is_ok(),
@@ -374,20 +375,20 @@ impl UpgradeRun {
     }
 
     /// Records that a step starts (the upgrade step: see `JournalEntry::StepStarted`).
-    pub fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
+    pub fn record_step_started(&self, phase: impl AsRef<str>, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
         let _ = self.record(JournalEntry::StepStarted { run, time, phase, host, step });
     }
 
     /// Records a step as done (run now, or done by an earlier run).
-    pub fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
+    pub fn record_step_done(&self, phase: impl AsRef<str>, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
         let _ = self.record(JournalEntry::StepDone { run, time, phase, host, step });
     }
 
-    fn step_fields(&self, phase: Phase, host: &str, step: Step) -> (String, String, String, String, String) {
+    fn step_fields(&self, phase: impl AsRef<str>, host: &str, step: Step) -> (String, String, String, String, String) {
         let time = utc_timestamp(std::time::SystemTime::now());
-        (self.run_id(), time, phase.name().into(), host.into(), step.name().into())
+        (self.run_id(), time, phase.as_ref().into(), host.into(), step.name().into())
     }
 
     /// Runs the host's hook at `point`, if it has one.
@@ -398,22 +399,30 @@ impl UpgradeRun {
 
     /// Tells the reporters and the journal that a host's sequence starts. False when the journal could not say so:
     /// then the host must not start (a re-run could not tell what this run did to it).
-    pub fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) -> bool {
-        self.event(Event::HostStarted { phase: phase.name().into(), host: host.into() });
+    pub fn host_started(&self, phase: impl AsRef<str>, host: &str, was_cordoned: bool) -> bool {
+        let phase = phase.as_ref();
+        self.event(Event::HostStarted { phase: phase.into(), host: host.into() });
         self.record(JournalEntry::HostStarted {
             run: self.run_id(),
             time: utc_timestamp(std::time::SystemTime::now()),
-            phase: phase.name().into(),
+            phase: phase.into(),
             host: host.into(),
             was_cordoned,
         })
     }
 
     /// Tells the reporters and the journal how a host's sequence ended, and returns its report.
-    pub fn host_completed(&self, phase: Phase, host: &str, outcome: HostOutcome, started: Instant) -> HostReport {
+    pub fn host_completed(
+        &self,
+        phase: impl AsRef<str>,
+        host: &str,
+        outcome: HostOutcome,
+        started: Instant,
+    ) -> HostReport {
+        let phase = phase.as_ref();
         let node = self.node_name(host);
         let report = HostReport {
-            phase: phase.name().into(),
+            phase: phase.into(),
             host: host.into(),
             node: (node != host).then_some(node),
             outcome,
@@ -429,7 +438,7 @@ impl UpgradeRun {
             let _ = self.record(JournalEntry::HostFinished {
                 run: self.run_id(),
                 time: utc_timestamp(std::time::SystemTime::now()),
-                phase: phase.name().into(),
+                phase: phase.into(),
                 host: host.into(),
                 outcome,
                 detail,

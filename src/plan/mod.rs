@@ -63,6 +63,12 @@ impl Phase {
     }
 }
 
+impl AsRef<str> for Phase {
+    fn as_ref(&self) -> &str {
+        self.name()
+    }
+}
+
 impl fmt::Display for Phase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -94,6 +100,9 @@ pub struct Plan {
     pub masters: Vec<String>,
     /// The hook files of each host that has any, by host.
     pub hooks: IndexMap<String, HostHooks>,
+    /// The cluster-level hooks (`upgrade_cluster_{pre,mid,post}_hook`), read from the first master's variables, where
+    /// they run once.
+    pub cluster_hooks: HostHooks,
     /// The labels each candidate node carries offline (`node_labels`, `openshift_node_group_name`), in order.
     pub node_labels: IndexMap<String, BTreeMap<String, String>>,
     /// The nodes (minus masters, after `--limit`) the label selector left out.
@@ -255,6 +264,12 @@ impl Plan {
                 add_hooks(host, &HookPoint::NODE)?;
             }
         }
+        let cluster_hooks = match masters.first().and_then(|m| host_vars.get(m).map(|v| (m, v))) {
+            Some((first, vars)) if wants(Phase::ControlPlane) || wants(Phase::Nodes) => {
+                settings::resolve_hooks(first, vars, &HookPoint::CLUSTER, &inventory.dir)?
+            }
+            _ => HostHooks::new(),
+        };
 
         let upgraded: Vec<String> = dedup(
             masters
@@ -285,6 +300,7 @@ impl Plan {
             hosts,
             masters,
             hooks,
+            cluster_hooks,
             node_labels,
             nodes_not_selected,
             limit,

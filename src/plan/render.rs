@@ -69,6 +69,10 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
         "nodes_not_selected": plan.nodes_not_selected,
         "limit": plan.limit,
         "hooks": hooks,
+        "cluster_hooks": plan.cluster_hooks.iter().map(|(point, hook)| (
+            point.key().to_string(),
+            json!({"path": hook.path.display().to_string(), "variable": hook.variable, "origin": hook.origin.to_string()}),
+        )).collect::<Map<String, Value>>(),
     })
 }
 
@@ -144,6 +148,14 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
             }
         }
     }
+    if !plan.cluster_hooks.is_empty() {
+        let _ = writeln!(out);
+        let first = plan.masters.first().map(String::as_str).unwrap_or("?");
+        let _ = writeln!(out, "Cluster hooks (once, on {first}):");
+        for (point, hook) in &plan.cluster_hooks {
+            let _ = writeln!(out, "  {} hook: {} ({} {})", point.name(), hook.path.display(), hook.variable, from(&hook.origin));
+        }
+    }
     if plan.has_phase(Phase::Nodes) && s.label.value.is_some() {
         let _ = writeln!(out);
         if plan.labels_from_cluster {
@@ -165,11 +177,14 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
 fn write_hooks(out: &mut String, plan: &Plan, host: &str) {
     let Some(hooks) = plan.hooks.get(host) else { return };
     for (point, Hook { path, variable, origin }) in hooks {
-        let from = match origin {
-            Origin::ExtraVars(arg) => format!("from -e {arg}"),
-            other => format!("at {other}"),
-        };
-        let _ = writeln!(out, "      {host} {} hook: {} ({variable} {from})", point.name(), path.display());
+        let _ = writeln!(out, "      {host} {} hook: {} ({variable} {})", point.name(), path.display(), from(origin));
+    }
+}
+
+fn from(origin: &Origin) -> String {
+    match origin {
+        Origin::ExtraVars(arg) => format!("from -e {arg}"),
+        other => format!("at {other}"),
     }
 }
 

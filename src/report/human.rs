@@ -153,6 +153,9 @@ impl EventSink for HumanReporter {
                     HostOutcome::Upgraded { .. } if report.phase == "verify" => {
                         format!("[{host}] verified: Ready at the target")
                     }
+                    HostOutcome::Upgraded { .. } if report.phase.starts_with("cluster-") => {
+                        format!("[{host}] {} done in {}", report.phase, secs(&report.duration))
+                    }
                     HostOutcome::Upgraded { .. } if report.phase == "etcd-backup" => {
                         format!("[{host}] backup done in {}", secs(&report.duration))
                     }
@@ -184,11 +187,21 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
     if backups > 0 {
         lines.push(format!("etcd backups verified: {backups}"));
     }
+    let hooks: Vec<&str> = summary
+        .hosts
+        .iter()
+        .filter(|r| r.phase.starts_with("cluster-") && matches!(r.outcome, HostOutcome::Upgraded { .. }))
+        .map(|r| r.phase.as_str())
+        .collect();
+    if !hooks.is_empty() {
+        lines.push(format!("cluster hooks run: {}", hooks.join(", ")));
+    }
     let group = |pick: &dyn Fn(&HostOutcome) -> Option<String>| -> Vec<String> {
         summary
             .hosts
             .iter()
             .filter(|r| r.phase != "verify")
+            .filter(|r| !r.phase.starts_with("cluster-") || !matches!(r.outcome, HostOutcome::Upgraded { .. }))
             .filter(|r| r.phase != "etcd-backup" || !matches!(r.outcome, HostOutcome::Upgraded { .. }))
             .filter_map(|r| pick(&r.outcome).map(|detail| format!("  {} ({}){detail}", r.host, r.phase)))
             .collect()
