@@ -82,9 +82,83 @@ pub fn parse_node_list(json: &str) -> Result<Vec<ClusterNode>, String> {
         .collect())
 }
 
+/// A certificate signing request neither approved nor denied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingCsr {
+    pub name: String,
+    /// `spec.username`: `system:node:NAME` for a kubelet's serving certificate, `system:serviceaccount:...:node-bootstrapper`
+    /// (or `system:bootstrap:...`) for its client certificate.
+    pub requestor: String,
+}
+
+impl PendingCsr {
+    /// The node the request is for, when the requestor says (`system:node:NAME`).
+    pub fn node(&self) -> Option<&str> {
+        self.requestor.strip_prefix("system:node:")
+    }
+}
+
+#[derive(Deserialize)]
+struct CsrList {
+    #[serde(default)]
+    items: Vec<CsrItem>,
+}
+
+#[derive(Deserialize)]
+struct CsrItem {
+    metadata: Metadata,
+    #[serde(default)]
+    spec: CsrSpec,
+    #[serde(default)]
+    status: CsrStatus,
+}
+
+#[derive(Deserialize, Default)]
+struct CsrSpec {
+    #[serde(default)]
+    username: String,
+}
+
+#[derive(Deserialize, Default)]
+struct CsrStatus {
+    #[serde(default)]
+    conditions: Vec<CsrCondition>,
+}
+
+#[derive(Deserialize)]
+struct CsrCondition {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// Reads `kubectl get csr -o json` and keeps the pending requests (no Approved or Denied condition).
+pub fn parse_pending_csrs(json: &str) -> Result<Vec<PendingCsr>, String> {
+    let list: CsrList = serde_json::from_str(json)
+        .map_err(|e| format!("the cluster's CSR list is not a CertificateSigningRequestList: {e}"))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|c| !c.status.conditions.iter().any(|k| k.kind == "Approved" || k.kind == "Denied"))
+        .map(|c| PendingCsr { name: c.metadata.name, requestor: c.spec.username })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keeps_only_pending_csrs() {
+        let json = r#"{"items":[
+          {"metadata":{"name":"csr-a"},"spec":{"username":"system:node:n1"},"status":{}},
+          {"metadata":{"name":"csr-b"},"spec":{"username":"system:node:n2"},"status":{"conditions":[{"type":"Approved"}]}},
+          {"metadata":{"name":"csr-c"},"spec":{"username":"system:bootstrap:abc"}}]}"#;
+        let pending = parse_pending_csrs(json).unwrap();
+        let names: Vec<&str> = pending.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["csr-a", "csr-c"]);
+        assert_eq!(pending[0].node(), Some("n1"));
+        assert_eq!(pending[1].node(), None);
+    }
 
     #[test]
     fn reads_a_node_list() {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 const FILES: &[(&str, &str)] = &[
+    ("cluster_csrs.yml", include_str!("../playbooks/cluster_csrs.yml")),
     ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
     ("control_plane_health.yml", include_str!("../playbooks/control_plane_health.yml")),
     ("cordon.yml", include_str!("../playbooks/cordon.yml")),

@@ -71,3 +71,35 @@ fn a_failing_cluster_pre_hook_stops_the_run_before_any_master_is_touched() {
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "no node was cordoned");
     assert_eq!(cluster.fake.upgrades("m1"), 0);
 }
+
+#[test]
+fn a_node_that_is_not_ready_is_refused_in_preflight_and_accepted_when_listed() {
+    let list = nodes(2, "region=a");
+    let cluster = TestCluster::new(&spec(&list));
+    cluster.fake.set_cue("n2", "ready", "false");
+    cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .expect_stderr("nodes this run would upgrade are not Ready: n2")
+        .expect_stderr("upgrade_preflight_allow_not_ready");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
+    assert_eq!(cluster.fake.upgrades("m1"), 0);
+
+    let cluster = cluster.var("upgrade_preflight_allow_not_ready: [n2]");
+    cluster
+        .upgrade(&[])
+        .expect_code(0)
+        .expect_stdout("not Ready, upgraded anyway (upgrade_preflight_allow_not_ready): n2");
+    assert_eq!(cluster.fake.version("n2"), TARGET);
+}
+
+#[test]
+fn a_node_left_out_of_the_run_that_would_fall_outside_the_kubelet_skew_stops_preflight() {
+    let cluster = TestCluster::new(&[("n1", "region=a"), ("n2", "region=b")]).var("upgrade_max_kubelet_skew: 0");
+    cluster
+        .upgrade(&["--label", "region=a"])
+        .expect_code(1)
+        .expect_stderr("more than 0 minor versions behind")
+        .expect_stderr("n2 (v1.28.5)");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
+}

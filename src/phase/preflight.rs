@@ -62,6 +62,7 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
         *before = by_name.clone();
     }
     let decided = decide(run, &by_name)?;
+    health_gate(run, &by_name, &decided)?;
     let upgrading: Vec<(String, Phase)> = decided
         .masters
         .iter()
@@ -83,8 +84,110 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
         if !decided.masters.is_empty() {
             kubeadm_plan(run).await?;
         }
+        report_pending_csrs(run, Phase::Preflight).await;
     }
     Ok(decided)
+}
+
+/// The hosts this run upgrades (masters to upgrade, selected nodes not at the target), as inventory names.
+fn to_touch(decided: &Preflight) -> Vec<String> {
+    let nodes = decided.node_batches.iter().flatten().filter(|h| !decided.nodes_skipped.contains_key(*h));
+    decided.masters.iter().chain(nodes).cloned().collect()
+}
+
+/// The cluster's health before anything moves: every node the run will touch Ready (or accepted by name in
+/// `upgrade_preflight_allow_not_ready`), the others that are not Ready said; when the masters move, no node left
+/// behind more minors than the kubelet skew policy allows (`upgrade_max_kubelet_skew`).
+fn health_gate(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Preflight) -> Result<()> {
+    let allowed = run.host_list(&run.first_master, "upgrade_preflight_allow_not_ready");
+    let touched = to_touch(decided);
+    let touched_nodes: BTreeSet<String> = touched.iter().map(|h| run.node_name(h)).collect();
+    let (mut refused, mut accepted) = (Vec::new(), Vec::new());
+    for host in &touched {
+        let node = run.node_name(host);
+        if cluster.get(&node).is_some_and(|n| !n.ready) {
+            if allowed.iter().any(|a| *a == node || a == host) { accepted.push(node) } else { refused.push(node) }
+        }
+    }
+    let mut others: Vec<&str> =
+        cluster.values().filter(|n| !n.ready && !touched_nodes.contains(&n.name)).map(|n| n.name.as_str()).collect();
+    others.sort();
+    if !others.is_empty() {
+        run.notice(None, format!("not Ready, and not touched by this run: {}", others.join(", ")));
+    }
+    if !accepted.is_empty() {
+        run.notice(
+            None,
+            format!("not Ready, upgraded anyway (upgrade_preflight_allow_not_ready): {}", accepted.join(", ")),
+        );
+    }
+    if !refused.is_empty() {
+        return Err(Error::hosts_failed(format!(
+            "preflight: nodes this run would upgrade are not Ready: {}",
+            refused.join(", ")
+        ))
+        .hint(
+            "make them Ready first, or accept them by name in upgrade_preflight_allow_not_ready (a list) to upgrade              them as they are; nothing was changed",
+        ));
+    }
+    if decided.masters.is_empty() {
+        return Ok(());
+    }
+    let skew = max_kubelet_skew(run);
+    let target = &run.target;
+    let mut behind: Vec<String> = cluster
+        .values()
+        .filter(|n| !touched_nodes.contains(&n.name))
+        .filter_map(|n| version_of(n).map(|v| (n, v)))
+        .filter(|(_, v)| v.major != target.major || target.minor > v.minor + skew)
+        .map(|(n, _)| format!("{} ({})", n.name, n.kubelet_version))
+        .collect();
+    behind.sort();
+    if behind.is_empty() {
+        return Ok(());
+    }
+    Err(Error::hosts_failed(format!(
+        "preflight: after the masters move to {target}, these kubelets would be more than {skew} minor versions behind          (the supported skew): {}",
+        behind.join(", ")
+    ))
+    .hint(
+        "upgrade those nodes in steps first, or include them in this run (--limit, the label selector);          upgrade_max_kubelet_skew sets the allowed skew; nothing was changed",
+    ))
+}
+
+/// Kubernetes' version skew policy: kubelets may be 3 minors older than the API server from 1.28 on, 2 before.
+fn max_kubelet_skew(run: &UpgradeRun) -> u64 {
+    let default = if run.target.major == 1 && run.target.minor < 28 { 2 } else { 3 };
+    let text = run.render_for(&run.first_master, "{{ upgrade_max_kubelet_skew | default('') }}");
+    text.trim().parse().unwrap_or(default)
+}
+
+/// Reads the pending certificate signing requests and says which there are (nothing is approved here).
+pub async fn report_pending_csrs(run: &UpgradeRun, phase: Phase) {
+    match pending_csrs(run, phase).await {
+        Ok(pending) if pending.is_empty() => {}
+        Ok(pending) => {
+            let names: Vec<String> = pending
+                .iter()
+                .map(|c| if c.requestor.is_empty() { c.name.clone() } else { format!("{} ({})", c.name, c.requestor) })
+                .collect();
+            run.notice(None, format!("pending certificate signing requests: {}", names.join(", ")));
+        }
+        Err(why) => run.notice(None, format!("could not read the certificate signing requests: {why}")),
+    }
+}
+
+/// `get csr -o json` through cluster_csrs.yml; the pending requests, or why they could not be read.
+pub async fn pending_csrs(run: &UpgradeRun, phase: Phase) -> std::result::Result<Vec<crate::cluster::PendingCsr>, String> {
+    let file = run.playbook("cluster_csrs.yml");
+    let facts = run.run_step(phase, &run.first_master, Step::Csr, &file, &[], None).await.map_err(|f| f.reason)?;
+    let result = facts.get("upgrade_cluster_csrs");
+    let rc = result.and_then(|r| r.get("rc")).and_then(Value::as_i64).unwrap_or(0);
+    let text = |k: &str| result.and_then(|r| r.get(k)).and_then(Value::as_str).unwrap_or_default().trim().to_string();
+    if rc != 0 {
+        return Err(format!("`get csr -o json` exited {rc}: {}", text("stderr")));
+    }
+    crate::cluster::parse_pending_csrs(&text("stdout"))
 }
 
 /// On every host to upgrade with the kubeadm flow: which package manager it uses and what the upgrade will do to its

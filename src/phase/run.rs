@@ -265,6 +265,23 @@ impl UpgradeRun {
             .unwrap_or(default)
     }
 
+    /// A setting read from the host's variables as a list of names: a YAML list, or comma-separated text (INI).
+    pub fn host_list(&self, host: &str, name: &str) -> Vec<String> {
+        let scalar = |v: &Value| match v {
+            Value::String(s) => s.trim().to_string(),
+            other => other.to_string(),
+        };
+        match self.task_vars.own(host).get(name) {
+            Some(Value::Array(items)) => items.iter().map(scalar).filter(|s| !s.is_empty()).collect(),
+            Some(Value::String(text)) => {
+                let text = text.trim().trim_start_matches('[').trim_end_matches(']');
+                text.split(',').map(|s| s.trim().trim_matches(['"', '\'']).to_string()).filter(|s| !s.is_empty()).collect()
+            }
+            Some(Value::Null) | None => Vec::new(),
+            Some(other) => vec![scalar(other)],
+        }
+    }
+
     fn load(&self, file: &Path) -> Result<Arc<Vec<Task>>, String> {
         if let Some(tasks) = self.task_files.lock().ok().and_then(|m| m.get(file).cloned()) {
             return Ok(tasks);
