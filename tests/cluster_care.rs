@@ -103,3 +103,19 @@ fn a_node_left_out_of_the_run_that_would_fall_outside_the_kubelet_skew_stops_pre
         .expect_stderr("n2 (v1.28.5)");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
 }
+
+#[test]
+fn openshift_hostname_names_the_node_when_node_name_is_not_set() {
+    let mut cluster = TestCluster::new(&[("n1", "region=a")]);
+    let mut init = String::new();
+    for m in crate::upgrade::MASTERS {
+        init.push_str(&format!("{m} v1.28.5 node-role.kubernetes.io/control-plane=\n"));
+    }
+    init.push_str("n1.example.com v1.28.5 region=a\n");
+    cluster.fake = crate::support::fake_cluster::FakeCluster::init(&init);
+    // openshift_kubelet_name_override wins over openshift_hostname, as in openshift-ansible.
+    cluster.write("host_vars/n1.yml", "openshift_hostname: wrong.example.com\nopenshift_kubelet_name_override: n1.example.com\n");
+    cluster.upgrade(&[]).expect_code(0);
+    assert_eq!(cluster.fake.version("n1.example.com"), TARGET);
+    assert!(cluster.fake.actions_on("n1.example.com").contains(&"drain".to_string()));
+}

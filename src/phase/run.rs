@@ -24,6 +24,9 @@ use crate::tasks::engine::{Engine, EngineOptions, RunOnce};
 use crate::tasks::host_vars::HostVarsTable;
 use crate::tasks::model::{Task, load_task_file};
 
+/// Where a host's Kubernetes node name comes from, first found wins (openshift-ansible's names as aliases).
+pub const NODE_NAME_VARIABLES: [&str; 3] = ["node_name", "openshift_kubelet_name_override", "openshift_hostname"];
+
 /// A step that did not succeed, and why, in words for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepFailure {
@@ -234,13 +237,13 @@ impl UpgradeRun {
         &self.pool
     }
 
-    /// The Kubernetes node name of an inventory host: its `node_name` variable, else its inventory name.
+    /// The Kubernetes node name of an inventory host: its `node_name` variable, else openshift-ansible's
+    /// `openshift_kubelet_name_override`, else `openshift_hostname`, else its inventory name.
     pub fn node_name(&self, host: &str) -> String {
-        self.task_vars
-            .own(host)
-            .get("node_name")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
+        let own = self.task_vars.own(host);
+        NODE_NAME_VARIABLES
+            .iter()
+            .find_map(|name| own.get(*name).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()))
             .unwrap_or(host)
             .to_string()
     }
