@@ -30,6 +30,32 @@ pub enum Command {
     Check(CheckArgs),
     /// Run one Ansible task file on inventory hosts (for hook authors), and print a recap.
     RunTasks(RunTasksArgs),
+    /// Put a backup taken by an upgrade back on a host or group: its configuration files, and with --etcd the etcd
+    /// snapshot. Prints the plan first; changes nothing without --yes.
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// The backup to restore: its timestamp (the directory under upgrade_etcd_backup_dir, e.g. 20261123T110000Z).
+    /// Default: the latest one with a verified etcd snapshot.
+    #[arg(long, value_name = "TIMESTAMP")]
+    pub backup: Option<String>,
+
+    /// Also restore etcd from the backup's snapshot, on the selected etcd hosts (etcdctl snapshot restore into a new
+    /// data directory, stop etcd, move it into place, start etcd).
+    #[arg(long)]
+    pub etcd: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Where the journals that list the backups live (default: .upgrade-state next to the inventory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 /// What every command needs to read the inventory.
@@ -123,7 +149,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub connect_timeout: u64,
 
-    /// Answer yes to `pause` prompts (needed to run prompting hooks without a terminal).
+    /// Answer yes to `pause` prompts (needed to run prompting hooks without a terminal); `restore`: carry out the
+    /// plan.
     #[arg(long)]
     pub yes: bool,
 

@@ -185,6 +185,19 @@ pub enum JournalEntry {
         time: String,
         status: String,
     },
+    /// A backup written on a host under `dir` (`upgrade_etcd_backup_dir/<timestamp>`): the verified etcd snapshot,
+    /// or the configuration files copied into `dir/config` (their paths on the host). `upgrade restore` reads these.
+    Backup {
+        run: String,
+        time: String,
+        host: String,
+        timestamp: String,
+        dir: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        snapshot: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
+    },
 }
 
 /// How a host's sequence ended, as recorded.
@@ -280,7 +293,7 @@ impl History {
                 }
                 h.steps_cut_short.clear();
             }
-            JournalEntry::RunFinished { .. } => {}
+            JournalEntry::RunFinished { .. } | JournalEntry::Backup { .. } => {}
         }
     }
 }
@@ -331,6 +344,61 @@ impl Journal {
         self.file.write_all(line.as_bytes()).map_err(failed)?;
         self.file.sync_data().map_err(failed)
     }
+}
+
+/// A backup one host recorded: the etcd snapshot and the configuration files under `dir`, for `upgrade restore`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostBackup {
+    pub host: String,
+    pub timestamp: String,
+    pub dir: String,
+    /// The verified snapshot, when the host is an etcd host.
+    pub snapshot: Option<String>,
+    /// The configuration paths copied into `dir/config`.
+    pub files: Vec<String>,
+}
+
+/// Every backup the journals of the state directory record (the current one and those `--fresh` set aside), one
+/// per host and timestamp, oldest first.
+pub fn read_backups(state_dir: &Path) -> Result<Vec<HostBackup>> {
+    let mut journals: Vec<PathBuf> = match fs::read_dir(state_dir) {
+        Ok(dir) => dir
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                name.starts_with("journal.") && name.ends_with(".jsonl")
+            })
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(refused_start(state_dir, e)),
+    };
+    // journal.<timestamp>.jsonl (set aside) sort before journal.jsonl (the current one).
+    journals.sort();
+    let mut backups: Vec<HostBackup> = Vec::new();
+    for path in journals {
+        let file = File::open(&path).map_err(|e| refused_start(&path, e))?;
+        for line in BufReader::new(file).split(b'\n') {
+            let line = line.map_err(|e| refused_start(&path, e))?;
+            let Ok(JournalEntry::Backup { host, timestamp, dir, snapshot, files, .. }) = serde_json::from_slice(&line)
+            else {
+                continue;
+            };
+            let index = match backups.iter().position(|b| b.host == host && b.timestamp == timestamp) {
+                Some(i) => i,
+                None => {
+                    backups.push(HostBackup { host, timestamp, dir, ..HostBackup::default() });
+                    backups.len() - 1
+                }
+            };
+            let backup = &mut backups[index];
+            if snapshot.is_some() {
+                backup.snapshot = snapshot;
+            }
+            backup.files.extend(files);
+        }
+    }
+    Ok(backups)
 }
 
 fn ends_with_newline(path: &Path) -> bool {

@@ -13,6 +13,7 @@ pub mod phase;
 pub mod plan;
 pub mod playbooks;
 pub mod report;
+pub mod restore;
 pub mod settings;
 pub mod tasks;
 pub mod yaml;
@@ -40,6 +41,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let outcome = match &cli.command {
         Some(Command::Check(args)) => tasks::check_command(args),
         Some(Command::RunTasks(args)) => tasks::run_tasks_command(args),
+        Some(Command::Restore(args)) => restore::restore_command(args),
         None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
         None => executor::upgrade_command(&cli.upgrade),
     };

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 const FILES: &[(&str, &str)] = &[
     ("cluster_csrs.yml", include_str!("../playbooks/cluster_csrs.yml")),
     ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
+    ("config_backup.yml", include_str!("../playbooks/config_backup.yml")),
     ("control_plane_health.yml", include_str!("../playbooks/control_plane_health.yml")),
     ("cordon.yml", include_str!("../playbooks/cordon.yml")),
     ("defaults.yml", include_str!("../playbooks/defaults.yml")),
@@ -22,6 +23,7 @@ const FILES: &[(&str, &str)] = &[
     ("node_upgrade.yml", include_str!("../playbooks/node_upgrade.yml")),
     ("package_manager.yml", include_str!("../playbooks/package_manager.yml")),
     ("reboot.yml", include_str!("../playbooks/reboot.yml")),
+    ("restore.yml", include_str!("../playbooks/restore.yml")),
     ("uncordon.yml", include_str!("../playbooks/uncordon.yml")),
     ("wait_ready.yml", include_str!("../playbooks/wait_ready.yml")),
 ];

@@ -119,3 +119,99 @@ fn openshift_hostname_names_the_node_when_node_name_is_not_set() {
     assert_eq!(cluster.fake.version("n1.example.com"), TARGET);
     assert!(cluster.fake.actions_on("n1.example.com").contains(&"drain".to_string()));
 }
+
+fn backup_dirs(cluster: &TestCluster, host: &str) -> Vec<std::path::PathBuf> {
+    let root = cluster.sshd.host_root(host).join("etcd-backups");
+    let mut dirs: Vec<_> = std::fs::read_dir(root).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+/// m1's kube-apiserver manifest, under its host root, as the inventory names it for the backup.
+fn manifest(cluster: &TestCluster) -> std::path::PathBuf {
+    cluster.sshd.host_root("m1").join("etc/kubernetes/manifests/kube-apiserver.yaml")
+}
+
+/// The backup's default paths name m1's manifests directory (the other hosts have none: it is left out there).
+fn with_manifest_backed_up(cluster: TestCluster) -> TestCluster {
+    let dir = manifest(&cluster).parent().unwrap().display().to_string();
+    cluster.var(&format!("upgrade_config_backup_default_paths: [{}]", serde_json::to_string(&dir).unwrap()))
+}
+
+fn restore(cluster: &TestCluster, args: &[&str]) -> crate::upgrade::Run {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"));
+    command.arg("restore").arg("--inventory").arg(cluster.inventory()).args(args).current_dir(cluster.path(""));
+    let output = command.output().expect("run upgrade restore");
+    crate::upgrade::Run { output, command: format!("upgrade restore {}", args.join(" ")), dir: cluster.path("") }
+}
+
+#[test]
+fn a_configuration_backup_is_written_beside_the_snapshot_and_listed_in_the_journal() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    let cluster = with_manifest_backed_up(cluster);
+    std::fs::create_dir_all(manifest(&cluster).parent().unwrap()).unwrap();
+    std::fs::write(manifest(&cluster), "image: kube-apiserver:v1.28.5\n").unwrap();
+    cluster.upgrade(&["--phase", "control-plane"]).expect_code(0).expect_stdout("configuration saved in");
+
+    let dirs = backup_dirs(&cluster, "m1");
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    assert!(dirs[0].join("snapshot.db").is_file(), "the snapshot is there");
+    let copy = dirs[0].join("config").join(manifest(&cluster).strip_prefix("/").unwrap());
+    assert_eq!(std::fs::read_to_string(&copy).expect("the manifest copy"), "image: kube-apiserver:v1.28.5\n");
+    let kubeadm_config = std::fs::read_to_string(dirs[0].join("config/kubeadm-config.json")).expect("kubeadm-config");
+    assert!(kubeadm_config.contains("kubernetesVersion: v1.28.5"), "{kubeadm_config}");
+
+    let stamp = dirs[0].file_name().unwrap().to_string_lossy().to_string();
+    let backups: Vec<serde_json::Value> = journal(&cluster).into_iter().filter(|e| e["event"] == "backup").collect();
+    let m1_config = backups
+        .iter()
+        .find(|b| b["host"] == "m1" && b["files"].is_array())
+        .unwrap_or_else(|| panic!("m1's configuration backup in the journal: {backups:?}"));
+    assert_eq!(m1_config["timestamp"], stamp.as_str(), "same timestamp as the snapshot");
+    let files: Vec<&str> = m1_config["files"].as_array().unwrap().iter().filter_map(|f| f.as_str()).collect();
+    assert!(files.contains(&manifest(&cluster).parent().unwrap().to_str().unwrap()), "{files:?}");
+    assert!(backups.iter().any(|b| b["host"] == "m1" && b["snapshot"].as_str().is_some_and(|s| s.contains(&stamp))));
+}
+
+#[test]
+fn restore_puts_a_changed_configuration_file_back_and_restores_a_real_etcd_from_its_snapshot() {
+    let cluster = with_manifest_backed_up(TestCluster::new(&[("n1", "region=a")]));
+    let stop = cluster.etcd.stop_command();
+    let start = cluster.etcd.start_command();
+    let data_dir = cluster.etcd.data_dir().display().to_string();
+    let flags = cluster.etcd.restore_flags();
+    let cluster = cluster
+        .var(&format!("upgrade_etcd_stop_command: {}", serde_json::to_string(&stop).unwrap()))
+        .var(&format!("upgrade_etcd_start_command: {}", serde_json::to_string(&start).unwrap()))
+        .var(&format!("upgrade_etcd_data_dir: {}", serde_json::to_string(&data_dir).unwrap()))
+        .var(&format!("upgrade_etcd_restore_flags: {}", serde_json::to_string(&flags).unwrap()))
+        .var("upgrade_etcd_restore_timeout: 60");
+    std::fs::create_dir_all(manifest(&cluster).parent().unwrap()).unwrap();
+    std::fs::write(manifest(&cluster), "image: kube-apiserver:v1.28.5\n").unwrap();
+    let put = cluster.etcd.etcdctl(&["put", "/registry/restore/marker", "before-the-backup"]);
+    assert!(put.status.success());
+    cluster.upgrade(&["--phase", "control-plane"]).expect_code(0);
+
+    // Things go wrong after the backup.
+    std::fs::write(manifest(&cluster), "image: kube-apiserver:broken\n").unwrap();
+    assert!(cluster.etcd.etcdctl(&["del", "/registry/restore/marker"]).status.success());
+    assert!(cluster.etcd.etcdctl(&["put", "/registry/restore/after", "written later"]).status.success());
+
+    // Without --yes: the plan, and nothing changed.
+    let run = restore(&cluster, &["--limit", "m1", "--etcd"]).expect_code(2).expect_stdout("Restore plan: backup");
+    let run = run.expect_stdout("etcdctl snapshot restore").expect_stdout(&stop).expect_stderr("--yes");
+    assert_eq!(std::fs::read_to_string(manifest(&cluster)).unwrap(), "image: kube-apiserver:broken\n");
+    drop(run);
+
+    restore(&cluster, &["--limit", "m1", "--etcd", "--yes"]).expect_code(0);
+    assert_eq!(std::fs::read_to_string(manifest(&cluster)).unwrap(), "image: kube-apiserver:v1.28.5\n");
+    let marker = cluster.etcd.etcdctl(&["get", "/registry/restore/marker", "--print-value-only"]);
+    assert_eq!(String::from_utf8_lossy(&marker.stdout).trim(), "before-the-backup", "the restored etcd answers");
+    let later = cluster.etcd.etcdctl(&["get", "/registry/restore/after", "--print-value-only"]);
+    assert_eq!(String::from_utf8_lossy(&later.stdout).trim(), "", "what was written after the backup is gone");
+    assert!(std::path::Path::new(&format!("{data_dir}.before-restore-{}", {
+        let d = backup_dirs(&cluster, "m1");
+        d[0].file_name().unwrap().to_string_lossy().to_string()
+    }))
+    .is_dir(), "the old data directory is kept aside");
+}

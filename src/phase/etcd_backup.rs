@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::run::UpgradeRun;
 use super::{HostOutcome, HostReport, Step};
+use crate::journal::{JournalEntry, utc_timestamp};
 use crate::plan::Phase;
 
 /// Whether every etcd host has a verified backup of this target from an earlier run.
@@ -29,9 +30,60 @@ pub async fn run(run: &UpgradeRun) -> (Vec<HostReport>, bool) {
         return (reports, true);
     }
     let backups = hosts.iter().map(|host| backup(run, host));
-    let reports = super::join_all(backups).await;
-    let open = reports.iter().all(|r| !r.outcome.is_failure());
+    let mut reports = super::join_all(backups).await;
+    let mut open = reports.iter().all(|r| !r.outcome.is_failure());
+    if open {
+        // The configuration of every host the run touches, beside its snapshot (same timestamp).
+        let configs = run.plan.hosts.iter().map(|host| config_backup(run, host));
+        let configs = super::join_all(configs).await;
+        open = configs.iter().all(|r| !r.outcome.is_failure());
+        reports.extend(configs);
+    }
     (reports, open)
+}
+
+/// The pseudo-phase of the configuration backups in events, journal and JUnit.
+pub const CONFIG_BACKUP: &str = "config-backup";
+
+/// Copies the host's configuration files beside the snapshot (config_backup.yml) and lists them in the journal.
+async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
+    let started = Instant::now();
+    if !run.host_started(CONFIG_BACKUP, host, false) {
+        let outcome = HostOutcome::NotStarted { reason: run.stop_reason() };
+        return run.host_completed(CONFIG_BACKUP, host, outcome, started);
+    }
+    let file = run.playbook("config_backup.yml");
+    let outcome = match run.run_step(CONFIG_BACKUP, host, Step::ConfigBackup, &file, &[], None).await {
+        Ok(facts) => {
+            let stdout = facts
+                .get("upgrade_config_backup")
+                .and_then(|r| r.get("stdout"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let mut files: Vec<String> =
+                stdout.lines().filter_map(|l| l.trim().strip_prefix("saved ")).map(str::to_string).collect();
+            let dir = facts.get("upgrade_config_backup_path").and_then(Value::as_str).unwrap_or_default().trim();
+            let dir = dir.strip_suffix("/config").unwrap_or(dir).to_string();
+            let kubeadm = facts.get("upgrade_kubeadm_config").and_then(|r| r.get("rc")).and_then(Value::as_i64);
+            if kubeadm == Some(0) {
+                files.push("kubeadm-config.json".into());
+            }
+            let listed = if files.is_empty() { "none of the configuration files exist here".into() } else { files.join(", ") };
+            run.notice(Some(host), format!("configuration saved in {dir}/config: {listed}"));
+            let _ = run.record(JournalEntry::Backup {
+                run: run.run_id(),
+                time: utc_timestamp(std::time::SystemTime::now()),
+                host: host.into(),
+                timestamp: run.run_timestamp.clone(),
+                dir,
+                snapshot: None,
+                files,
+            });
+            HostOutcome::Upgraded { left_cordoned: false }
+        }
+        Err(f) => HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false },
+    };
+    run.host_completed(CONFIG_BACKUP, host, outcome, started)
 }
 
 /// The journal says this host's backup succeeded in an earlier run with the same target.
@@ -58,6 +110,15 @@ async fn backup(run: &UpgradeRun, host: &str) -> HostReport {
                 let keys = status.and_then(|s| s.get("totalKey")).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
                 let size = status.and_then(|s| s.get("totalSize")).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
                 run.notice(Some(host), format!("etcd snapshot verified: {path} ({keys} keys, {size} bytes)"));
+                let _ = run.record(JournalEntry::Backup {
+                    run: run.run_id(),
+                    time: utc_timestamp(std::time::SystemTime::now()),
+                    host: host.into(),
+                    timestamp: run.run_timestamp.clone(),
+                    dir: path.strip_suffix("/snapshot.db").unwrap_or(&path).to_string(),
+                    snapshot: Some(path.clone()),
+                    files: Vec::new(),
+                });
                 HostOutcome::Upgraded { left_cordoned: false }
             }
             Err(f) => {

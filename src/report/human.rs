@@ -153,6 +153,9 @@ impl EventSink for HumanReporter {
                     HostOutcome::Upgraded { .. } if report.phase == "verify" => {
                         format!("[{host}] verified: Ready at the target")
                     }
+                    HostOutcome::Upgraded { .. } if report.phase == "config-backup" => {
+                        format!("[{host}] configuration backup done in {}", secs(&report.duration))
+                    }
                     HostOutcome::Upgraded { .. } if report.phase.starts_with("cluster-") => {
                         format!("[{host}] {} done in {}", report.phase, secs(&report.duration))
                     }
@@ -202,7 +205,10 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
             .iter()
             .filter(|r| r.phase != "verify")
             .filter(|r| !r.phase.starts_with("cluster-") || !matches!(r.outcome, HostOutcome::Upgraded { .. }))
-            .filter(|r| r.phase != "etcd-backup" || !matches!(r.outcome, HostOutcome::Upgraded { .. }))
+            .filter(|r| {
+                !matches!(r.phase.as_str(), "etcd-backup" | "config-backup")
+                    || !matches!(r.outcome, HostOutcome::Upgraded { .. })
+            })
             .filter_map(|r| pick(&r.outcome).map(|detail| format!("  {} ({}){detail}", r.host, r.phase)))
             .collect()
     };

@@ -10,6 +10,8 @@ pub struct TestEtcd {
     child: Child,
     dir: tempfile::TempDir,
     endpoint: String,
+    /// etcd's arguments, for `start_command`.
+    args: Vec<String>,
 }
 
 /// Where Debian puts the binaries; `ETCD_BIN`/`ETCDCTL_BIN` point elsewhere.
@@ -44,21 +46,25 @@ impl TestEtcd {
             let peer_url = format!("http://127.0.0.1:{peer}");
             let log_path = dir.path().join("etcd.log");
             let log = std::fs::File::create(&log_path).expect("etcd log file");
+            let args = vec![
+                "--name=test".to_string(),
+                format!("--data-dir={}", dir.path().join("data").display()),
+                format!("--listen-client-urls={endpoint}"),
+                format!("--advertise-client-urls={endpoint}"),
+                format!("--listen-peer-urls={peer_url}"),
+                format!("--initial-advertise-peer-urls={peer_url}"),
+                format!("--initial-cluster=test={peer_url}"),
+                "--initial-cluster-state=new".to_string(),
+            ];
             let child = Command::new(&binary)
-                .arg("--name=test")
-                .arg(format!("--data-dir={}", dir.path().join("data").display()))
-                .arg(format!("--listen-client-urls={endpoint}"))
-                .arg(format!("--advertise-client-urls={endpoint}"))
-                .arg(format!("--listen-peer-urls={peer_url}"))
-                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-                .arg(format!("--initial-cluster=test={peer_url}"))
-                .arg("--initial-cluster-state=new")
+                .args(&args)
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().expect("log file"))
                 .stderr(log)
                 .spawn()
                 .unwrap_or_else(|e| panic!("start {}: {e}", binary.display()));
-            let mut etcd = TestEtcd { child, dir, endpoint };
+            std::fs::write(dir.path().join("etcd.pid"), child.id().to_string()).expect("pid file");
+            let mut etcd = TestEtcd { child, dir, endpoint, args };
             if etcd.wait_healthy(Duration::from_secs(30)) {
                 etcd.put_sample_keys();
                 return etcd;
@@ -82,6 +88,45 @@ impl TestEtcd {
     /// A scratch directory beside the data dir that lives as long as etcd (for backups).
     pub fn scratch_dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        self.dir.path().join("etcd.pid")
+    }
+
+    /// A shell command that stops this etcd (whichever process runs it now) and returns once it has exited: the
+    /// stand-in for `systemctl stop etcd` in a restore.
+    pub fn stop_command(&self) -> String {
+        let pid = self.pid_file().display().to_string();
+        // The first process is this test's child: once dead it stays a zombie until reaped, so "gone" means absent
+        // or in state Z.
+        format!(
+            "p=$(cat {pid}); kill $p; i=0; while [ $i -lt 300 ]; do s=$(awk '{{print $3}}' /proc/$p/stat 2>/dev/null);              if [ -z \"$s\" ] || [ \"$s\" = Z ]; then exit 0; fi; sleep 0.1; i=$((i+1)); done; exit 1"
+        )
+    }
+
+    /// A shell command that starts etcd again with the same flags and data directory, in the background (the
+    /// stand-in for `systemctl start etcd`); the process is killed when this value is dropped.
+    pub fn start_command(&self) -> String {
+        let args: Vec<String> = self.args.iter().map(|a| format!("'{a}'")).collect();
+        format!(
+            "setsid {} {} >> {} 2>&1 < /dev/null & echo $! > {}",
+            etcd_binary().display(),
+            args.join(" "),
+            self.dir.path().join("etcd-restarted.log").display(),
+            self.pid_file().display()
+        )
+    }
+
+    /// The `etcdctl snapshot restore` flags that make the restored member this one (name, peer URL, cluster).
+    pub fn restore_flags(&self) -> String {
+        let arg = |name: &str| self.args.iter().find_map(|a| a.strip_prefix(name)).unwrap_or_default().to_string();
+        format!(
+            "--name {} --initial-cluster {} --initial-advertise-peer-urls {}",
+            arg("--name="),
+            arg("--initial-cluster="),
+            arg("--initial-advertise-peer-urls=")
+        )
     }
 
     /// Runs `etcdctl --endpoints=THIS ARGS` (API v3).
@@ -121,5 +166,11 @@ impl Drop for TestEtcd {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // An etcd started again by `start_command`.
+        if let Some(pid) = std::fs::read_to_string(self.pid_file()).ok().and_then(|p| p.trim().parse::<i32>().ok()) {
+            if pid as u32 != self.child.id() {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        }
     }
 }

@@ -374,6 +374,8 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
                        "version": "v1", "kind": "Eviction", "verbs": ["create"]}),
                 resource("namespaces", "Namespace", false, &["get", "list"], &["ns"]),
+                // None are served: `get configmap kubeadm-config` answers NotFound, as on a cluster without kubeadm.
+                resource("configmaps", "ConfigMap", true, &["get", "list"], &["cm"]),
             ]}),
         ),
         ("GET", ["apis", "policy", "v1"]) => json_response(
