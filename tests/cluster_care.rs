@@ -215,3 +215,37 @@ fn restore_puts_a_changed_configuration_file_back_and_restores_a_real_etcd_from_
     }))
     .is_dir(), "the old data directory is kept aside");
 }
+
+#[test]
+fn a_control_plane_pod_not_ready_after_a_masters_upgrade_stops_the_run() {
+    let cluster = TestCluster::new(&[("n1", "region=a")])
+        .var("upgrade_control_plane_ready_timeout: 3")
+        .var("upgrade_control_plane_ready_delay: 1");
+    cluster.fake.set_cue("m1", "cp_pod_not_ready", "kube-scheduler");
+    cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .expect_stdout("[m1] FAILED at control-plane-pods")
+        .expect_stdout("kube-scheduler-m1 on m1 is Running, not Ready")
+        .expect_stdout("master m1 failed");
+    assert_eq!(cluster.fake.version("m1"), TARGET, "m1 itself was upgraded");
+    assert_eq!(cluster.fake.upgrades("m2"), 0, "m2 was not started");
+    assert_eq!(cluster.fake.upgrades("n1"), 0, "the nodes were not started");
+}
+
+#[test]
+fn a_node_waiting_for_its_certificate_is_reported_and_approved_only_when_allowed() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]).var("upgrade_node_ready_timeout: 3");
+    cluster.fake.set_cue("n1", "csr_pending", "");
+    cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .expect_stdout("[n1] FAILED at wait-ready")
+        .expect_stdout("pending certificate signing requests: csr-n1");
+    assert!(!cluster.fake.calls().iter().any(|c| c.action == "csr-approve"), "nothing approved without the setting");
+
+    let cluster = cluster.var("upgrade_approve_node_csrs: true");
+    cluster.upgrade(&[]).expect_code(0).expect_stdout("approved the pending CSRs of n1: csr-n1");
+    assert!(cluster.fake.is_ready("n1"));
+    assert_eq!(cluster.fake.version("n1"), TARGET);
+}

@@ -62,6 +62,8 @@ impl KubeadmCluster {
         text.push_str("    upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
         text.push_str("    upgrade_node_ready_delay: 1\n    upgrade_node_ready_timeout: 20\n");
         text.push_str("    upgrade_control_plane_ready_delay: 1\n    upgrade_control_plane_ready_timeout: 20\n");
+        // The stand-in API server serves no kube-system pods; the fake cluster's tests (cluster_care.rs) cover that gate.
+        text.push_str("    upgrade_control_plane_pods_check: false\n");
         for line in &self.vars {
             text.push_str(&format!("    {line}\n"));
         }

@@ -105,7 +105,9 @@ fn health_gate(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided
     let (mut refused, mut accepted) = (Vec::new(), Vec::new());
     for host in &touched {
         let node = run.node_name(host);
-        if cluster.get(&node).is_some_and(|n| !n.ready) {
+        // A node an earlier run of this target left half-way may be NotReady because of that run: it is finished.
+        let resumed = unfinished(run, Phase::ControlPlane, host) || unfinished(run, Phase::Nodes, host);
+        if cluster.get(&node).is_some_and(|n| !n.ready) && !resumed {
             if allowed.iter().any(|a| *a == node || a == host) { accepted.push(node) } else { refused.push(node) }
         }
     }

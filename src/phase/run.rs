@@ -341,6 +341,72 @@ impl UpgradeRun {
         result
     }
 
+    /// Runs one task file on a host again and again, as one step, until `check` accepts the facts it leaves, for at
+    /// most `timeout` (`delay` between attempts). `check` says what is still wrong; the last of that is the failure.
+    /// A failing run of the file counts as "not yet" (the API server may be restarting).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn poll_step<T>(
+        &self,
+        phase: impl AsRef<str>,
+        host: &str,
+        step: Step,
+        file: &Path,
+        more: &[(&str, Value)],
+        timeout: Duration,
+        delay: Duration,
+        mut check: impl FnMut(&Map<String, Value>) -> Result<T, String>,
+    ) -> Result<T, StepFailure> {
+        let phase = phase.as_ref();
+        let started = Instant::now();
+        self.event(Event::StepStarted { phase: phase.into(), host: host.into(), step });
+        let result = loop {
+            let why = match self.run_step_inner(host, step, file, more, None).await {
+                Ok(facts) => match check(&facts) {
+                    Ok(value) => break Ok(value),
+                    Err(why) => why,
+                },
+                Err(f) if f.unreachable => break Err(f),
+                Err(f) => f.reason,
+            };
+            if started.elapsed() >= timeout || self.stop.is_aborting() {
+                let reason = format!("{why} (still so after {}s)", started.elapsed().as_secs());
+                break Err(StepFailure { step, reason, unreachable: false, interrupted: false });
+            }
+            tokio::time::sleep(delay).await;
+        };
+        let error = result.as_ref().err().map(|f| f.reason.clone());
+        self.event(Event::StepFinished {
+            phase: phase.into(),
+            host: host.into(),
+            step,
+            ok: result.is_ok(),
+            duration: started.elapsed(),
+            error,
+        });
+        if result.is_ok() {
+            self.record_step_done(phase, host, step);
+        }
+        result
+    }
+
+    /// Runs a task file on a host without step events or journal entries: one attempt of a step the caller
+    /// reports itself (a poll).
+    pub async fn run_quiet(
+        &self,
+        host: &str,
+        step: Step,
+        file: &Path,
+        more: &[(&str, Value)],
+    ) -> Result<Map<String, Value>, StepFailure> {
+        self.run_step_inner(host, step, file, more, None).await
+    }
+
+    /// A setting read from the host's variables as whole seconds (a number or numeric text), with a default.
+    pub fn host_seconds(&self, host: &str, name: &str, default: u64) -> u64 {
+        let text = self.render_for(host, &format!("{{{{ {name} | default('') }}}}"));
+        text.trim().parse().unwrap_or(default)
+    }
+
     async fn run_step_inner(
         &self,
         host: &str,

@@ -1,7 +1,7 @@
 //! One host's upgrade sequence, as masters and nodes share it: the steps in order, each a task file run through
 //! the engine, with the drain timeout, the uncordon-after-drain-failure rule and resume on top.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -166,13 +166,14 @@ async fn steps(
         Role::Master => {
             hook(run, phase, host, HookPoint::MasterMid, Step::MidHook).await?;
             step(run, phase, host, Step::Restart, "master_restart.yml", &[]).await?;
-            step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await?;
+            wait_ready(run, phase, host).await?;
             let etcd = [("upgrade_control_plane_etcd_host", Value::String(control_plane_etcd_host(run, host)))];
             step(run, phase, host, Step::ControlPlaneHealth, "control_plane_health.yml", &etcd).await?;
+            control_plane_pods(run, phase, host).await?;
         }
         Role::Node => {
             step(run, phase, host, Step::Restart, "node_restart.yml", &[]).await?;
-            step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await?;
+            wait_ready(run, phase, host).await?;
             hook(run, phase, host, HookPoint::NodeMid, Step::MidHook).await?;
         }
     }
@@ -183,6 +184,111 @@ async fn steps(
         Role::Node => HookPoint::NodePost,
     };
     hook(run, phase, host, post, Step::PostHook).await
+}
+
+/// After a master's health gate: the control-plane pods on every master Running and Ready (at least one each), polled
+/// for upgrade_control_plane_ready_timeout seconds; `upgrade_control_plane_pods_check: false` leaves it out.
+async fn control_plane_pods(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
+    if !run.host_flag(host, "upgrade_control_plane_pods_check", true) {
+        return Ok(());
+    }
+    safe_point(run, Step::ControlPlanePods)?;
+    let masters: Vec<String> = run.plan.masters.iter().map(|m| run.node_name(m)).collect();
+    let timeout = Duration::from_secs(run.host_seconds(host, "upgrade_control_plane_ready_timeout", 300));
+    let delay = Duration::from_secs(run.host_seconds(host, "upgrade_control_plane_ready_delay", 5).max(1));
+    let file = run.playbook("control_plane_pods.yml");
+    run.poll_step(phase, host, Step::ControlPlanePods, &file, &[], timeout, delay, |facts| {
+        let stdout = facts
+            .get("upgrade_control_plane_pods")
+            .and_then(|r| r.get("stdout"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        crate::cluster::control_plane_pods_problem(stdout, &masters)
+            .map_err(|why| format!("the control plane is not healthy after {}'s upgrade: {why}", run.node_name(host)))
+    })
+    .await
+}
+
+/// Waits until the node is Ready at the target. With `upgrade_approve_node_csrs: true` each poll approves the
+/// pending CSRs of this node (a kubelet that rotated its certificate waits for them); otherwise a wait that fails
+/// says which CSRs of the node are pending.
+async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
+    let node = run.node_name(host);
+    if !run.host_flag(host, "upgrade_approve_node_csrs", false) {
+        let Err(mut failure) = step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await else {
+            return Ok(());
+        };
+        if !failure.interrupted && !failure.unreachable {
+            if let Ok(pending) = super::preflight::pending_csrs(run, phase).await {
+                let names: Vec<&str> =
+                    pending.iter().filter(|c| c.node() == Some(node.as_str())).map(|c| c.name.as_str()).collect();
+                if !names.is_empty() {
+                    failure.reason = format!(
+                        "{}; its kubelet waits for pending certificate signing requests: {} (approve them with                          `certificate approve NAME`, or set upgrade_approve_node_csrs: true)",
+                        failure.reason,
+                        names.join(", ")
+                    );
+                }
+            }
+        }
+        return Err(failure);
+    }
+    safe_point(run, Step::WaitReady)?;
+    let timeout = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_timeout", 600));
+    let delay = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_delay", 5).max(1));
+    let file = run.playbook("node_ready_poll.yml");
+    let started = Instant::now();
+    run.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step: Step::WaitReady });
+    let mut to_approve: Vec<String> = Vec::new();
+    let result = loop {
+        let more = [("upgrade_csrs_to_approve", Value::from(to_approve.clone()))];
+        let why = match run.run_quiet(host, Step::WaitReady, &file, &more).await {
+            Err(f) => f.reason,
+            Ok(facts) => {
+                if !to_approve.is_empty() {
+                    run.notice(Some(host), format!("approved the pending CSRs of {node}: {}", to_approve.join(", ")));
+                }
+                let text = |name: &str| {
+                    facts.get(name).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
+                };
+                let seen = crate::cluster::parse_node(&text("upgrade_node_poll"));
+                let at_target = |n: &crate::cluster::ClusterNode| {
+                    TargetVersion::parse(&n.kubelet_version).ok().as_ref() == Some(&run.target)
+                };
+                if seen.as_ref().is_ok_and(|n| n.ready && at_target(n)) {
+                    break Ok(());
+                }
+                to_approve = crate::cluster::parse_pending_csrs(&text("upgrade_cluster_csrs"))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|c| c.node() == Some(node.as_str()))
+                    .map(|c| c.name)
+                    .collect();
+                match seen {
+                    Ok(n) => format!("node {node} is not Ready at {}: it reports {}, Ready={}", run.target, n.kubelet_version, n.ready),
+                    Err(e) => format!("node {node} could not be read: {e}"),
+                }
+            }
+        };
+        if started.elapsed() >= timeout || run.stop.is_aborting() {
+            break Err(StepFailure { step: Step::WaitReady, reason: format!("{why} after {}s", timeout.as_secs()), unreachable: false, interrupted: false });
+        }
+        if to_approve.is_empty() {
+            tokio::time::sleep(delay).await;
+        }
+    };
+    run.event(Event::StepFinished {
+        phase: phase.name().into(),
+        host: host.into(),
+        step: Step::WaitReady,
+        ok: result.is_ok(),
+        duration: started.elapsed(),
+        error: result.as_ref().err().map(|f| f.reason.clone()),
+    });
+    if result.is_ok() {
+        run.record_step_done(phase, host, Step::WaitReady);
+    }
+    result
 }
 
 /// Where the health gate after `master` asks etcd for its members' health: the master itself when it is an etcd host,
