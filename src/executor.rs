@@ -230,6 +230,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         hosts: Vec::new(),
         stopped: None,
         left_cordoned: Vec::new(),
+        not_ready_untouched: Vec::new(),
         cluster_read_error: None,
         interrupted: false,
         resumed: None,
@@ -362,6 +363,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                     .map(|r| r.host.clone())
                     .collect();
                 let checks = verify::check_upgraded(run, &cluster, &upgraded);
+                summary.not_ready_untouched = verify::not_ready_untouched(run, &cluster, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());
                 summary.hosts.extend(checks);
                 if let Some(started) = started {

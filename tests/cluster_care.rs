@@ -94,6 +94,18 @@ fn a_node_that_is_not_ready_is_refused_in_preflight_and_accepted_when_listed() {
 }
 
 #[test]
+fn a_node_the_run_does_not_touch_that_is_not_ready_is_reported_apart_at_the_end() {
+    let cluster = TestCluster::new(&[("n1", "region=a"), ("n2", "region=b")]);
+    cluster.fake.set_cue("n2", "ready", "false");
+    cluster
+        .upgrade(&["--label", "region=a"])
+        .expect_code(0)
+        .expect_stdout("not Ready, and not touched by this run: n2")
+        .expect_stdout("not Ready, not touched by this run: n2");
+    assert_eq!(cluster.fake.version("n1"), TARGET);
+}
+
+#[test]
 fn a_node_left_out_of_the_run_that_would_fall_outside_the_kubelet_skew_stops_preflight() {
     let cluster = TestCluster::new(&[("n1", "region=a"), ("n2", "region=b")]).var("upgrade_max_kubelet_skew: 0");
     cluster

@@ -134,6 +134,10 @@ pub struct Summary {
     /// Nodes the cluster reports unschedulable at the end, with the command that makes each schedulable again; when
     /// the cluster cannot be read at the end, the nodes the hosts reported left cordoned.
     pub left_cordoned: Vec<CordonedNode>,
+    /// Nodes the cluster reports not Ready at the end that this run did not upgrade (said apart: not this run's
+    /// failures, but the cluster is not whole).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_ready_untouched: Vec<String>,
     /// Why the cluster could not be read at the end (then `left_cordoned` is what the hosts reported).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_read_error: Option<String>,

@@ -252,6 +252,9 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
         lines.push(format!("verify found problems: {}", verify_failures.len()));
         lines.extend(verify_failures);
     }
+    if !summary.not_ready_untouched.is_empty() {
+        lines.push(format!("not Ready, not touched by this run: {}", summary.not_ready_untouched.join(", ")));
+    }
     if let Some(error) = &summary.cluster_read_error {
         lines.push(format!("the cluster could not be read at the end: {error}"));
         if summary.left_cordoned.is_empty() {
@@ -336,6 +339,7 @@ mod tests {
                 .iter()
                 .map(|n| CordonedNode { node: n.to_string(), before_run: false, fix: format!("kubectl uncordon {n}") })
                 .collect(),
+            not_ready_untouched: Vec::new(),
             cluster_read_error: cluster_read_error.map(str::to_string),
             interrupted: false,
             resumed: None,
