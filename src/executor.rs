@@ -359,7 +359,8 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                 let upgraded: Vec<String> = summary
                     .hosts
                     .iter()
-                    .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }) && r.phase != "etcd-backup")
+                    .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }))
+                    .filter(|r| r.phase == Phase::ControlPlane.name() || r.phase == Phase::Nodes.name())
                     .map(|r| r.host.clone())
                     .collect();
                 let checks = verify::check_upgraded(run, &cluster, &upgraded);
