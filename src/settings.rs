@@ -712,10 +712,20 @@ impl<T> Setting<T> {
     }
 }
 
+/// Nodes whose `upgrade_nodes_serial` comes from one place (a group's variables): batched on their own, with that
+/// serial, when node groups set different ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SerialGroup {
+    pub serial: Setting<Serial>,
+    pub hosts: Vec<String>,
+}
+
 /// The run-wide settings, each with its origin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub serial: Setting<Serial>,
+    /// Set when the node groups carry different serials (else empty: `serial` holds for every node).
+    pub serial_groups: Vec<SerialGroup>,
     pub label: Setting<Option<LabelSelector>>,
     pub max_fail_percentage: Setting<MaxFailPercentage>,
     pub drain_timeout: Setting<DrainTimeout>,
@@ -726,6 +736,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             serial: Setting::default(Serial::one()),
+            serial_groups: Vec::new(),
             label: Setting::default(None),
             max_fail_percentage: Setting::default(MaxFailPercentage::default()),
             drain_timeout: Setting::default(DrainTimeout::default()),
@@ -746,16 +757,36 @@ pub fn resolve(
     all_hosts: HostVarsRef<'_>,
     extra: &Vars,
 ) -> Result<Settings> {
-    let serial = run_wide(
-        "--serial",
-        args.serial.as_deref(),
-        ("upgrade_nodes_serial", "openshift_upgrade_nodes_serial"),
-        node_hosts,
-        extra,
-        Serial::parse,
-        Serial::from_value,
-    )?
-    .unwrap_or_else(|| Setting::default(Serial::one()));
+    let serial_of = |hosts: HostVarsRef<'_>| {
+        run_wide(
+            "--serial",
+            args.serial.as_deref(),
+            ("upgrade_nodes_serial", "openshift_upgrade_nodes_serial"),
+            hosts,
+            extra,
+            Serial::parse,
+            Serial::from_value,
+        )
+        .map(|s| s.unwrap_or_else(|| Setting::default(Serial::one())))
+    };
+    // Serial may differ between node groups (infra one at a time, compute 20%): each group is batched on its own.
+    let mut serial_groups: Vec<SerialGroup> = Vec::new();
+    if args.serial.is_none() {
+        for &(host, vars) in node_hosts {
+            let serial = serial_of(&[(host, vars)])?;
+            match serial_groups.iter_mut().find(|g| g.serial.value == serial.value && g.serial.origin == serial.origin) {
+                Some(group) => group.hosts.push(host.to_string()),
+                None => serial_groups.push(SerialGroup { serial, hosts: vec![host.to_string()] }),
+            }
+        }
+    }
+    let serial = match serial_groups.first() {
+        Some(first) if serial_groups.len() > 1 => first.serial.clone(),
+        _ => {
+            serial_groups.clear();
+            serial_of(node_hosts)?
+        }
+    };
     let label = run_wide(
         "--label",
         args.label.as_deref(),
@@ -796,7 +827,7 @@ pub fn resolve(
         |v| optional_value(v, TargetVersion::parse, TargetVersion::from_value),
     )?
     .unwrap_or_else(|| Setting::default(None));
-    Ok(Settings { serial, label, max_fail_percentage, drain_timeout, target_version })
+    Ok(Settings { serial, serial_groups, label, max_fail_percentage, drain_timeout, target_version })
 }
 
 /// How a setting's value reads in a message.

@@ -11,7 +11,7 @@ use super::run::UpgradeRun;
 use super::{HostOutcome, HostReport, Step};
 use crate::cluster::{ClusterNode, parse_node_list};
 use crate::error::{Error, Result};
-use crate::plan::{Phase, batch_hosts};
+use crate::plan::Phase;
 use crate::settings::TargetVersion;
 
 /// What preflight decided the later phases do.
@@ -485,7 +485,8 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
             }
         }
         // A percentage of serial is of all the nodes selected for the phase, as in the plan.
-        result.node_batches = batch_hosts(&selected, &plan.settings.serial.value);
+        result.node_batches =
+            crate::plan::batch_nodes(&selected, &plan.settings, &plan.node_labels, &run.inventory);
     }
 
     result.resume = resume(run, cluster, &result);

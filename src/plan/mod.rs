@@ -289,7 +289,7 @@ impl Plan {
                     Phase::Preflight | Phase::Verify => Vec::new(),
                     Phase::EtcdBackup => vec![etcd.clone()],
                     Phase::ControlPlane => masters.iter().map(|m| vec![m.clone()]).collect(),
-                    Phase::Nodes => batch_hosts(&nodes, &settings.serial.value),
+                    Phase::Nodes => batch_nodes(&nodes, &settings, &node_labels, inventory),
                 },
             })
             .collect();
@@ -341,6 +341,36 @@ fn no_match_error(
         node_labels.len()
     ))
     .hint(hint)
+}
+
+/// The batches of the nodes phase. With one serial: `batch_hosts`. When node groups carry their own serial
+/// (`upgrade_nodes_serial` in each group's variables), each group is batched on its own, infra groups first (a node
+/// labelled node-role.kubernetes.io/infra=true offline, or in an inventory group whose name says infra), then the
+/// others in inventory order; a percentage is of the group's selected nodes.
+pub fn batch_nodes(
+    nodes: &[String],
+    settings: &Settings,
+    node_labels: &IndexMap<String, BTreeMap<String, String>>,
+    inventory: &Inventory,
+) -> Vec<Vec<String>> {
+    if settings.serial_groups.is_empty() {
+        return batch_hosts(nodes, &settings.serial.value);
+    }
+    let is_infra = |host: &String| {
+        node_labels.get(host).and_then(|l| l.get("node-role.kubernetes.io/infra")).is_some_and(|v| v == "true")
+            || inventory.group_names(host).iter().any(|g| g.contains("infra"))
+    };
+    let mut groups: Vec<(bool, Vec<String>, &Serial)> = settings
+        .serial_groups
+        .iter()
+        .map(|g| {
+            let hosts: Vec<String> = nodes.iter().filter(|h| g.hosts.contains(h)).cloned().collect();
+            (hosts.iter().any(is_infra), hosts, &g.serial.value)
+        })
+        .collect();
+    // Stable: infra groups first, otherwise the inventory order.
+    groups.sort_by_key(|(infra, _, _)| !*infra);
+    groups.iter().filter(|(_, hosts, _)| !hosts.is_empty()).flat_map(|(_, hosts, serial)| batch_hosts(hosts, serial)).collect()
 }
 
 /// The batches of the nodes phase: the hosts in order, cut by `serial_batches`.

@@ -66,6 +66,9 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
         "host_settings": plan.host_settings.iter().map(|r| json!({
             "variable": r.variable, "value": r.value, "origin": r.origin, "hosts": r.hosts,
         })).collect::<Vec<_>>(),
+        "serial_groups": s.serial_groups.iter().map(|g| json!({
+            "serial": g.serial.value.to_json(), "hosts": g.hosts, "origin": g.serial.describe_origin(),
+        })).collect::<Vec<_>>(),
         "nodes_not_selected": plan.nodes_not_selected,
         "limit": plan.limit,
         "hooks": hooks,
@@ -135,6 +138,13 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
                 let hosts: usize = phase.batches.iter().map(Vec::len).sum();
                 let how = if phase.phase == Phase::ControlPlane {
                     "one master at a time".to_string()
+                } else if !s.serial_groups.is_empty() {
+                    let groups: Vec<String> = s
+                        .serial_groups
+                        .iter()
+                        .map(|g| format!("{} for {} ({})", g.serial.value, g.hosts.join(", "), g.serial.describe_origin()))
+                        .collect();
+                    format!("serial per node group, infra first: {}", groups.join("; "))
                 } else {
                     format!("serial {}", s.serial.value)
                 };

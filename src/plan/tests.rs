@@ -208,13 +208,39 @@ fn settings_come_from_inventory_aliases_with_their_place() {
 
 #[test]
 fn hosts_that_disagree_on_a_run_wide_setting_are_an_error() {
-    let inv = cluster().var("n1", "upgrade_nodes_serial", json!(3), 40);
+    let inv = cluster().var("n1", "upgrade_nodes_max_fail_percentage", json!(30), 40);
     let err = build(&inv, &[]).unwrap_err();
-    assert!(err.message.contains("hosts disagree on upgrade_nodes_serial"), "{err}");
+    assert!(err.message.contains("hosts disagree on upgrade_nodes_max_fail_percentage"), "{err}");
     assert!(err.message.contains("i1") && err.message.contains("n1"), "{err}");
     assert_eq!(err.location, Some(Location::new("hosts", 40, 1)));
     // A flag settles it.
-    assert!(build(&inv, &["--serial", "1"]).is_ok());
+    assert!(build(&inv, &["--max-fail-percentage", "10"]).is_ok());
+}
+
+#[test]
+fn node_groups_with_their_own_serial_are_batched_on_their_own_infra_first() {
+    let inv = cluster()
+        .group("compute", &["n1", "n2"])
+        .group("infra", &["i1", "i2"])
+        .var("compute", "upgrade_nodes_serial", json!("100%"), 41)
+        .var("infra", "upgrade_nodes_serial", json!(1), 42);
+    let plan = build(&inv, &[]).unwrap();
+    assert_eq!(batches(&plan, Phase::Nodes), b(&[&["i1"], &["i2"], &["n1", "n2"]]));
+    assert_eq!(plan.settings.serial_groups.len(), 2);
+    // Infra first even when the compute nodes come first in the inventory.
+    let compute_first = TestInventory::new()
+        .group("masters", &["m1"])
+        .group("nodes", &["n1", "n2", "i1", "i2"])
+        .group("compute", &["n1", "n2"])
+        .group("infra", &["i1", "i2"])
+        .var("compute", "upgrade_nodes_serial", json!("50%"), 41)
+        .var("infra", "upgrade_nodes_serial", json!(1), 42);
+    let plan = build(&compute_first, &[]).unwrap();
+    assert_eq!(batches(&plan, Phase::Nodes), b(&[&["i1"], &["i2"], &["n1"], &["n2"]]));
+    // The flag makes one serial for every node again.
+    let plan = build(&inv, &["--serial", "3"]).unwrap();
+    assert_eq!(batches(&plan, Phase::Nodes), b(&[&["i1", "i2", "n1"], &["n2"]]));
+    assert!(plan.settings.serial_groups.is_empty());
 }
 
 #[test]
