@@ -194,6 +194,7 @@ fn the_json_stream_and_the_junit_report_follow_the_documented_schema() {
     }
     for h in HOSTS {
         expected.push(("verify".into(), h.into()));
+        expected.push(("config-backup".into(), h.into()));
     }
     let mut got = cases.clone();
     got.sort();

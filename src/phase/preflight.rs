@@ -84,7 +84,10 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
         if !decided.masters.is_empty() {
             kubeadm_plan(run).await?;
         }
-        report_pending_csrs(run, Phase::Preflight).await;
+        // After a signal preflight reads nothing more than it must.
+        if !run.stop.is_stopping() {
+            report_pending_csrs(run, Phase::Preflight).await;
+        }
     }
     Ok(decided)
 }
