@@ -218,6 +218,21 @@ fn hosts_that_disagree_on_a_run_wide_setting_are_an_error() {
 }
 
 #[test]
+fn cluster_hooks_are_read_from_the_first_master_and_must_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("hooks")).unwrap();
+    std::fs::write(dir.path().join("hooks/migrate.yml"), "- debug: msg=hi\n").unwrap();
+    let mut inv = cluster().var("all", "upgrade_cluster_pre_hook", json!("hooks/migrate.yml"), 43);
+    inv.inv.dir = dir.path().to_path_buf();
+    let plan = build(&inv, &[]).unwrap();
+    assert_eq!(plan.cluster_hooks[&HookPoint::ClusterPre].path, dir.path().join("hooks/migrate.yml"));
+    let missing = cluster().var("all", "upgrade_cluster_post_hook", json!("hooks/nowhere.yml"), 44);
+    let err = build(&missing, &[]).unwrap_err();
+    assert!(err.message.contains("upgrade_cluster_post_hook"), "{err}");
+    assert_eq!(err.location, Some(Location::new("hosts", 44, 1)));
+}
+
+#[test]
 fn node_groups_with_their_own_serial_are_batched_on_their_own_infra_first() {
     let inv = cluster()
         .group("compute", &["n1", "n2"])
