@@ -85,10 +85,15 @@ fn a_node_that_is_not_ready_is_refused_in_preflight_and_accepted_when_listed() {
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
     assert_eq!(cluster.fake.upgrades("m1"), 0);
 
+    // A pending CSR of some other node is said, not refused.
+    let csr = cluster.fake.state_dir().join("csrs/csr-old");
+    std::fs::create_dir_all(&csr).unwrap();
+    std::fs::write(csr.join("username"), "system:node:n9\n").unwrap();
     let cluster = cluster.var("upgrade_preflight_allow_not_ready: [n2]");
     cluster
         .upgrade(&[])
         .expect_code(0)
+        .expect_stdout("pending certificate signing requests: csr-old (system:node:n9)")
         .expect_stdout("not Ready, upgraded anyway (upgrade_preflight_allow_not_ready): n2");
     assert_eq!(cluster.fake.version("n2"), TARGET);
 }
@@ -260,4 +265,24 @@ fn a_node_waiting_for_its_certificate_is_reported_and_approved_only_when_allowed
     cluster.upgrade(&[]).expect_code(0).expect_stdout("approved the pending CSRs of n1: csr-n1");
     assert!(cluster.fake.is_ready("n1"));
     assert_eq!(cluster.fake.version("n1"), TARGET);
+}
+
+#[test]
+fn openshift_rolling_restart_mode_and_openshift_hostname_reach_the_built_in_steps() {
+    let defaults = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks/defaults.yml");
+    crate::support::Scenario::new()
+        .file(
+            "hosts",
+            "[masters]\nlocalhost ansible_connection=local openshift_rolling_restart_mode=system openshift_hostname=node-a.example\n",
+        )
+        .file(
+            "show.yml",
+            &format!(
+                "- include_tasks: {}\n- debug:\n    msg: \"mode={{{{ upgrade_rolling_restart_mode }}}} node={{{{ node_name }}}}\"\n",
+                defaults.display()
+            ),
+        )
+        .args(["run-tasks", "show.yml", "-i", "hosts", "-e", "upgrade_target_version=v1.29.1"])
+        .success()
+        .stdout_has("mode=system node=node-a.example");
 }
