@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod batches;
+pub mod certificates;
 pub mod control_plane;
 pub mod etcd_backup;
 pub mod nodes;
@@ -20,6 +21,8 @@ pub mod verify;
 pub enum Step {
     Connect,
     ReadCluster,
+    Certificates,
+    ReadVersion,
     Backup,
     PreDrainHook,
     PreHook,
@@ -39,6 +42,8 @@ impl Step {
         match self {
             Step::Connect => "connect",
             Step::ReadCluster => "read-cluster",
+            Step::Certificates => "certificates",
+            Step::ReadVersion => "read-version",
             Step::Backup => "etcd-backup",
             Step::PreDrainHook => "pre-drain-hook",
             Step::PreHook => "pre-hook",
