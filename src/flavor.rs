@@ -115,10 +115,7 @@ pub fn choose(inventory: &Inventory, hosts: &[(&str, &Vars)]) -> Result<FlavorCh
     if let Some(var) = hosts.iter().find_map(|(_, vars)| vars.get("openshift_deployment_type")) {
         return Ok(FlavorChoice {
             flavor: Flavor::Openshift,
-            why: format!(
-                "guessed: openshift_deployment_type is set ({}); set upgrade_flavor to override",
-                var.origin
-            ),
+            why: format!("guessed: openshift_deployment_type is set ({}); set upgrade_flavor to override", var.origin),
         });
     }
     Ok(FlavorChoice {

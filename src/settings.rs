@@ -805,7 +805,8 @@ pub fn resolve_openshift_target(
         let parse = |text: &str| optional(text, parse_one);
         let minor_only = |text: &str| {
             let bare = unquote(text.trim()).trim_start_matches(['-', 'v']);
-            bare.split('.').count() == 2 && bare.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+            bare.split('.').count() == 2
+                && bare.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
         };
         let found = all_hosts.iter().find_map(|(_, vars)| vars.get(alias)).or_else(|| extra.get(alias));
         if let Some(Value::String(text)) = found.map(|v| &v.value) {
@@ -814,15 +815,9 @@ pub fn resolve_openshift_target(
                 continue;
             }
         }
-        let setting = run_wide(
-            "--target-version",
-            None,
-            (alias, alias),
-            all_hosts,
-            extra,
-            parse,
-            |v| optional_value(v, parse_one, TargetVersion::from_value),
-        )?;
+        let setting = run_wide("--target-version", None, (alias, alias), all_hosts, extra, parse, |v| {
+            optional_value(v, parse_one, TargetVersion::from_value)
+        })?;
         if let Some(setting) = setting.filter(|s| s.value.is_some()) {
             return Ok((Some(setting), passed_over));
         }
@@ -865,9 +860,8 @@ pub fn resolve_certificate_expiry(
     )?
     .unwrap_or_else(|| Setting::default(default_days));
     let truth = |text: &str| {
-        crate::tasks::engine::parse_bool(&Value::String(unquote(text.trim()).to_string())).ok_or_else(|| {
-            Error::input(format!("`{}` is not true or false", text.trim())).hint("write true or false")
-        })
+        crate::tasks::engine::parse_bool(&Value::String(unquote(text.trim()).to_string()))
+            .ok_or_else(|| Error::input(format!("`{}` is not true or false", text.trim())).hint("write true or false"))
     };
     let fail_on_warn = run_wide(
         "upgrade_certificate_expiry_fail_on_warn",

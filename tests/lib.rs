@@ -5,6 +5,7 @@ mod support;
 mod bad_input;
 mod etcd_backup;
 mod fake_cluster;
+mod flavors;
 mod hooks;
 mod ops;
 mod plan;

@@ -212,7 +212,10 @@ mod tests {
         assert_eq!(dates.len(), 2);
         assert_eq!(dates[0].date(), "2027-11-23 10:07:59 UTC");
         assert_eq!(dates[1].date(), "2026-03-03 00:00:00 UTC");
-        assert_eq!(bad, vec![("m1".to_string(), "/etc/etcd/ca.crt: Could not read certificate from /etc/etcd/ca.crt".into())]);
+        assert_eq!(
+            bad,
+            vec![("m1".to_string(), "/etc/etcd/ca.crt: Could not read certificate from /etc/etcd/ca.crt".into())]
+        );
     }
 
     #[test]

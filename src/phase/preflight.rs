@@ -70,7 +70,8 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
 /// OpenShift 3.11.z releases all report one kubelet version, so the package decides "at the target".
 async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
     let nodes = run.plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
-    let hosts: Vec<String> = run.plan.masters.iter().chain(&nodes).filter(|h| run.probes_host_version(h)).cloned().collect();
+    let hosts: Vec<String> =
+        run.plan.masters.iter().chain(&nodes).filter(|h| run.probes_host_version(h)).cloned().collect();
     let reads = hosts.iter().map(|host| async move { (host, read_host_version(run, Phase::Preflight, host).await) });
     let mut versions = HashMap::new();
     for (host, result) in super::join_all(reads).await {

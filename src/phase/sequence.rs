@@ -49,8 +49,7 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
     }
     // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
     // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
-    let at_target =
-        run.version_before(host).and_then(|v| TargetVersion::parse(&v).ok()).as_ref() == Some(&run.target);
+    let at_target = run.version_before(host).and_then(|v| TargetVersion::parse(&v).ok()).as_ref() == Some(&run.target);
     let mut progress = Progress { cordoned: was_cordoned, upgraded: false };
     let outcome = match steps(run, host, role, was_cordoned, at_target, &mut progress).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },

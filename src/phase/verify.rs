@@ -15,9 +15,9 @@ use crate::settings::TargetVersion;
 /// What the upgraded hosts whose flavour probes them have installed now (`host_version.yml`), by host.
 pub async fn installed_versions(run: &UpgradeRun, upgraded: &[String]) -> HashMap<String, Result<String, String>> {
     let probed: Vec<&String> = upgraded.iter().filter(|h| run.probes_host_version(h)).collect();
-    let reads = probed.into_iter().map(|host| async move {
-        (host.clone(), super::preflight::read_host_version(run, Phase::Verify, host).await)
-    });
+    let reads = probed
+        .into_iter()
+        .map(|host| async move { (host.clone(), super::preflight::read_host_version(run, Phase::Verify, host).await) });
     super::join_all(reads).await.into_iter().collect()
 }
 

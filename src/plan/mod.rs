@@ -236,11 +236,8 @@ impl Plan {
             }
             _ => None,
         };
-        let certificate_expiry = settings::resolve_certificate_expiry(
-            &all_vars,
-            extra,
-            flavor.flavor.default_certificate_warning_days(),
-        )?;
+        let certificate_expiry =
+            settings::resolve_certificate_expiry(&all_vars, extra, flavor.flavor.default_certificate_warning_days())?;
         if flavor.flavor == Flavor::Custom {
             let hosts_needing = |hosts: &[String], variable: &str| -> Result<()> {
                 for host in hosts {

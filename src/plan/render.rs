@@ -90,7 +90,11 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "Flavor: {} ({})", plan.flavor.flavor, plan.flavor.why);
     if let Some(packages) = &plan.openshift_packages {
-        let _ = writeln!(out, "  packages: {} (at the target, between the excluders' unexclude and exclude)", packages.join(", "));
+        let _ = writeln!(
+            out,
+            "  packages: {} (at the target, between the excluders' unexclude and exclude)",
+            packages.join(", ")
+        );
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "Settings:");
