@@ -7,6 +7,7 @@ mod etcd_backup;
 mod fake_cluster;
 mod flavors;
 mod hooks;
+mod openshift;
 mod ops;
 mod plan;
 mod reboot;

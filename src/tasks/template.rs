@@ -177,7 +177,43 @@ impl Object for Resolving {
         if matches!(name, "groups" | "group_names" | "inventory_hostname") {
             return Some(value);
         }
-        let Some(text) = value.as_str().filter(|s| is_template(s)) else { return Some(value) };
+        self.render_nested(value)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        match self.vars.try_iter() {
+            Ok(keys) => Enumerator::Values(keys.collect()),
+            Err(_) => Enumerator::Empty,
+        }
+    }
+}
+
+impl Resolving {
+    /// A variable's value with the templates in it rendered: the value itself when it is a template, and, as in
+    /// Ansible, the templated strings inside lists and mappings (`files: ["{{ root }}/ca.crt"]`).
+    fn render_nested(self: &Arc<Self>, value: Value) -> Option<Value> {
+        match value.kind() {
+            ValueKind::String => match value.as_str().filter(|s| is_template(s)) {
+                Some(text) => self.render_text(text),
+                None => Some(value),
+            },
+            ValueKind::Seq if contains_template(&value) => {
+                let items = value.try_iter().ok()?.map(|v| self.render_nested(v)).collect::<Option<Vec<_>>>()?;
+                Some(Value::from(items))
+            }
+            ValueKind::Map if contains_template(&value) => {
+                let mut pairs: Vec<(Value, Value)> = Vec::new();
+                for key in value.try_iter().ok()? {
+                    let item = value.get_item(&key).ok()?;
+                    pairs.push((key, self.render_nested(item)?));
+                }
+                Some(Value::from_object(pairs.into_iter().collect::<indexmap::IndexMap<Value, Value>>()))
+            }
+            _ => Some(value),
+        }
+    }
+
+    fn render_text(self: &Arc<Self>, text: &str) -> Option<Value> {
         if check_chain_length(text, false).is_err() {
             return None;
         }
@@ -200,12 +236,17 @@ impl Object for Resolving {
         // raw text.
         rendered.ok()
     }
+}
 
-    fn enumerate(self: &Arc<Self>) -> Enumerator {
-        match self.vars.try_iter() {
-            Ok(keys) => Enumerator::Values(keys.collect()),
-            Err(_) => Enumerator::Empty,
+/// Whether a list or mapping holds a templated string anywhere (most do not: they are returned as they are).
+fn contains_template(value: &Value) -> bool {
+    match value.kind() {
+        ValueKind::String => value.as_str().is_some_and(is_template),
+        ValueKind::Seq => value.try_iter().is_ok_and(|mut items| items.any(|v| contains_template(&v))),
+        ValueKind::Map => {
+            value.try_iter().is_ok_and(|mut keys| keys.any(|k| value.get_item(&k).is_ok_and(|v| contains_template(&v))))
         }
+        _ => false,
     }
 }
 

@@ -213,3 +213,16 @@ fn an_undefined_value_inside_a_literal_is_an_error_as_in_ansible() {
     assert!(t.render("{{ [a, nope] | to_json }}", &v).is_err());
     assert_eq!(t.render("{{ {'a': a, 'b': nope | default(2)} }}", &v).unwrap(), json!({"a": 1, "b": 2}));
 }
+
+#[test]
+fn templates_inside_list_and_mapping_variables_render_when_used_as_in_ansible() {
+    let t = Templar::new();
+    let vars = Vars::new(json!({
+        "root": "/srv/h1",
+        "files": ["{{ root }}/ca.crt", "/etc/plain.crt"],
+        "by_role": {"master": ["{{ root }}/master.crt"], "count": 2},
+    }));
+    assert_eq!(t.render_str("{{ files | join(' ') }}", &vars).unwrap(), "/srv/h1/ca.crt /etc/plain.crt");
+    assert_eq!(t.render_str("{{ by_role.master[0] }} {{ by_role.count + 1 }}", &vars).unwrap(), "/srv/h1/master.crt 3");
+    assert_eq!(t.render_str("{{ (files + ['x']) | length }}", &vars).unwrap(), "3");
+}
