@@ -87,11 +87,11 @@ pub async fn check(run: &UpgradeRun) -> Result<()> {
         })
         .collect();
     let message = format!(
-        "{} certificate(s) expire within {} days ({}): {}",
+        "{} certificate(s) expire within {} days ({}):\n  {}",
         expiring.len(),
         expiry.warning_days.value,
         expiry.warning_days.describe_origin(),
-        listed.join("; ")
+        listed.join("\n  ")
     );
     if expiry.fail_on_warn.value {
         return Err(Error::hosts_failed(message).hint(

@@ -119,7 +119,7 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     rows.push((
         "certificate-expiry",
         format!("{} days, {fail}", cert.warning_days.value),
-        format!("{}; {}", describe(&cert.warning_days), describe(&cert.fail_on_warn)),
+        format!("{} (days); {} (fail)", describe(&cert.warning_days), describe(&cert.fail_on_warn)),
     ));
     if let Some(limit) = &plan.limit {
         rows.push(("limit", limit.clone(), "--limit (applies to the nodes phase)".into()));
