@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::inventory::{Inventory, Origin, Vars};
+use crate::plan::located;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -142,15 +143,4 @@ pub fn openshift_service_type(vars: &Vars) -> Result<&'static str> {
 /// The OpenShift packages the upgrade step installs at the target, as `openshift/defaults.yml` names them.
 pub fn openshift_packages(service_type: &str) -> Vec<String> {
     ["", "-clients", "-node"].iter().map(|suffix| format!("{service_type}{suffix}")).collect()
-}
-
-fn located(err: Error, origin: &Origin) -> Error {
-    match origin {
-        Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
-        Origin::ExtraVars(arg) => {
-            let message = format!("{} (from -e {arg})", err.message);
-            Error { message, ..err }
-        }
-        Origin::Flag(_) | Origin::Default => err,
-    }
 }

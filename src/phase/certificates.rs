@@ -25,10 +25,9 @@ pub struct CertificateDate {
 impl CertificateDate {
     /// `2027-11-23 10:07:59 UTC`.
     pub fn date(&self) -> String {
-        let days = self.not_after.div_euclid(86_400);
-        let secs = self.not_after.rem_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
-        format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", secs / 3600, secs % 3600 / 60, secs % 60)
+        let at = UNIX_EPOCH + std::time::Duration::from_secs(self.not_after.max(0) as u64);
+        let (y, mo, d, h, mi, s) = crate::journal::civil(at);
+        format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
     }
 }
 
@@ -186,18 +185,6 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,12 +230,11 @@ ca                      Nov 21, 2034 10:00 UTC   9y              no
     }
 
     #[test]
-    fn civil_dates_round_trip() {
-        for days in [-1, 0, 59, 60, 365, 11_016, 20_000, 47_482] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
+    fn civil_dates_agree_with_the_journals_clock() {
+        for (y, m, d) in [(1970, 1, 1), (2000, 2, 29), (2000, 3, 1), (2027, 11, 23), (2099, 12, 31)] {
+            let at = UNIX_EPOCH + std::time::Duration::from_secs(days_from_civil(y, m, d) as u64 * 86_400);
+            let (cy, cm, cd, ..) = crate::journal::civil(at);
+            assert_eq!((cy, i64::from(cm), i64::from(cd)), (y, m, d));
         }
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
     }
 }

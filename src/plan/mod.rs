@@ -510,10 +510,15 @@ fn parse_node_groups(value: &Value) -> Option<BTreeMap<String, Vec<String>>> {
     Some(groups)
 }
 
-fn located(err: Error, origin: &Origin) -> Error {
+/// Puts an error about a variable at the place the variable was set (a file and line, or the `-e` argument).
+pub(crate) fn located(err: Error, origin: &Origin) -> Error {
     match origin {
         Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
-        _ => err,
+        Origin::ExtraVars(arg) => {
+            let message = format!("{} (from -e {arg})", err.message);
+            Error { message, ..err }
+        }
+        Origin::Flag(_) | Origin::Default => err,
     }
 }
 
