@@ -294,3 +294,26 @@ fn an_expiring_certificate_only_warns_when_fail_on_warn_is_false() {
         .expect("upgrade_certificate_expiry_fail_on_warn is false: going on");
     assert_eq!(cluster.fake.package_version("n2"), TARGET);
 }
+
+#[test]
+fn docker_upgrade_upgrades_the_container_runtime_inside_the_drained_window_and_only_then() {
+    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]).var("docker_upgrade=true");
+    // The default also restarts docker with systemctl, which the test hosts do not have.
+    let yum = cluster.fake.tool("yum");
+    let cluster = cluster
+        .var(&format!("upgrade_container_runtime_command=\"{yum} --node {{{{ node_name }}}} install -y docker\""));
+    cluster.upgrade(&["--phase", "nodes"]).expect_code(0);
+    let calls: Vec<_> = cluster.fake.calls().into_iter().filter(|c| c.node == "n1").collect();
+    let at = |what: &dyn Fn(&crate::support::fake_cluster::Call) -> bool| calls.iter().position(|c| what(c));
+    let drained = at(&|c| c.action == "drain").expect("n1 drained");
+    let runtime = at(&|c| c.action == "yum" && c.argv.contains("install -y docker")).expect("docker upgraded");
+    let uncordoned = at(&|c| c.action == "uncordon").expect("n1 uncordoned");
+    assert!(drained < runtime && runtime < uncordoned, "inside the drained window: {calls:?}");
+
+    let without = OpenShiftCluster::new([TARGET, OLD, OLD]);
+    without.upgrade(&["--phase", "nodes"]).expect_code(0);
+    assert!(
+        without.fake.calls().iter().all(|c| !c.argv.contains("docker &&") && !c.argv.ends_with("-y docker")),
+        "no runtime upgrade unless asked"
+    );
+}
