@@ -149,3 +149,17 @@ fn certificate_expiry_settings_take_openshift_ansible_names() {
     let plan = plan_json(&scenario.path("hosts"), &["-e", "upgrade_certificate_expiry_warning_days=90"]);
     assert_eq!(plan["certificate_expiry"]["warning_days"], json!(90), "-e and the canonical name win");
 }
+
+#[test]
+fn a_certificate_window_that_is_not_a_number_is_bad_input_at_its_line() {
+    let scenario =
+        Scenario::new().file("hosts", "[masters]\nm1\n[all:vars]\nupgrade_certificate_expiry_warning_days=a year\n");
+    Scenario::new()
+        .arg("--inventory")
+        .arg(scenario.path("hosts"))
+        .arg("--plan")
+        .failure(2)
+        .stderr_has("hosts:4:1")
+        .stderr_has("upgrade_certificate_expiry_warning_days")
+        .stderr_has("not a whole number of days");
+}

@@ -95,6 +95,11 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
             "  packages: {} (at the target, between the excluders' unexclude and exclude)",
             packages.join(", ")
         );
+        let _ = writeln!(
+            out,
+            "  at the target: decided by what each host has installed (upgrade_host_version_command), not by the \
+             kubelet version"
+        );
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "Settings:");

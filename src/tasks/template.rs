@@ -161,6 +161,10 @@ thread_local! {
     /// How deep variables are being rendered inside variables on this thread: a variable that refers to itself
     /// stops here instead of recursing for ever.
     static NESTING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The variables being rendered on this thread (by the variables they belong to, and name): one met again
+    /// inside itself (`x: ["{{ x }}", "{{ x }}"]`) reads as undefined at once, as Ansible's recursive loop error,
+    /// instead of branching until the nesting limit.
+    static RENDERING: std::cell::RefCell<Vec<(usize, String)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 const MAX_NESTING: usize = 32;
@@ -177,7 +181,20 @@ impl Object for Resolving {
         if matches!(name, "groups" | "group_names" | "inventory_hostname") {
             return Some(value);
         }
-        self.render_nested(value)
+        if !contains_template(&value) {
+            return Some(value);
+        }
+        let me = (Arc::as_ptr(self) as usize, name.to_owned());
+        let again = RENDERING.with(|r| r.borrow().contains(&me));
+        if again {
+            return None;
+        }
+        RENDERING.with(|r| r.borrow_mut().push(me));
+        let rendered = self.render_nested(value);
+        RENDERING.with(|r| {
+            r.borrow_mut().pop();
+        });
+        rendered
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {

@@ -226,3 +226,15 @@ fn templates_inside_list_and_mapping_variables_render_when_used_as_in_ansible() 
     assert_eq!(t.render_str("{{ by_role.master[0] }} {{ by_role.count + 1 }}", &vars).unwrap(), "/srv/h1/master.crt 3");
     assert_eq!(t.render_str("{{ (files + ['x']) | length }}", &vars).unwrap(), "3");
 }
+
+#[test]
+fn a_list_variable_that_refers_to_itself_stops_at_once_instead_of_branching() {
+    let t = Templar::new();
+    let item = "{{ x }}";
+    let vars = Vars::new(json!({"x": [item, item, item, item, item, item], "y": "{{ x }}"}));
+    let started = std::time::Instant::now();
+    // Inside itself, x reads as undefined: the items do not render x again (6^32 renders before this guard).
+    let _ = t.render_str("{{ x }}", &vars);
+    let _ = t.render_str("{{ y | length }}", &vars);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "answered at once");
+}
