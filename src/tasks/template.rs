@@ -181,7 +181,10 @@ impl Object for Resolving {
         if matches!(name, "groups" | "group_names" | "inventory_hostname") {
             return Some(value);
         }
-        if !contains_template(&value) {
+        // A loop item is what the loop already rendered: its strings are data (ansible-core 2.19 does not template
+        // them again), whatever markup they carry.
+        let needs = if name == "item" { value.as_str().is_some_and(is_template) } else { contains_template(&value) };
+        if !needs {
             return Some(value);
         }
         let me = (Arc::as_ptr(self) as usize, name.to_owned());
@@ -207,7 +210,8 @@ impl Object for Resolving {
 
 impl Resolving {
     /// A variable's value with the templates in it rendered: the value itself when it is a template, and, as in
-    /// Ansible, the templated strings inside lists and mappings (`files: ["{{ root }}/ca.crt"]`).
+    /// Ansible, the templated strings of a list of strings (`files: ["{{ root }}/ca.crt"]`). Mappings are left as
+    /// they are: registered results are mappings, and their text (a file's content) is data.
     fn render_nested(self: &Arc<Self>, value: Value) -> Option<Value> {
         match value.kind() {
             ValueKind::String => match value.as_str().filter(|s| is_template(s)) {
@@ -217,14 +221,6 @@ impl Resolving {
             ValueKind::Seq if contains_template(&value) => {
                 let items = value.try_iter().ok()?.map(|v| self.render_nested(v)).collect::<Option<Vec<_>>>()?;
                 Some(Value::from(items))
-            }
-            ValueKind::Map if contains_template(&value) => {
-                let mut pairs: Vec<(Value, Value)> = Vec::new();
-                for key in value.try_iter().ok()? {
-                    let item = value.get_item(&key).ok()?;
-                    pairs.push((key, self.render_nested(item)?));
-                }
-                Some(Value::from_object(pairs.into_iter().collect::<indexmap::IndexMap<Value, Value>>()))
             }
             _ => Some(value),
         }
@@ -255,14 +251,20 @@ impl Resolving {
     }
 }
 
-/// Whether a list or mapping holds a templated string anywhere (most do not: they are returned as they are).
+/// Whether a value is a template, or a list of strings with a template among them.
 fn contains_template(value: &Value) -> bool {
     match value.kind() {
         ValueKind::String => value.as_str().is_some_and(is_template),
-        ValueKind::Seq => value.try_iter().is_ok_and(|mut items| items.any(|v| contains_template(&v))),
-        ValueKind::Map => {
-            value.try_iter().is_ok_and(|mut keys| keys.any(|k| value.get_item(&k).is_ok_and(|v| contains_template(&v))))
-        }
+        ValueKind::Seq => value.try_iter().is_ok_and(|items| {
+            let mut any = false;
+            for item in items {
+                match item.as_str() {
+                    Some(text) => any |= is_template(text),
+                    None => return false,
+                }
+            }
+            any
+        }),
         _ => false,
     }
 }

@@ -215,16 +215,19 @@ fn an_undefined_value_inside_a_literal_is_an_error_as_in_ansible() {
 }
 
 #[test]
-fn templates_inside_list_and_mapping_variables_render_when_used_as_in_ansible() {
+fn templates_inside_list_variables_render_when_used_as_in_ansible() {
     let t = Templar::new();
     let vars = Vars::new(json!({
         "root": "/srv/h1",
         "files": ["{{ root }}/ca.crt", "/etc/plain.crt"],
-        "by_role": {"master": ["{{ root }}/master.crt"], "count": 2},
+        "result": {"stdout": "a file with {{ markup }}", "lines": ["{{ markup }}"]},
+        "item": ["{{ rendered by the loop already }}"],
     }));
     assert_eq!(t.render_str("{{ files | join(' ') }}", &vars).unwrap(), "/srv/h1/ca.crt /etc/plain.crt");
-    assert_eq!(t.render_str("{{ by_role.master[0] }} {{ by_role.count + 1 }}", &vars).unwrap(), "/srv/h1/master.crt 3");
     assert_eq!(t.render_str("{{ (files + ['x']) | length }}", &vars).unwrap(), "3");
+    // Registered results (mappings) and loop items are data, not templates.
+    assert_eq!(t.render_str("{{ result.stdout }}", &vars).unwrap(), "a file with {{ markup }}");
+    assert_eq!(t.render_str("{{ item[0] }}", &vars).unwrap(), "{{ rendered by the loop already }}");
 }
 
 #[test]
@@ -237,4 +240,11 @@ fn a_list_variable_that_refers_to_itself_stops_at_once_instead_of_branching() {
     let _ = t.render_str("{{ x }}", &vars);
     let _ = t.render_str("{{ y | length }}", &vars);
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "answered at once");
+}
+
+#[test]
+fn raw_items_in_lists_render_to_their_text() {
+    let t = Templar::new();
+    let vars = Vars::new(json!({"lst": ["{% raw %}{{ a }}{% endraw %}", "plain"]}));
+    assert_eq!(t.render_str("{{ lst | to_json }}", &vars).unwrap(), r#"["{{ a }}", "plain"]"#);
 }
