@@ -789,12 +789,12 @@ pub fn resolve(
 /// (`3.11.248`; a bare `3.11` names no 3.11.z and is passed over).
 pub const OPENSHIFT_TARGET_ALIASES: [&str; 3] = ["openshift_pkg_version", "openshift_image_tag", "openshift_release"];
 
+/// A target found under an openshift-ansible name, and the aliases passed over (`openshift_release=3.11`).
+pub type OpenShiftTarget = (Option<Setting<Option<TargetVersion>>>, Vec<String>);
+
 /// The target from the first of [`OPENSHIFT_TARGET_ALIASES`] the hosts set (they must agree on it), and the
 /// aliases passed over because they name only a minor release.
-pub fn resolve_openshift_target(
-    all_hosts: HostVarsRef<'_>,
-    extra: &Vars,
-) -> Result<(Option<Setting<Option<TargetVersion>>>, Vec<String>)> {
+pub fn resolve_openshift_target(all_hosts: HostVarsRef<'_>, extra: &Vars) -> Result<OpenShiftTarget> {
     let mut passed_over = Vec::new();
     for alias in OPENSHIFT_TARGET_ALIASES {
         // openshift_pkg_version is written with yum's separator in front: `-3.11.248`.

@@ -304,7 +304,7 @@ fn docker_upgrade_upgrades_the_container_runtime_inside_the_drained_window_and_o
         .var(&format!("upgrade_container_runtime_command=\"{yum} --node {{{{ node_name }}}} install -y docker\""));
     cluster.upgrade(&["--phase", "nodes"]).expect_code(0);
     let calls: Vec<_> = cluster.fake.calls().into_iter().filter(|c| c.node == "n1").collect();
-    let at = |what: &dyn Fn(&crate::support::fake_cluster::Call) -> bool| calls.iter().position(|c| what(c));
+    let at = |what: &dyn Fn(&crate::support::fake_cluster::Call) -> bool| calls.iter().position(what);
     let drained = at(&|c| c.action == "drain").expect("n1 drained");
     let runtime = at(&|c| c.action == "yum" && c.argv.contains("install -y docker")).expect("docker upgraded");
     let uncordoned = at(&|c| c.action == "uncordon").expect("n1 uncordoned");
