@@ -140,7 +140,15 @@ pub fn openshift_service_type(vars: &Vars) -> Result<&'static str> {
     }
 }
 
-/// The OpenShift packages the upgrade step installs at the target, as `openshift/defaults.yml` names them.
-pub fn openshift_packages(service_type: &str) -> Vec<String> {
-    ["", "-clients", "-node"].iter().map(|suffix| format!("{service_type}{suffix}")).collect()
+/// The OpenShift packages the upgrade step installs at the target on masters and on nodes, as
+/// `openshift/defaults.yml` names them (openshift-ansible's lists, with the base package pinned too).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OpenShiftPackages {
+    pub masters: Vec<String>,
+    pub nodes: Vec<String>,
+}
+
+pub fn openshift_packages(service_type: &str) -> OpenShiftPackages {
+    let named = |suffixes: &[&str]| suffixes.iter().map(|suffix| format!("{service_type}{suffix}")).collect();
+    OpenShiftPackages { masters: named(&["", "-clients", "-node"]), nodes: named(&["", "-node"]) }
 }

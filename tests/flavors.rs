@@ -18,7 +18,11 @@ fn every_openshift_ansible_example_inventory_plans_the_openshift_flavour_with_or
     for name in ["hosts.example", "hosts.localhost", "hosts.openstack", "hosts.glusterfs.native.example"] {
         let plan = plan_json(&openshift_fixture(name), &[]);
         assert_eq!(plan["flavor"]["name"], "openshift", "{name}");
-        assert_eq!(plan["flavor"]["packages"], json!(["origin", "origin-clients", "origin-node"]), "{name}");
+        assert_eq!(
+            plan["flavor"]["packages"],
+            json!({"masters": ["origin", "origin-clients", "origin-node"], "nodes": ["origin", "origin-node"]}),
+            "{name}"
+        );
         let reason = plan["flavor"]["reason"].as_str().unwrap_or_default();
         assert!(reason.contains("OSEv3"), "{name}: the reason names the OSEv3 group: {reason}");
         assert_eq!(plan["certificate_expiry"]["warning_days"], json!(365), "{name}: openshift-ansible's year");
@@ -32,7 +36,7 @@ fn every_openshift_ansible_example_inventory_plans_the_openshift_flavour_with_or
         .arg("--plan")
         .success()
         .stdout_has("Flavor: openshift (guessed: the inventory has an OSEv3 group")
-        .stdout_has("packages: origin, origin-clients, origin-node")
+        .stdout_has("packages: masters origin, origin-clients, origin-node; nodes origin, origin-node")
         .stdout_has("certificate-expiry   365 days, fail");
 }
 
@@ -46,7 +50,10 @@ fn an_enterprise_inventory_upgrades_the_atomic_openshift_packages() {
     assert_eq!(plan["flavor"]["name"], "openshift");
     assert_eq!(
         plan["flavor"]["packages"],
-        json!(["atomic-openshift", "atomic-openshift-clients", "atomic-openshift-node"])
+        json!({
+            "masters": ["atomic-openshift", "atomic-openshift-clients", "atomic-openshift-node"],
+            "nodes": ["atomic-openshift", "atomic-openshift-node"],
+        })
     );
 }
 

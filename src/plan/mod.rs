@@ -110,7 +110,7 @@ pub struct Plan {
     /// Which built-in steps upgrade the cluster, and why.
     pub flavor: FlavorChoice,
     /// The openshift flavour's package prefix (`origin`, `atomic-openshift`) and the packages it upgrades.
-    pub openshift_packages: Option<Vec<String>>,
+    pub openshift_packages: Option<flavor::OpenShiftPackages>,
     /// openshift-ansible target aliases passed over because they name only a minor release (`openshift_release=3.11`).
     pub target_passed_over: Vec<String>,
     /// The certificate expiry check of preflight.

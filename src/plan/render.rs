@@ -92,8 +92,9 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     if let Some(packages) = &plan.openshift_packages {
         let _ = writeln!(
             out,
-            "  packages: {} (at the target, between the excluders' unexclude and exclude)",
-            packages.join(", ")
+            "  packages: masters {}; nodes {} (at the target, between the excluders' unexclude and exclude)",
+            packages.masters.join(", "),
+            packages.nodes.join(", ")
         );
         let _ = writeln!(
             out,
