@@ -77,6 +77,17 @@ pub fn materialize(dir: &Path) -> Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use crate::flavor::Flavor;
+
+    #[test]
+    fn a_flavour_runs_its_own_file_where_it_has_one_and_the_shared_one_elsewhere() {
+        assert_eq!(super::for_flavor(Flavor::Openshift, "drain.yml"), "openshift/drain.yml");
+        assert_eq!(super::for_flavor(Flavor::Openshift, "reboot.yml"), "reboot.yml");
+        assert_eq!(super::for_flavor(Flavor::Kubeadm, "drain.yml"), "drain.yml");
+        assert_eq!(super::for_flavor(Flavor::Custom, "certificate_expiry.yml"), "custom/certificate_expiry.yml");
+        assert_eq!(super::for_flavor(Flavor::Custom, "node_upgrade.yml"), "node_upgrade.yml");
+    }
+
     #[test]
     fn every_built_in_step_file_parses() {
         let dir = tempfile::tempdir().unwrap();
