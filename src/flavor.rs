@@ -133,8 +133,11 @@ pub fn openshift_service_type(vars: &Vars) -> Result<&'static str> {
         Some("origin") => Ok("origin"),
         Some("openshift-enterprise") => Ok("atomic-openshift"),
         _ => Err(located(
-            Error::input(format!("openshift_deployment_type `{}` is not origin or openshift-enterprise", var.value))
-                .hint("openshift-ansible 3.11 knows openshift_deployment_type=origin and =openshift-enterprise"),
+            Error::input(format!(
+                "openshift_deployment_type `{}` is not origin or openshift-enterprise",
+                var.value.as_str().map_or_else(|| var.value.to_string(), str::to_string)
+            ))
+            .hint("openshift-ansible 3.11 knows openshift_deployment_type=origin and =openshift-enterprise"),
             &var.origin,
         )),
     }
