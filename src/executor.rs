@@ -29,9 +29,20 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
     let plan = Plan::build_for_run(&inventory, &extra, args)?;
     let target = plan.settings.target_version.value.clone().ok_or_else(|| {
-        Error::input("no target version")
-            .in_file(&inventory.path)
-            .hint("set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)")
+        let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
+            let passed = if plan.target_passed_over.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} names no 3.11.z)", plan.target_passed_over.join(", "))
+            };
+            format!(
+                "set upgrade_target_version (or openshift_pkg_version=-3.11.z, openshift_image_tag=v3.11.z) in the \
+                 inventory, or pass --target-version{passed}"
+            )
+        } else {
+            "set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)".to_string()
+        };
+        Error::input("no target version").in_file(&inventory.path).hint(hint)
     })?;
     check_hook_files(&plan)?;
 
@@ -346,7 +357,8 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                     .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }) && r.phase != "etcd-backup")
                     .map(|r| r.host.clone())
                     .collect();
-                let checks = verify::check_upgraded(run, &cluster, &upgraded);
+                let installed = verify::installed_versions(run, &upgraded).await;
+                let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());
                 summary.hosts.extend(checks);
                 if let Some(started) = started {

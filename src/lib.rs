@@ -6,6 +6,7 @@ pub mod connection;
 pub mod error;
 pub mod events;
 pub mod executor;
+pub mod flavor;
 pub mod host_settings;
 pub mod inventory;
 pub mod journal;

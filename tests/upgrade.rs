@@ -491,3 +491,21 @@ fn a_failing_kubeadm_upgrade_plan_stops_the_run_in_preflight_with_kubeadms_messa
     let cluster = cluster.var("upgrade_kubeadm_plan_check: false");
     cluster.upgrade(&[]).expect_code(0);
 }
+
+#[test]
+fn kubeadm_certificates_expiring_within_30_days_stop_preflight_before_anything_moves() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    std::fs::write(cluster.fake.state_dir().join("certs_expire_days"), "10").expect("cue");
+    cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .expect_stderr("certificate(s) expire within 30 days (default)")
+        .expect_stderr("m1: kubeadm certificate apiserver expires ")
+        .expect_stderr("kubeadm certs renew");
+    assert!(cluster.drained().is_empty(), "nothing was drained");
+    assert_eq!(cluster.version("m1"), "v1.28.5");
+
+    // A shorter window lets the run go on.
+    cluster.upgrade(&["-e", "upgrade_certificate_expiry_warning_days=7"]).expect_code(0);
+    assert_eq!(cluster.version("n1"), TARGET);
+}

@@ -56,11 +56,13 @@ impl Resume {
 
 pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
     check_reachable(run).await?;
+    super::certificates::check(run).await?;
     let cluster = read_cluster(run, Phase::Preflight).await?;
     let by_name: HashMap<String, ClusterNode> = cluster.iter().map(|n| (n.name.clone(), n.clone())).collect();
     if let Ok(mut before) = run.cluster_before.lock() {
         *before = by_name.clone();
     }
+    read_host_versions(run).await?;
     let decided = decide(run, &by_name)?;
     let upgrading: Vec<(String, Phase)> = decided
         .masters
@@ -197,6 +199,48 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
     }
 }
 
+/// Reads, on every host the run may upgrade whose flavour says so, what it has installed (`host_version.yml`):
+/// OpenShift 3.11.z releases all report one kubelet version, so the package decides "at the target".
+async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
+    let nodes = run.plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
+    let hosts: Vec<String> =
+        run.plan.masters.iter().chain(&nodes).filter(|h| run.probes_host_version(h)).cloned().collect();
+    let reads = hosts.iter().map(|host| async move { (host, read_host_version(run, Phase::Preflight, host).await) });
+    let mut versions = HashMap::new();
+    for (host, result) in super::join_all(reads).await {
+        let version = result.map_err(|reason| {
+            Error::hosts_failed(format!("cannot read what {host} has installed: {reason}")).hint(
+                "upgrade_host_version_command must print the installed version (openshift: rpm -q --qf %{VERSION} \
+                 atomic-openshift-node, or origin-node for openshift_deployment_type=origin)",
+            )
+        })?;
+        versions.insert(host.clone(), version);
+    }
+    if let Ok(mut known) = run.host_versions.lock() {
+        known.extend(versions);
+    }
+    Ok(())
+}
+
+/// What the host has installed now, as `upgrade_host_version_command` prints it (checked to be a version).
+pub async fn read_host_version(run: &UpgradeRun, phase: Phase, host: &str) -> std::result::Result<String, String> {
+    let facts = run
+        .run_step(phase, host, Step::ReadVersion, &run.playbook("host_version.yml"), &[], None)
+        .await
+        .map_err(|f| f.reason)?;
+    let stdout = facts
+        .get("upgrade_host_version")
+        .and_then(|r| r.get("stdout"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    match TargetVersion::parse(&stdout) {
+        Ok(_) => Ok(stdout),
+        Err(_) => Err(format!("upgrade_host_version_command printed `{stdout}`, not a version")),
+    }
+}
+
 /// Opens a connection to every host of the plan, at once, and runs `true`. Any host that does not answer stops the
 /// run here, before anything is touched.
 async fn check_reachable(run: &UpgradeRun) -> Result<()> {
@@ -251,10 +295,6 @@ pub async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterN
     })
 }
 
-fn version_of(node: &ClusterNode) -> Option<TargetVersion> {
-    TargetVersion::parse(&node.kubelet_version).ok()
-}
-
 fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Preflight> {
     let target = &run.target;
     let plan = &run.plan;
@@ -283,11 +323,16 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
             )));
     }
 
+    // Each host's version: what it has installed when the flavour probes it, else its kubelet's.
+    let probed = run.host_versions.lock().map(|m| m.clone()).unwrap_or_default();
+    let text_of =
+        |h: &String| probed.get(h).cloned().unwrap_or_else(|| cluster[&run.node_name(h)].kubelet_version.clone());
+    let version_of = |h: &String| TargetVersion::parse(&text_of(h)).ok();
+
     // Masters run one version.
     let mut master_versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for m in &plan.masters {
-        let node = &cluster[&run.node_name(m)];
-        master_versions.entry(node.kubelet_version.clone()).or_default().push(m.clone());
+        master_versions.entry(text_of(m)).or_default().push(m.clone());
     }
     // Masters split between the target and one older version: a control-plane upgrade an earlier run did not finish.
     let target_text = master_versions.keys().find(|v| TargetVersion::parse(v).ok().as_ref() == Some(target)).cloned();
@@ -331,8 +376,7 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
 
     if plan.has_phase(Phase::ControlPlane) {
         for m in &plan.masters {
-            let node = &cluster[&run.node_name(m)];
-            match version_of(node) {
+            match version_of(m) {
                 Some(v) if v >= *target && !unfinished(run, Phase::ControlPlane, m) => {
                     result.skipped.push(skipped(run, Phase::ControlPlane, m, &v))
                 }
@@ -368,8 +412,7 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
             None => candidates,
         };
         for h in &selected {
-            let node = &cluster[&run.node_name(h)];
-            match version_of(node) {
+            match version_of(h) {
                 Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) => {
                     let report = skipped(run, Phase::Nodes, h, &v);
                     if let HostOutcome::Skipped { reason } = report.outcome {
@@ -398,7 +441,16 @@ fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) 
     let node = run.node_name(host);
     let earlier =
         run.history.host(phase.name(), host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded);
-    let reason = if earlier {
+    let reason = if run.probes_host_version(host) {
+        // Said so, because the cluster's kubelet version may read the same before and after (OpenShift 3.11.z).
+        if earlier {
+            format!("upgraded by an earlier run (has {version} installed)")
+        } else if *version > run.target {
+            format!("already has {version} installed, newer than the target")
+        } else {
+            format!("already at {version}: installed on the host")
+        }
+    } else if earlier {
         format!("upgraded by an earlier run (runs {version})")
     } else if *version > run.target {
         format!("already runs {version}, newer than the target")

@@ -1,9 +1,9 @@
 //! What every phase of one upgrade run shares: the plan, the hosts' variables, the task engine and its connections,
 //! the journal, the stop signal; and the one way a phase runs a step on a host: a task file through the engine.
 
+use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -70,6 +70,8 @@ pub struct UpgradeRun {
     run_once: Mutex<HashMap<String, Arc<RunOnce>>>,
     /// The nodes as the cluster reported them in preflight, by node name.
     pub cluster_before: Mutex<HashMap<String, ClusterNode>>,
+    /// What each probed host had installed in preflight (`upgrade_host_version_command`), by inventory name.
+    pub host_versions: Mutex<HashMap<String, String>>,
     pub write_failures: Arc<WriteFailures>,
     /// A SIGINT or SIGTERM arrived (a stop for a state directory that cannot be written is not an interrupt).
     interrupted: AtomicBool,
@@ -165,6 +167,7 @@ impl UpgradeRun {
             cluster_before: Mutex::new(HashMap::new()),
             write_failures: parts.write_failures,
             interrupted: AtomicBool::new(false),
+            host_versions: Mutex::new(HashMap::new()),
             run_once: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
@@ -251,9 +254,30 @@ impl UpgradeRun {
         self.templar.render_str(template, &vars).unwrap_or_else(|_| template.to_string())
     }
 
-    /// The path of a built-in step file.
+    /// The path of a built-in step file, as the run's flavour carries it out (`openshift/drain.yml` for `drain.yml`).
     pub fn playbook(&self, name: &str) -> PathBuf {
-        self.playbooks.join(name)
+        self.playbooks.join(crate::playbooks::for_flavor(self.plan.flavor.flavor, name))
+    }
+
+    /// Whether "at the target" is decided for this host from what it has installed (`upgrade_host_version_command`,
+    /// the openshift flavour's default) rather than from the kubelet version the cluster reports.
+    pub fn probes_host_version(&self, host: &str) -> bool {
+        self.plan.flavor.flavor.probes_installed_version_by_default()
+            || self
+                .task_vars
+                .own(host)
+                .get("upgrade_host_version_command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| !c.trim().is_empty())
+    }
+
+    /// The host's version as preflight read it: what it has installed when probed, else its node's kubelet version.
+    pub fn version_before(&self, host: &str) -> Option<String> {
+        if let Some(v) = self.host_versions.lock().ok().and_then(|m| m.get(host).cloned()) {
+            return Some(v);
+        }
+        let node = self.node_name(host);
+        self.cluster_before.lock().ok().and_then(|c| c.get(&node).map(|n| n.kubelet_version.clone()))
     }
 
     /// A setting read from the host's variables as a boolean (Ansible's truth table), with a default.
