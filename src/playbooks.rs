@@ -31,6 +31,7 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/defaults.yml", include_str!("../playbooks/openshift/defaults.yml")),
     ("openshift/cluster_state.yml", include_str!("../playbooks/openshift/cluster_state.yml")),
     ("openshift/certificate_expiry.yml", include_str!("../playbooks/openshift/certificate_expiry.yml")),
+    ("openshift/control_plane_health.yml", include_str!("../playbooks/openshift/control_plane_health.yml")),
     ("openshift/cordon.yml", include_str!("../playbooks/openshift/cordon.yml")),
     ("openshift/drain.yml", include_str!("../playbooks/openshift/drain.yml")),
     ("openshift/etcd_backup.yml", include_str!("../playbooks/openshift/etcd_backup.yml")),

@@ -190,7 +190,7 @@ fn root_file(cluster: &OpenShiftCluster, host: &str, file: &str) -> String {
 #[test]
 fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports_the_same_version() {
     let cluster = OpenShiftCluster::new([OLD, OLD, TARGET]).with_etcd();
-    cluster
+    let first = cluster
         .upgrade(&[])
         .expect_code(0)
         .expect("[n2] skipped: already at v3.11.248: installed on the host")
@@ -207,8 +207,9 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
     assert_eq!(cluster.fake.upgrades("n2"), 0, "n2 was not touched");
     assert!(cluster.actions_on("n2").is_empty(), "no cordon, drain or yum on n2: {:?}", cluster.actions_on("n2"));
     // The 3.11 sequence, as the docs and openshift-ansible have it.
+    let on_m1: Vec<String> = cluster.actions_on("m1").into_iter().filter(|a| a != "get-node").collect();
     assert_eq!(
-        cluster.actions_on("m1"),
+        on_m1,
         [
             "cordon",
             "drain",
@@ -219,10 +220,23 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
             "exclude",
             "master-restart-api",
             "master-restart-controllers",
+            "daemon-reload",
             "restart",
             "uncordon"
         ]
     );
+    // Merged with the kubeadm steps: none of kubeadm's preflight checks ran, and the control-plane health gate asked
+    // OpenShift's /healthz/ready (the 3.11 fake answers NotFound to /readyz, as Kubernetes 1.11 does).
+    assert!(!first.text().contains("package manager"), "no package manager detection on OpenShift hosts");
+    assert!(!first.text().contains("kubeadm"), "no kubeadm upgrade plan on OpenShift");
+    assert!(first.text().contains("control-plane-health ok"), "the health gate ran after m1");
+    let api_reads = cluster.actions_on("-");
+    assert!(!api_reads.iter().any(|a| a == "readyz"), "{api_reads:?}");
+    assert!(api_reads.iter().filter(|a| *a == "healthz").count() >= 2, "restart wait and health gate: {api_reads:?}");
+    // Readiness reads only the node in question, as in the kubeadm steps: the whole node list is read only by
+    // preflight and verify.
+    assert!(cluster.actions_on("n1").contains(&"get-node".to_string()), "{:?}", cluster.actions_on("n1"));
+    assert_eq!(api_reads.iter().filter(|a| *a == "get-nodes").count(), 2, "{api_reads:?}");
     let drain = cluster.fake.calls().into_iter().find(|c| c.action == "drain" && c.node == "n1").expect("n1 drained");
     assert!(drain.argv.starts_with("oc adm drain n1 --delete-local-data --ignore-daemonsets --force"), "{drain:?}");
 

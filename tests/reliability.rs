@@ -385,8 +385,12 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
     assert_eq!(chatty, 3, "the three 1 MB lines of batch 1 are all there");
     let times: Vec<&str> = events.iter().filter_map(|e| e["time"].as_str()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "in the order they happened");
+    // In the nodes phase: preflight runs per-host steps of its own (certificates, host-check) on node-2 before.
     let position = |kind: &str, host: &str| {
-        events.iter().position(|e| e["event"] == kind && e["host"] == host).unwrap_or(usize::MAX)
+        events
+            .iter()
+            .position(|e| e["event"] == kind && e["host"] == host && e["phase"] == "nodes")
+            .unwrap_or(usize::MAX)
     };
     assert!(position("host-started", "node-2") < position("step-started", "node-2"), "in order");
 }

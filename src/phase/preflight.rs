@@ -11,6 +11,7 @@ use super::run::UpgradeRun;
 use super::{HostOutcome, HostReport, Step};
 use crate::cluster::{ClusterNode, parse_node_list};
 use crate::error::{Error, Result};
+use crate::flavor::Flavor;
 use crate::plan::{Phase, batch_hosts};
 use crate::settings::TargetVersion;
 
@@ -77,14 +78,23 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
                 .map(|h| (h.clone(), Phase::Nodes)),
         )
         .collect();
-    if !upgrading.is_empty() {
+    // After a stop (a signal while the cluster was read) no later phase starts, so nothing more is checked: the
+    // kubeadm plan check installs kubeadm on the first master, which an operator who pressed Ctrl-C did not ask for.
+    if upgrading.is_empty() || run.stop.is_stopping() {
+        return Ok(decided);
+    }
+    // The package manager, the repository switch and kubeadm's plan are the kubeadm flow's: the openshift flavour
+    // installs with yum between its excluders, the custom flavour runs only the operator's commands.
+    let kubeadm = run.plan.flavor.flavor == Flavor::Kubeadm;
+    if kubeadm {
         check_hosts(run, &upgrading).await?;
-        if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
-            check_etcdctl(run).await?;
-        }
-        if !decided.masters.is_empty() {
-            kubeadm_plan(run).await?;
-        }
+    }
+    // Every flavour takes the etcd backup with upgrade_etcdctl and asks it for the members' health after each master.
+    if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
+        check_etcdctl(run).await?;
+    }
+    if kubeadm && !decided.masters.is_empty() {
+        kubeadm_plan(run).await?;
     }
     Ok(decided)
 }

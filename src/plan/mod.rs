@@ -321,7 +321,7 @@ impl Plan {
                 .cloned()
                 .collect(),
         );
-        let host_settings = crate::host_settings::resolve(&vars_of(&upgraded))?;
+        let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
 
         let phases = selected
             .iter()

@@ -140,7 +140,7 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
 
     if !plan.host_settings.is_empty() {
         let _ = writeln!(out);
-        let _ = writeln!(out, "Host settings (kubeadm steps):");
+        let _ = writeln!(out, "Host settings ({} steps):", plan.flavor.flavor);
         let multi = |variable: &str| plan.host_settings.iter().filter(|r| r.variable == variable).count() > 1;
         let width = plan.host_settings.iter().map(|r| r.value.len()).filter(|n| *n <= 24).max().unwrap_or(0);
         for row in &plan.host_settings {

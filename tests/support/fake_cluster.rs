@@ -93,7 +93,7 @@ impl FakeCluster {
     }
 
     /// Every command variable of the openshift flavour pointed at this fake (YAML-ready values): `oc`, `yum`,
-    /// `rpm`, the two excluders, `master-restart` and the node service restart, on the host's `node_name`.
+    /// `rpm`, the two excluders, `master-restart`, daemon-reload and the node service restart, on the host's `node_name`.
     pub fn openshift_command_vars(&self) -> Vec<(&'static str, String)> {
         let on_node = |tool: &str| format!("{} --node {{{{ node_name }}}}", self.tool(tool));
         vec![
@@ -104,6 +104,7 @@ impl FakeCluster {
             ("upgrade_docker_excluder_command", format!("{} atomic-openshift-docker-excluder", on_node("excluder"))),
             ("upgrade_openshift_master_restart_command", on_node("master-restart")),
             ("upgrade_node_restart_command", self.restart_command()),
+            ("upgrade_daemon_reload_command", self.daemon_reload_command()),
         ]
     }
 
