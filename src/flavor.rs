@@ -33,11 +33,8 @@ impl Flavor {
     }
 
     /// The folder of this flavour's own step files under playbooks/ (those it does not have are the shared ones).
-    pub fn dir(self) -> Option<&'static str> {
-        match self {
-            Flavor::Openshift => Some("openshift"),
-            Flavor::Kubeadm | Flavor::Custom => None,
-        }
+    pub fn dir(self) -> &'static str {
+        self.name()
     }
 
     /// Whether "at the target" is read from what is installed on the host (`upgrade_host_version_command`) rather
