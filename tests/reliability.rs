@@ -220,6 +220,7 @@ fn a_sigterm_during_preflight_starts_no_later_phase() {
     assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{}", describe(&out));
     let touched: Vec<_> = demo.calls().into_iter().filter(|(_, a)| a != "get-nodes").collect();
     assert!(touched.is_empty(), "no node was touched: {touched:?}\n{}", describe(&out));
+    assert!(stdout.contains("preflight's remaining checks were not run"), "says so\n{}", describe(&out));
     assert!(stdout.contains("result: interrupted"), "{}", describe(&out));
 }
 

@@ -75,16 +75,32 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
                 .map(|h| (h.clone(), Phase::Nodes)),
         )
         .collect();
-    if !upgrading.is_empty() {
-        check_hosts(run, &upgrading).await?;
-        if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
-            check_etcdctl(run).await?;
-        }
-        if !decided.masters.is_empty() {
-            kubeadm_plan(run).await?;
-        }
+    if upgrading.is_empty() || stopped_between_checks(run) {
+        return Ok(decided);
+    }
+    check_hosts(run, &upgrading).await?;
+    if stopped_between_checks(run) {
+        return Ok(decided);
+    }
+    if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
+        check_etcdctl(run).await?;
+    }
+    if !decided.masters.is_empty() && !stopped_between_checks(run) {
+        kubeadm_plan(run).await?;
     }
     Ok(decided)
+}
+
+/// A stop asked for while preflight runs (a signal, a state directory that cannot be written) ends preflight at the
+/// next check: the run starts no later phase, so the checks left could only delay the exit, and one of them is not
+/// read-only (the kubeadm plan check installs kubeadm on the first master). What was decided so far is returned, so
+/// the summary can say which hosts were not started.
+fn stopped_between_checks(run: &UpgradeRun) -> bool {
+    if !run.stop.is_stopping() {
+        return false;
+    }
+    run.notice(None, format!("{}: preflight's remaining checks were not run", run.stop_reason()));
+    true
 }
 
 /// On every host to upgrade with the kubeadm flow: which package manager it uses and what the upgrade will do to its
