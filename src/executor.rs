@@ -209,15 +209,11 @@ async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Durat
                 ),
             );
         } else {
-            run.notice(None, "interrupted again: exiting now; re-run the same command to resume");
-            let _ = run.record(JournalEntry::RunFinished {
-                run: run.run_id(),
-                time: utc_timestamp(std::time::SystemTime::now()),
-                status: "interrupted".into(),
-            });
-            run.event(Event::Exiting);
-            // What the reporters queued is written first, in order, unless the reader has stopped reading.
-            drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT);
+            run.end_now("interrupted again: exiting now; re-run the same command to resume");
+            // What the reporters queued is written first, in order, unless the reader has stopped reading. The wait
+            // blocks this thread for up to OUTPUT_DRAIN_IDLE_ON_EXIT: the runtime is told, so the tasks queued on this
+            // worker move to another one instead of stalling with it (they start nothing new: see `end_now`).
+            tokio::task::block_in_place(|| drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT));
             // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
             // The run lock is let go by the kernel as the process ends.
             std::process::exit(130);

@@ -78,9 +78,10 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
                 .map(|h| (h.clone(), Phase::Nodes)),
         )
         .collect();
-    // After a stop (a signal while the cluster was read) no later phase starts, so nothing more is checked: the
-    // kubeadm plan check installs kubeadm on the first master, which an operator who pressed Ctrl-C did not ask for.
-    if upgrading.is_empty() || run.stop.is_stopping() {
+    // After a stop (a signal while the cluster was read, a state directory that cannot be written) no later phase
+    // starts, so nothing more is checked: the kubeadm plan check installs kubeadm on the first master, which an
+    // operator who pressed Ctrl-C did not ask for.
+    if upgrading.is_empty() || stopped_between_checks(run) {
         return Ok(decided);
     }
     // The package manager, the repository switch and kubeadm's plan are the kubeadm flow's: the openshift flavour
@@ -88,15 +89,30 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
     let kubeadm = run.plan.flavor.flavor == Flavor::Kubeadm;
     if kubeadm {
         check_hosts(run, &upgrading).await?;
+        if stopped_between_checks(run) {
+            return Ok(decided);
+        }
     }
     // Every flavour takes the etcd backup with upgrade_etcdctl and asks it for the members' health after each master.
     if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
         check_etcdctl(run).await?;
     }
-    if kubeadm && !decided.masters.is_empty() {
+    if kubeadm && !decided.masters.is_empty() && !stopped_between_checks(run) {
         kubeadm_plan(run).await?;
     }
     Ok(decided)
+}
+
+/// A stop asked for while preflight runs (a signal, a state directory that cannot be written) ends preflight at the
+/// next check: the run starts no later phase, so the checks left could only delay the exit, and one of them is not
+/// read-only (the kubeadm plan check installs kubeadm on the first master). What was decided so far is returned, so
+/// the summary can say which hosts were not started.
+fn stopped_between_checks(run: &UpgradeRun) -> bool {
+    if !run.stop.is_stopping() {
+        return false;
+    }
+    run.notice(None, format!("{}: preflight's remaining checks were not run", run.stop_reason()));
+    true
 }
 
 /// On every host to upgrade with the kubeadm flow: which package manager it uses and what the upgrade will do to its
