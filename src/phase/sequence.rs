@@ -9,7 +9,7 @@ use super::run::{StepFailure, UpgradeRun};
 use super::{HostOutcome, HostReport, Step};
 use crate::events::Event;
 use crate::plan::Phase;
-use crate::settings::{HookPoint, TargetVersion};
+use crate::settings::HookPoint;
 
 /// Whether the host is a master (control-plane phase) or a node (nodes phase): the hooks and files differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +49,7 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
     }
     // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
     // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
-    let at_target =
-        before.as_ref().and_then(|n| TargetVersion::parse(&n.kubelet_version).ok()).as_ref() == Some(&run.target);
+    let at_target = before.as_ref().is_some_and(|n| run.target.is_reported_by(&n.kubelet_version));
     let mut progress = Progress { cordoned: was_cordoned, upgraded: false };
     let outcome = match steps(run, host, role, was_cordoned, at_target, &mut progress).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
@@ -241,11 +240,7 @@ fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
 async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
     let node = run.node_name(host);
     match super::preflight::read_cluster(run, Phase::Nodes).await {
-        Ok(nodes) => nodes
-            .iter()
-            .find(|n| n.name == node)
-            .and_then(|n| TargetVersion::parse(&n.kubelet_version).ok())
-            .is_some_and(|v| v == run.target),
+        Ok(nodes) => nodes.iter().find(|n| n.name == node).is_some_and(|n| run.target.is_reported_by(&n.kubelet_version)),
         Err(_) => false,
     }
 }
