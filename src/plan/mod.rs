@@ -197,6 +197,9 @@ impl Plan {
             hosts.iter().filter_map(|h| host_vars.get_key_value(h).map(|(k, v)| (k.as_str(), v))).collect()
         };
         let node_vars = vars_of(&candidates);
+        for (host, vars) in &host_vars {
+            crate::builtin_vars::check_host(host, vars)?;
+        }
 
         let mut hosts: Vec<String> = masters.clone();
         let mut seen: HashSet<String> = hosts.iter().cloned().collect();

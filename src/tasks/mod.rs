@@ -124,6 +124,10 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
     if hosts.is_empty() {
         return Err(Error::input("no hosts selected").hint("check --limit against the inventory"));
     }
+    // A password login the run could not use is refused before any host is touched.
+    for host in &hosts {
+        crate::builtin_vars::check_no_ssh_password(host, &inventory.host_vars(host, &extra))?;
+    }
     let tasks = model::load_task_file(&args.file)?;
     let prompter = terminal_prompter();
     let options =
