@@ -122,6 +122,16 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Waits for the run to end; past `limit` it is killed (so a hang fails the test instead of holding it).
+fn wait_at_most(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("poll upgrade").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("wait for upgrade")
+}
+
 fn signal(child: &Child, signal: i32) {
     let pid = libc::pid_t::try_from(child.id()).expect("pid");
     // SAFETY: kill only sends a signal to our own child process.
@@ -394,4 +404,59 @@ fn attr(xml: &str, element: &str, attribute: &str) -> Option<String> {
     let key = format!(" {attribute}=\"");
     let from = tag.find(&key)? + key.len();
     Some(tag[from..from + tag[from..].find('"')?].to_string())
+}
+
+/// A hook that never ends does not hold the run past the grace period: its command is killed, the host stops
+/// there, and its node (cordoned by this run, not upgraded) is uncordoned again.
+#[test]
+fn a_hook_that_never_ends_is_cut_when_the_grace_period_is_over_and_its_node_uncordoned() {
+    let demo = Demo::new();
+    let pids = demo.path("pids");
+    std::fs::create_dir_all(&pids).expect("pid dir");
+    let hang = format!(
+        "- name: a hook that never ends\n  shell: echo $$ > {}/{{{{ inventory_hostname }}}}; exec sleep 600\n",
+        pids.display()
+    );
+    std::fs::write(demo.path("hooks/hang.yml"), hang).expect("write the hook");
+    let child = demo.spawn(&["--grace-period", "3", "-e", "upgrade_node_pre_hook=hooks/hang.yml"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let hanging = loop {
+        let found: Vec<String> = std::fs::read_dir(&pids)
+            .expect("pid dir")
+            .flatten()
+            .filter(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        if !found.is_empty() {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "no node reached its pre hook within 60 s; calls: {:?}", demo.calls());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let interrupted = Instant::now();
+    signal(&child, libc::SIGINT);
+    // 3 s of grace, then the uncordon: far from the hook's 600 s (a bound, not a benchmark).
+    let out = wait_at_most(child, Duration::from_secs(30));
+    let took = interrupted.elapsed();
+    let described = describe(&out);
+    assert!(took < Duration::from_secs(30), "still running {took:?} after SIGINT (killed)\n{described}");
+    assert_eq!(out.status.code(), Some(130), "an interrupted run exits 130\n{described}");
+    for node in &hanging {
+        assert!(!demo.is_cordoned(node), "{node} uncordoned after its hook was cut\n{described}");
+        assert_eq!(demo.upgrades(node), 0, "{node} was not upgraded\n{described}");
+        let pid = std::fs::read_to_string(pids.join(node)).expect("pid").trim().to_string();
+        let gone = (0..100).any(|_| {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'));
+            if alive {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            !alive
+        });
+        assert!(gone, "the hook's command (pid {pid}) of {node} still runs\n{described}");
+    }
+    for node in NODES {
+        assert!(!(demo.is_cordoned(node) && demo.upgrades(node) == 0), "{node} left cordoned\n{described}");
+    }
 }

@@ -85,7 +85,7 @@ async fn hook(run: &UpgradeRun, phase: Phase, host: &str, point: HookPoint, step
         return Ok(());
     }
     safe_point(run, step)?;
-    run.run_hook(phase, host, point, step).await
+    cut_at_abort(run, phase, host, step, run.run_hook(phase, host, point, step)).await
 }
 
 /// Runs a built-in step after the safe-point check.
@@ -98,7 +98,40 @@ async fn step(
     more: &[(&str, Value)],
 ) -> Result<(), StepFailure> {
     safe_point(run, step)?;
-    run.run_step(phase, host, step, &run.playbook(file), more, None).await.map(|_| ())
+    cut_at_abort(run, phase, host, step, run.run_step(phase, host, step, &run.playbook(file), more, None))
+        .await
+        .map(|_| ())
+}
+
+/// Runs a hook or a built-in step until it ends or the grace period of an interrupt runs out, whichever comes
+/// first. A hook can run for ever (`sleep 600`, a drain waiting on a PodDisruptionBudget): past the grace period
+/// the step is dropped, which kills its command (the connection kills what it started when dropped), and the host
+/// stops there as at a safe point; the caller's clean-up then uncordons a node this run cordoned and did not
+/// upgrade.
+async fn cut_at_abort<T>(
+    run: &UpgradeRun,
+    phase: Phase,
+    host: &str,
+    step: Step,
+    work: impl std::future::Future<Output = Result<T, StepFailure>>,
+) -> Result<T, StepFailure> {
+    let started = Instant::now();
+    let mut stop = run.stop.clone();
+    tokio::select! {
+        result = work => result,
+        _ = stop.aborted() => {
+            let failure = StepFailure::interrupted(step);
+            run.event(Event::StepFinished {
+                phase: phase.name().into(),
+                host: host.into(),
+                step,
+                ok: false,
+                duration: started.elapsed(),
+                error: Some(failure.reason.clone()),
+            });
+            Err(failure)
+        }
+    }
 }
 
 async fn steps(
@@ -155,6 +188,8 @@ async fn steps(
             );
         }
         run.record_step_started(phase, host, Step::Upgrade);
+        // Not cut at the end of the grace period: a package swap or `kubeadm upgrade apply` killed half-way can
+        // leave the host worse off than either version. It is bounded by the commands' own `timeout:` instead.
         run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
     }
     progress.upgraded = true;
@@ -184,24 +219,10 @@ async fn steps(
 async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
     safe_point(run, Step::Drain)?;
     let limit = run.plan.settings.drain_timeout.value.limit();
-    let started = Instant::now();
-    let mut stop = run.stop.clone();
     let file = run.playbook("drain.yml");
-    tokio::select! {
-        result = run.run_step(phase, host, Step::Drain, &file, &[], limit) => result.map(|_| ()),
-        _ = stop.aborted() => {
-            let failure = StepFailure::interrupted(Step::Drain);
-            run.event(Event::StepFinished {
-                phase: phase.name().into(),
-                host: host.into(),
-                step: Step::Drain,
-                ok: false,
-                duration: started.elapsed(),
-                error: Some(failure.reason.clone()),
-            });
-            Err(failure)
-        }
-    }
+    cut_at_abort(run, phase, host, Step::Drain, run.run_step(phase, host, Step::Drain, &file, &[], limit))
+        .await
+        .map(|_| ())
 }
 
 /// Past the grace period, a node this run cordoned and did not upgrade gets its capacity back.
