@@ -940,3 +940,54 @@ fn with_delegate_to_hostvars_of_inventory_hostname_are_the_delegating_host_s() {
     );
     assert_eq!(run.fact("h1", "delegated")["stdout"], "h1 h1-fact h1-fact");
 }
+
+#[test]
+fn a_task_timeout_cuts_the_command_and_fails_with_ansibles_message() {
+    let s = Scenario::new(&["h1"]);
+    let pid_file = s.host_dir("h1").join("pid");
+    let started = std::time::Instant::now();
+    let run = s.run(&format!(
+        "- name: hangs\n  shell: echo $$ > {}; exec sleep 30\n  timeout: 2\n- name: never reached\n  debug: msg=x\n",
+        pid_file.display()
+    ));
+    let took = started.elapsed();
+    let result = run.result("h1", "hangs");
+    assert_eq!(result["msg"], "Timed out after 2 second(s).", "{result}");
+    assert_eq!(result["timedout"]["period"], 2, "{result}");
+    assert_eq!(result["failed"], true);
+    assert!(run.outcome("h1").failed);
+    assert!(took < std::time::Duration::from_secs(20), "the task ran {took:?}, not ~2 s");
+    // The command is gone, not left running.
+    let pid = std::fs::read_to_string(&pid_file).expect("pid").trim().to_string();
+    let gone = (0..100).any(|_| {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'));
+        if alive {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        !alive
+    });
+    assert!(gone, "sleep 30 (pid {pid}) still runs");
+}
+
+#[test]
+fn a_task_timeout_is_templated_bypasses_retries_and_can_be_ignored() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        "- name: slow\n  command: sleep 5\n  timeout: \"{{ 1 }}\"\n  retries: 3\n  delay: 0\n  until: false\n  \
+         ignore_errors: true\n  register: slow\n- name: quick enough\n  command: \"true\"\n  timeout: 10\n",
+    );
+    let slow = run.fact("h1", "slow");
+    assert_eq!(slow["msg"], "Timed out after 1 second(s).", "{slow}");
+    assert!(slow.get("attempts").is_none(), "no retry after a timeout, as Ansible: {slow}");
+    assert!(!run.outcome("h1").failed);
+    assert_eq!(run.result("h1", "quick enough")["rc"], 0);
+}
+
+#[test]
+fn a_negative_task_timeout_is_refused_by_check() {
+    let s = Scenario::new(&["h1"]);
+    let bad = s.write("bad.yml", "- name: x\n  command: \"true\"\n  timeout: -1\n");
+    let errors: Vec<String> = check_task_file(&bad).iter().map(|e| e.to_string()).collect();
+    assert!(errors.iter().any(|e| e.contains("bad.yml:3") && e.contains("timeout")), "{errors:?}");
+}
