@@ -991,3 +991,15 @@ fn a_negative_task_timeout_is_refused_by_check() {
     let errors: Vec<String> = check_task_file(&bad).iter().map(|e| e.to_string()).collect();
     assert!(errors.iter().any(|e| e.contains("bad.yml:3") && e.contains("timeout")), "{errors:?}");
 }
+
+#[test]
+fn a_become_password_never_reaches_a_command_when_sudo_does_not_ask_for_it() {
+    let mut s = Scenario::new(&["h1"]);
+    // Root's sudo asks for no password: the password must not be written to the command's stdin instead.
+    s.set_host_var("h1", "ansible_become_password", json!("pw-that-must-stay-hidden"));
+    let run = s.run("- shell: cat; id -un\n  become: true\n  register: out\n");
+    let out = run.fact("h1", "out");
+    assert_eq!(out["stdout"], "root", "{out}");
+    let events = format!("{:?}", run.log.results("h1"));
+    assert!(!events.contains("pw-that-must-stay-hidden"), "{events}");
+}
