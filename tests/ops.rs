@@ -460,3 +460,48 @@ fn a_hook_that_never_ends_is_cut_when_the_grace_period_is_over_and_its_node_unco
         assert!(!(demo.is_cordoned(node) && demo.upgrades(node) == 0), "{node} left cordoned\n{described}");
     }
 }
+
+/// A hook that prints 200 MB: the orchestrator keeps the first and last part of it (saying how much it dropped) in
+/// the events, the JSON stream and the host log, and its own memory stays bounded. A correctness bound read from
+/// the kernel's accounting of the finished process (wait4's ru_maxrss), not a timing benchmark.
+#[test]
+fn a_hook_printing_200_mb_keeps_the_orchestrator_under_100_mb() {
+    use std::io::Read;
+    let demo = Demo::new();
+    let hook = "- name: print 200 MB\n  shell: head -c 200000000 /dev/zero | tr '\\0' x\n  \
+                when: inventory_hostname == 'node-1'\n";
+    std::fs::write(demo.path("hooks/big.yml"), hook).expect("write the hook");
+    let mut child = demo.spawn(&["--output", "json", "-e", "upgrade_node_pre_hook=hooks/big.yml"]);
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    let reader = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = reader(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = reader(Box::new(child.stderr.take().expect("stderr")));
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; status and usage point to live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    let (stdout, stderr) = (stdout.join().expect("stdout"), stderr.join().expect("stderr"));
+    let described = format!("exit status {status}\n--- stderr\n{stderr}\n--- stdout (first 3000 bytes)\n{}", &stdout[..stdout.len().min(3000)]);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the run succeeds\n{described}");
+    let peak_mb = usage.ru_maxrss / 1024;
+    assert!(peak_mb < 100, "peak RSS {peak_mb} MB\n{described}");
+    assert!(stdout.len() < 20_000_000, "the JSON stream is bounded too: {} bytes", stdout.len());
+    let hook_line = stdout
+        .lines()
+        .find(|l| l.contains("\"event\":\"task-finished\"") && l.contains("print 200 MB") && l.contains("\"host\":\"node-1\""))
+        .unwrap_or_else(|| panic!("no task-finished event for the hook\n{described}"));
+    let shown = &hook_line[..hook_line.len().min(600)];
+    assert!(hook_line.contains("bytes of output dropped"), "the event says what was dropped: {shown}");
+    assert!(hook_line.contains("xxxxxxxx"), "the event keeps the output's start and end");
+    let log = std::fs::read_to_string(demo.path(".upgrade-state/logs/node-1.log")).expect("host log");
+    assert!(log.contains("bytes of output dropped"), "the host log keeps the bounded output");
+    drop(child);
+}

@@ -1003,3 +1003,22 @@ fn a_become_password_never_reaches_a_command_when_sudo_does_not_ask_for_it() {
     let events = format!("{:?}", run.log.results("h1"));
     assert!(!events.contains("pw-that-must-stay-hidden"), "{events}");
 }
+
+#[test]
+fn fetch_reads_a_file_whole_though_command_output_is_bounded() {
+    let s = Scenario::new(&["h1"]);
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| b'a' + (i % 23) as u8).collect();
+    let src = s.host_dir("h1").join("snapshot.db");
+    std::fs::write(&src, &big).expect("write");
+    let dest = s.path().join("fetched").join("snapshot.db");
+    let run = s.run(&format!(
+        "- fetch:\n    src: {}\n    dest: {}\n    flat: true\n- shell: cat {}\n  register: printed\n",
+        src.display(),
+        dest.display(),
+        src.display()
+    ));
+    assert!(!run.outcome("h1").failed, "{:?}", run.log.results("h1"));
+    assert_eq!(std::fs::read(&dest).expect("fetched"), big, "the fetched file is whole");
+    let printed = run.fact("h1", "printed")["stdout"].as_str().unwrap_or_default().to_string();
+    assert!(printed.len() < 1_200_000 && printed.contains("bytes of output dropped"), "{}", printed.len());
+}

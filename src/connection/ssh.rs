@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
 use serde_json::{Map, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{Mutex, Semaphore};
 
 use super::{Connection, ConnectionError, ExecOutput, shell_quote};
@@ -309,7 +309,9 @@ impl SshConnection {
         }
     }
 
-    async fn run(&self, remote: String, stdin: Option<&[u8]>) -> Result<ExecOutput, ConnectionError> {
+    /// Runs the wrapped command. `whole_stdout` reads stdout to its end (a fetched file) instead of keeping it within
+    /// the bound of command output.
+    async fn run(&self, remote: String, stdin: Option<&[u8]>, whole_stdout: bool) -> Result<ExecOutput, ConnectionError> {
         let (session, mut child) = self.spawn(&remote, stdin.is_some()).await?;
         let input = child.stdin().take();
         let mut out_pipe = child.stdout().take();
@@ -321,19 +323,23 @@ impl SshConnection {
                 let _ = pipe.shutdown().await;
             }
         };
+        // Bounded: a command that prints 200 MB keeps its first and last part (super::capture).
         let read_out = async {
-            let mut buf = Vec::new();
-            if let Some(pipe) = out_pipe.as_mut() {
-                let _ = pipe.read_to_end(&mut buf).await;
+            match out_pipe.as_mut() {
+                Some(pipe) if whole_stdout => {
+                    let mut buf = Vec::new();
+                    let _ = tokio::io::AsyncReadExt::read_to_end(pipe, &mut buf).await;
+                    buf
+                }
+                Some(pipe) => super::capture::read_bounded(pipe).await,
+                None => Vec::new(),
             }
-            buf
         };
         let read_err = async {
-            let mut buf = Vec::new();
-            if let Some(pipe) = err_pipe.as_mut() {
-                let _ = pipe.read_to_end(&mut buf).await;
+            match err_pipe.as_mut() {
+                Some(pipe) => super::capture::read_bounded(pipe).await,
+                None => Vec::new(),
             }
-            buf
         };
         let ((), stdout, stderr) = tokio::join!(write, read_out, read_err);
         let status = match child.wait().await {
@@ -362,13 +368,13 @@ impl SshConnection {
     }
 }
 
-#[async_trait::async_trait]
-impl Connection for SshConnection {
-    async fn exec(
+impl SshConnection {
+    async fn exec_as(
         &self,
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
+        whole_stdout: bool,
     ) -> Result<ExecOutput, ConnectionError> {
         let _permit = self
             .sessions
@@ -379,15 +385,36 @@ impl Connection for SshConnection {
         let remote = wrap_command(command, limit);
         let started = Instant::now();
         let Some(limit) = limit else {
-            return self.run(remote, stdin).await;
+            return self.run(remote, stdin, whole_stdout).await;
         };
-        match tokio::time::timeout(remote_limit(limit).saturating_add(REMOTE_KILL_GRACE), self.run(remote, stdin)).await
+        match tokio::time::timeout(remote_limit(limit).saturating_add(REMOTE_KILL_GRACE), self.run(remote, stdin, whole_stdout)).await
         {
             // `timeout -s KILL` on the host: the wrapper shell reports 137 once the limit has passed.
             Ok(Ok(out)) if out.status == 137 && started.elapsed() >= limit => Err(ConnectionError::Timeout(limit)),
             Ok(result) => result,
             Err(_) => Err(ConnectionError::Timeout(limit)),
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl Connection for SshConnection {
+    async fn exec(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.exec_as(command, stdin, timeout, false).await
+    }
+
+    async fn exec_whole_stdout(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.exec_as(command, stdin, timeout, true).await
     }
 
     async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {
@@ -413,7 +440,8 @@ impl Connection for SshConnection {
     }
 
     async fn fetch(&self, path: &str) -> Result<Vec<u8>, ConnectionError> {
-        let out = self.exec(&format!("cat -- {}", shell_quote(path)), None, None).await?;
+        // A file, not command output: read whole, however large (an etcd snapshot).
+        let out = self.exec_as(&format!("cat -- {}", shell_quote(path)), None, None, true).await?;
         if out.status != 0 {
             return Err(ConnectionError::Transport(format!(
                 "{}: cannot read {path}: {}",

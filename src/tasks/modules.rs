@@ -90,13 +90,38 @@ impl ModuleContext {
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
     ) -> Result<ExecOutput, ConnectionError> {
+        self.exec_shaped(command, stdin, timeout, false).await
+    }
+
+    /// For a command that prints a file's content: stdout whole, not bounded like command output.
+    pub async fn exec_reading_file(&self, command: &str) -> Result<ExecOutput, ConnectionError> {
+        self.exec_shaped(command, None, None, true).await
+    }
+
+    async fn exec_shaped(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+        whole_stdout: bool,
+    ) -> Result<ExecOutput, ConnectionError> {
         let conn = self
             .connection
             .as_ref()
             .ok_or_else(|| ConnectionError::Transport("no connection for this module".into()))?;
         let timeout = timeout.or(self.timeout);
+        let run = |conn: &SharedConnection, line: String, input: Option<Vec<u8>>| {
+            let conn = conn.clone();
+            async move {
+                if whole_stdout {
+                    conn.exec_whole_stdout(&line, input.as_deref(), timeout).await
+                } else {
+                    conn.exec(&line, input.as_deref(), timeout).await
+                }
+            }
+        };
         let (Some(user), Some(become_password)) = (&self.become_user, &self.become_password) else {
-            return conn.exec(&self.command_line(command), stdin, timeout).await;
+            return run(conn, self.command_line(command), stdin.map(<[u8]>::to_vec)).await;
         };
         let asked = become_password
             .asked
@@ -106,14 +131,14 @@ impl ModuleContext {
             })
             .await?;
         if !*asked {
-            return conn.exec(&self.command_line(command), stdin, timeout).await;
+            return run(conn, self.command_line(command), stdin.map(<[u8]>::to_vec)).await;
         }
         // sudo reads one line (byte by byte) for the password; the rest of stdin is the command's.
         let mut input = Vec::with_capacity(become_password.password.len() + 1 + stdin.map_or(0, <[u8]>::len));
         input.extend_from_slice(become_password.password.as_bytes());
         input.push(b'\n');
         input.extend_from_slice(stdin.unwrap_or_default());
-        let mut out = conn.exec(&self.command_line_for(command, true), Some(&input), timeout).await?;
+        let mut out = run(conn, self.command_line_for(command, true), Some(input)).await?;
         out.stderr = without_prompt(&out.stderr);
         Ok(out)
     }
@@ -644,7 +669,7 @@ async fn fetch(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResult {
     let (Some(src), Some(dest)) = (arg_str(args, "src"), arg_str(args, "dest")) else {
         return Ok(failed("src and dest are required"));
     };
-    let out = ctx.exec(&format!("cat {}", shell_quote(&src)), None).await?;
+    let out = ctx.exec_reading_file(&format!("cat {}", shell_quote(&src))).await?;
     if out.status != 0 {
         let msg = "the remote file does not exist, not transferring, ignored";
         if arg_bool(args, "fail_on_missing", true) {
