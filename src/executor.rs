@@ -15,6 +15,7 @@ use crate::phase::batches::{StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun};
 use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
+use crate::redact::{Redacting, Redactor};
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
@@ -38,18 +39,20 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let (journal, history) = Journal::open(&state_dir, args.fresh)?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
+    let host_logs: SharedSink = Arc::new(HostLogReporter::new(&state_dir.join("logs")));
+    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
+        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let redactor = Arc::new(Redactor::from_hosts(&hosts));
     let primary: SharedSink = match args.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            print!("{}", plan_text(&plan, &inventory));
+            print!("{}", redactor.text(&plan_text(&plan, &inventory)));
             Arc::new(HumanReporter::for_terminal(args.run.verbose))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(Box::new(std::io::stdout()))),
     };
-    let host_logs: SharedSink = Arc::new(HostLogReporter::new(&state_dir.join("logs")));
-    let sink: SharedSink = Arc::new(FanOut(vec![primary, host_logs]));
-    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
-        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let sink: SharedSink =
+        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
     let connect = ConnectOptions {
         connect_timeout: Duration::from_secs(args.run.connect_timeout),
         accept_new_host_keys: args.run.accept_new_host_keys,
@@ -82,6 +85,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
             history,
             stop: stop.clone(),
             options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
+            redactor: redactor.clone(),
         }));
         let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, lock.path().to_path_buf()));
         let result = run_phases(&run, &stop).await;
@@ -92,10 +96,10 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     drop(lock);
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
     if let Some(path) = &args.junit {
-        write_junit(path, &summary)?;
+        write_junit(path, &redactor.summary(&summary))?;
     }
     match error {
-        Some(e) => Err(e),
+        Some(e) => Err(redactor.error(e)),
         None => Ok(summary.exit_code()),
     }
 }

@@ -11,6 +11,7 @@ pub mod inventory;
 pub mod journal;
 pub mod phase;
 pub mod plan;
+pub mod redact;
 pub mod playbooks;
 pub mod report;
 pub mod settings;

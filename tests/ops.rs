@@ -505,3 +505,59 @@ fn a_hook_printing_200_mb_keeps_the_orchestrator_under_100_mb() {
     assert!(log.contains("bytes of output dropped"), "the host log keeps the bounded output");
     drop(child);
 }
+
+/// The values of `upgrade_secret_vars` show nowhere: not in the JSON events, the host logs, the journal, the human
+/// output nor the summary's fix command, though the token sits inside `upgrade_kubectl`. With `upgrade_no_log`, the
+/// built-in steps' results are censored as no_log does.
+#[test]
+fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_builtin_steps() {
+    const TOKEN: &str = "tok-9f8e7d6c5b4a";
+    let demo = Demo::new();
+    // node-3 was cordoned before the run: the summary lists it with the command that uncordons it.
+    demo.set_cue("node-3", "unschedulable", "true");
+    std::fs::write(
+        demo.path("hooks/show.yml"),
+        "- name: a hook that prints the token\n  shell: echo \"token is {{ demo_token }}\"\n",
+    )
+    .expect("hook");
+    let extra = serde_json::json!({
+        "demo_token": TOKEN,
+        "upgrade_secret_vars": ["demo_token"],
+        "upgrade_kubectl": "DEMO_TOKEN={{ demo_token }} {{ demo_fake_cluster }}/kubectl {{ demo_fake }}",
+        "upgrade_node_post_hook": "hooks/show.yml",
+        "upgrade_no_log": true,
+    })
+    .to_string();
+    let out = demo.run(&["--output", "json", "-e", &extra]);
+    let described = describe(&out);
+    assert_eq!(out.status.code(), Some(0), "{described}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("token is ********"), "the hook's output is masked, not dropped\n{described}");
+    let fix = stdout
+        .lines()
+        .find(|l| l.contains("\"event\":\"summary\""))
+        .and_then(|l| l.split("\"fix\":\"").nth(1))
+        .unwrap_or_else(|| panic!("no fix command in the summary\n{described}"));
+    assert!(fix.starts_with("DEMO_TOKEN=******** "), "{fix}");
+    let cordon = stdout
+        .lines()
+        .find(|l| l.contains("\"event\":\"task-finished\"") && l.contains("\"task\":\"cordon node-1\""))
+        .unwrap_or_else(|| panic!("no cordon task\n{described}"));
+    assert!(cordon.contains("\"censored\":"), "upgrade_no_log censors the built-in steps: {cordon}");
+    let mut everything = format!("{stdout}{}", text(&out.stderr));
+    for entry in std::fs::read_dir(demo.path(".upgrade-state/logs")).expect("logs").flatten() {
+        everything.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+    }
+    everything.push_str(&std::fs::read_to_string(demo.path(".upgrade-state/journal.jsonl")).expect("journal"));
+
+    // Again in text mode: nothing left to upgrade, the summary still names node-3 with its fix command.
+    let again = demo.run(&["-e", &extra]);
+    let human = text(&again.stdout);
+    assert!(human.contains("run `DEMO_TOKEN=******** "), "{}", describe(&again));
+    everything.push_str(&human);
+    everything.push_str(&text(&again.stderr));
+    if let Some(at) = everything.find(TOKEN) {
+        let around = &everything[at.saturating_sub(300)..(at + 100).min(everything.len())];
+        panic!("the token shows: ...{around}...");
+    }
+}

@@ -55,6 +55,7 @@ pub struct UpgradeRun {
     /// One timestamp for the whole run (etcd backup directories).
     pub run_timestamp: String,
     pub options: RunOptions,
+    redactor: Arc<crate::redact::Redactor>,
     extra: Map<String, Value>,
     task_vars: HostVarsTable,
     templar: Arc<Templar>,
@@ -91,6 +92,8 @@ pub struct RunParts {
     pub history: History,
     pub stop: StopSignal,
     pub options: RunOptions,
+    /// Masks `upgrade_secret_vars` values; events are masked by the sink already, journal entries here.
+    pub redactor: Arc<crate::redact::Redactor>,
 }
 
 impl UpgradeRun {
@@ -117,6 +120,7 @@ impl UpgradeRun {
             stop: parts.stop,
             history: parts.history,
             options: parts.options,
+            redactor: parts.redactor,
         }
     }
 
@@ -131,6 +135,7 @@ impl UpgradeRun {
     /// Appends to the journal. A journal that cannot be written is said, once per entry, but does not stop the
     /// upgrade half-way: the cluster's own state is still what resume checks first.
     pub fn record(&self, entry: JournalEntry) {
+        let entry = self.redactor.serialized(entry);
         let result = match self.journal.lock() {
             Ok(mut journal) => journal.record(&entry),
             Err(_) => return,
@@ -254,7 +259,16 @@ impl UpgradeRun {
         timeout: Option<Duration>,
     ) -> Result<Map<String, Value>, StepFailure> {
         let fail = |reason: String| StepFailure { step, reason, unreachable: false, interrupted: false };
-        let tasks = self.load(file).map_err(fail)?;
+        let mut tasks = self.load(file).map_err(fail)?;
+        // `upgrade_no_log: true`: the built-in steps' results are censored as `no_log` censors a task's (hooks keep
+        // their own `no_log`).
+        if file.starts_with(&self.playbooks) && self.host_flag(host, "upgrade_no_log", false) {
+            let mut hidden = (*tasks).clone();
+            for task in &mut hidden {
+                task.no_log = Some(Value::Bool(true));
+            }
+            tasks = Arc::new(hidden);
+        }
         let mut step_vars = Map::new();
         let own = self.task_vars.own(host);
         for (k, v) in self.step_vars(host) {

@@ -513,6 +513,8 @@ pub fn plan_command(args: &UpgradeArgs) -> Result<i32> {
             text
         }
     };
+    // `-e` arguments are shown with their origins: a secret given there is masked.
+    let out = crate::redact::Redactor::for_inventory(&inventory, &extra).text(&out);
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not a failure of the plan.

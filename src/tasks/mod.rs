@@ -142,7 +142,10 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
-    let sink: SharedSink = reporter.clone();
+    let host_vars: std::collections::HashMap<String, serde_json::Map<String, Value>> =
+        hosts.iter().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let redactor = Arc::new(crate::redact::Redactor::from_hosts(&host_vars));
+    let sink: SharedSink = Arc::new(crate::redact::Redacting { redactor, inner: reporter.clone() });
     let outcomes = runtime.block_on(run_tasks(&inventory, &extra, &hosts, &tasks, args.forks, options, connect, sink));
     reporter.print_recap();
     let bad = outcomes.iter().any(|(_, o)| o.failed || o.unreachable);
