@@ -380,3 +380,32 @@ fn the_become_password_is_fed_to_a_sudo_that_asks_for_it_and_never_shown() {
         .stdout_has("incorrect password")
         .check("no password is shown", |o| !o.stdout.contains("not-the-password") && !o.stdout.contains(&user.password));
 }
+
+/// A command whose future is dropped (a step cut at the end of an interrupt's grace period) is killed on the host,
+/// with the children it started, as the local connection kills its process group.
+#[test]
+fn a_dropped_ssh_command_is_killed_on_the_host() {
+    let sshd = TestSshd::start();
+    let pid_file = sshd.host_root("h1").join("pid");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let conn = connect(&sshd, "h1").await;
+        let command = format!("sh -c 'echo $$ > {}; exec sleep 600'; true", pid_file.display());
+        let cut = tokio::time::timeout(Duration::from_millis(1500), conn.exec(&command, None, None)).await;
+        assert!(cut.is_err(), "the command was still running when dropped");
+        upgrade::connection::ssh::finish_pending_kills(Duration::from_secs(10)).await;
+
+        conn.close().await;
+    });
+    let pid = std::fs::read_to_string(&pid_file).expect("the command wrote its pid").trim().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'));
+        if !alive {
+            break;
+        }
+        assert!(Instant::now() < deadline, "sleep 600 (pid {pid}) still runs on the host");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

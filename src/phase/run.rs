@@ -378,6 +378,8 @@ impl UpgradeRun {
     }
 
     pub async fn close(&self) {
+        // Commands cut at the end of the grace period are killed on their hosts before the masters close.
+        crate::connection::ssh::finish_pending_kills(Duration::from_secs(10)).await;
         self.pool.close_all().await;
     }
 }
