@@ -99,7 +99,8 @@ fn seconds(host: &str, vars: &Vars, name: &str, what: &str, at_least: i64) -> Re
         Value::String(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     };
-    let floor = if at_least > 0 { "a whole number of seconds, at least 1" } else { "a whole number of seconds, 0 or more" };
+    let floor =
+        if at_least > 0 { "a whole number of seconds, at least 1" } else { "a whole number of seconds, 0 or more" };
     match number {
         Some(n) if n >= at_least => Ok(()),
         _ => Err(located(

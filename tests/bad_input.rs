@@ -84,7 +84,12 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "negative upgrade_node_ready_timeout",
-        files: &[("hosts.yml", Text("all:\n  vars:\n    upgrade_node_ready_timeout: -5\n  children:\n    masters:\n      hosts:\n        m1:\n"))],
+        files: &[(
+            "hosts.yml",
+            Text(
+                "all:\n  vars:\n    upgrade_node_ready_timeout: -5\n  children:\n    masters:\n      hosts:\n        m1:\n",
+            ),
+        )],
         args: &["-i", "hosts.yml", "--plan"],
         says: &["hosts.yml:3:", "upgrade_node_ready_timeout", "`-5`"],
     },
@@ -381,7 +386,10 @@ fn a_zero_ready_delay_is_refused_by_check_and_by_a_run_before_anything_is_touche
 #[test]
 fn an_ssh_password_is_refused_at_load_time_without_showing_it() {
     Scenario::new()
-        .file("hosts.ini", "[masters]\nm1 ansible_host=127.0.0.1 ansible_port=1\n[all:vars]\nansible_ssh_pass=hunter2\n")
+        .file(
+            "hosts.ini",
+            "[masters]\nm1 ansible_host=127.0.0.1 ansible_port=1\n[all:vars]\nansible_ssh_pass=hunter2\n",
+        )
         .file("tasks.yml", "- command: \"true\"\n")
         .args(["run-tasks", "tasks.yml", "-i", "hosts.ini"])
         .failure(2)

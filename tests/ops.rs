@@ -445,16 +445,8 @@ fn a_hook_that_never_ends_is_cut_when_the_grace_period_is_over_and_its_node_unco
     for node in &hanging {
         assert!(!demo.is_cordoned(node), "{node} uncordoned after its hook was cut\n{described}");
         assert_eq!(demo.upgrades(node), 0, "{node} was not upgraded\n{described}");
-        let pid = std::fs::read_to_string(pids.join(node)).expect("pid").trim().to_string();
-        let gone = (0..100).any(|_| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'));
-            if alive {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            !alive
-        });
-        assert!(gone, "the hook's command (pid {pid}) of {node} still runs\n{described}");
+        let gone = crate::support::process_ends_within(&pids.join(node), Duration::from_secs(5));
+        assert!(gone, "the hook's command of {node} still runs\n{described}");
     }
     for node in NODES {
         assert!(!(demo.is_cordoned(node) && demo.upgrades(node) == 0), "{node} left cordoned\n{described}");
@@ -489,14 +481,19 @@ fn a_hook_printing_200_mb_keeps_the_orchestrator_under_100_mb() {
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(waited, pid, "wait4");
     let (stdout, stderr) = (stdout.join().expect("stdout"), stderr.join().expect("stderr"));
-    let described = format!("exit status {status}\n--- stderr\n{stderr}\n--- stdout (first 3000 bytes)\n{}", &stdout[..stdout.len().min(3000)]);
+    let described = format!(
+        "exit status {status}\n--- stderr\n{stderr}\n--- stdout (first 3000 bytes)\n{}",
+        &stdout[..stdout.len().min(3000)]
+    );
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the run succeeds\n{described}");
     let peak_mb = usage.ru_maxrss / 1024;
     assert!(peak_mb < 100, "peak RSS {peak_mb} MB\n{described}");
     assert!(stdout.len() < 20_000_000, "the JSON stream is bounded too: {} bytes", stdout.len());
     let hook_line = stdout
         .lines()
-        .find(|l| l.contains("\"event\":\"task-finished\"") && l.contains("print 200 MB") && l.contains("\"host\":\"node-1\""))
+        .find(|l| {
+            l.contains("\"event\":\"task-finished\"") && l.contains("print 200 MB") && l.contains("\"host\":\"node-1\"")
+        })
         .unwrap_or_else(|| panic!("no task-finished event for the hook\n{described}"));
     let shown = &hook_line[..hook_line.len().min(600)];
     assert!(hook_line.contains("bytes of output dropped"), "the event says what was dropped: {shown}");

@@ -332,8 +332,7 @@ impl PasswordSudoUser {
         // No NOPASSWD: sudo asks this user for their password, and remembers nothing between commands.
         std::fs::write(&user.sudoers, format!("Defaults:{0} timestamp_timeout=0\n{0} ALL=(ALL) ALL\n", user.name))
             .expect("sudoers drop-in");
-        std::fs::set_permissions(&user.sudoers, std::os::unix::fs::PermissionsExt::from_mode(0o440))
-            .expect("chmod");
+        std::fs::set_permissions(&user.sudoers, std::os::unix::fs::PermissionsExt::from_mode(0o440)).expect("chmod");
         user
     }
 }
@@ -368,7 +367,9 @@ fn the_become_password_is_fed_to_a_sudo_that_asks_for_it_and_never_shown() {
         .success()
         .stdout_has("who.stdout: \"root\"")
         .check("no stderr of its own", |o| !o.stdout.contains("stderr:"))
-        .check("the password is not shown", |o| !o.stdout.contains(&user.password) && !o.stderr.contains(&user.password))
+        .check("the password is not shown", |o| {
+            !o.stdout.contains(&user.password) && !o.stderr.contains(&user.password)
+        })
         .check("sudo's prompt is not in the output", |o| !o.stdout.contains("sudo password"));
     drop(out);
 
@@ -378,7 +379,9 @@ fn the_become_password_is_fed_to_a_sudo_that_asks_for_it_and_never_shown() {
         .args(["run-tasks", "tasks.yml", "-i", "hosts.ini", "-v"])
         .failure(1)
         .stdout_has("incorrect password")
-        .check("no password is shown", |o| !o.stdout.contains("not-the-password") && !o.stdout.contains(&user.password));
+        .check("no password is shown", |o| {
+            !o.stdout.contains("not-the-password") && !o.stdout.contains(&user.password)
+        });
 }
 
 /// A command whose future is dropped (a step cut at the end of an interrupt's grace period) is killed on the host,
@@ -397,15 +400,6 @@ fn a_dropped_ssh_command_is_killed_on_the_host() {
 
         conn.close().await;
     });
-    let pid = std::fs::read_to_string(&pid_file).expect("the command wrote its pid").trim().to_string();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'));
-        if !alive {
-            break;
-        }
-        assert!(Instant::now() < deadline, "sleep 600 (pid {pid}) still runs on the host");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let gone = crate::support::process_ends_within(&pid_file, Duration::from_secs(10));
+    assert!(gone, "sleep 600 still runs on the host");
 }

@@ -482,8 +482,7 @@ fn kubelet_versions_with_a_distribution_suffix_count_as_the_target_from_prefligh
     for suffix in ["-eks-123", "-gke.1589018", "+k3s1"] {
         let cluster = TestCluster::new(&[("n1", "region=a")]);
         // The kubelet "package" the distribution ships reports its own suffix, as EKS, GKE and k3s kubelets do.
-        let package =
-            format!("{} --node {{{{ node_name }}}} upgrade {TARGET}{suffix}", cluster.fake.tool("fake-node"));
+        let package = format!("{} --node {{{{ node_name }}}} upgrade {TARGET}{suffix}", cluster.fake.tool("fake-node"));
         let extra = serde_json::json!({ "upgrade_kubelet_package_command": package }).to_string();
         cluster.upgrade(&["-e", &extra]).expect_code(0).expect_stdout("result: success");
         for host in MASTERS.into_iter().chain(["n1"]) {

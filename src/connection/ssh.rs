@@ -311,7 +311,12 @@ impl SshConnection {
 
     /// Runs the wrapped command. `whole_stdout` reads stdout to its end (a fetched file) instead of keeping it within
     /// the bound of command output.
-    async fn run(&self, remote: String, stdin: Option<&[u8]>, whole_stdout: bool) -> Result<ExecOutput, ConnectionError> {
+    async fn run(
+        &self,
+        remote: String,
+        stdin: Option<&[u8]>,
+        whole_stdout: bool,
+    ) -> Result<ExecOutput, ConnectionError> {
         // The marker is the wrapper's `$0`: it stays in the wrapper's argv whichever shell execs what.
         let marker = command_marker();
         let remote = format!("{remote} {marker}");
@@ -395,7 +400,11 @@ impl SshConnection {
         let Some(limit) = limit else {
             return self.run(remote, stdin, whole_stdout).await;
         };
-        match tokio::time::timeout(remote_limit(limit).saturating_add(REMOTE_KILL_GRACE), self.run(remote, stdin, whole_stdout)).await
+        match tokio::time::timeout(
+            remote_limit(limit).saturating_add(REMOTE_KILL_GRACE),
+            self.run(remote, stdin, whole_stdout),
+        )
+        .await
         {
             // `timeout -s KILL` on the host: the wrapper shell reports 137 once the limit has passed.
             Ok(Ok(out)) if out.status == 137 && started.elapsed() >= limit => Err(ConnectionError::Timeout(limit)),

@@ -261,7 +261,9 @@ fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
 async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
     let node = run.node_name(host);
     match super::preflight::read_cluster(run, Phase::Nodes).await {
-        Ok(nodes) => nodes.iter().find(|n| n.name == node).is_some_and(|n| run.target.is_reported_by(&n.kubelet_version)),
+        Ok(nodes) => {
+            nodes.iter().find(|n| n.name == node).is_some_and(|n| run.target.is_reported_by(&n.kubelet_version))
+        }
         Err(_) => false,
     }
 }

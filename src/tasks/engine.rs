@@ -971,16 +971,16 @@ impl HostRun<'_> {
             None
         };
         // Ansible's names for the sudo password; templated like any variable (a vault-decrypted `-e @file` value).
-        let become_password = match (&become_user, var("ansible_become_password").or_else(|| var("ansible_become_pass")))
-        {
-            (Some(_), Some(v)) if !v.is_null() => match templar.render_value(&v, ctx) {
-                Ok(Value::String(p)) if !p.is_empty() => Some(modules::BecomePassword::new(&p)),
-                Ok(Value::String(_)) => None,
-                Ok(other) => Some(modules::BecomePassword::new(&other.to_string())),
-                Err(e) => return Err(failed(format!("{place}: ansible_become_password: {}", e.message))),
-            },
-            _ => None,
-        };
+        let become_password =
+            match (&become_user, var("ansible_become_password").or_else(|| var("ansible_become_pass"))) {
+                (Some(_), Some(v)) if !v.is_null() => match templar.render_value(&v, ctx) {
+                    Ok(Value::String(p)) if !p.is_empty() => Some(modules::BecomePassword::new(&p)),
+                    Ok(Value::String(_)) => None,
+                    Ok(other) => Some(modules::BecomePassword::new(&other.to_string())),
+                    Err(e) => return Err(failed(format!("{place}: ansible_become_password: {}", e.message))),
+                },
+                _ => None,
+            };
         let mut environment: Vec<(String, String)> = Vec::new();
         for env in scope.environment.iter().chain(task.environment.iter()) {
             match templar.render_value(env, ctx) {
