@@ -1,7 +1,8 @@
 //! Secrets kept out of every output. The values of the variables an inventory names in `upgrade_secret_vars` are
 //! replaced by `********` in every event before any reporter sees it (human output, JSON lines, host logs, the
 //! summary and its fix commands), in journal entries, and in the error a run ends with. A token inside
-//! `upgrade_kubectl` (`kubectl --token={{ my_token }}` with `upgrade_secret_vars: [my_token]`) shows nowhere.
+//! `upgrade_kubectl` (`kubectl --token={{ my_token }}` with `upgrade_secret_vars: [my_token]`) shows nowhere. The
+//! become password is always masked.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +14,9 @@ use crate::events::{Event, EventSink, SharedSink};
 use crate::phase::{HostOutcome, HostReport, Summary};
 
 pub const MASK: &str = "********";
+
+/// Always masked, as Ansible never shows them.
+const BECOME_PASSWORD_VARIABLES: &[&str] = &["ansible_become_password", "ansible_become_pass"];
 
 /// Values shorter than this are not masked: masking `1` or `ok` would garble every line and hide nothing.
 pub const SHORTEST_SECRET: usize = 4;
@@ -49,9 +53,10 @@ impl Redactor {
         let templar = crate::tasks::Templar::new();
         let mut values = Vec::new();
         for vars in hosts.values() {
-            let Some(names) = vars.get("upgrade_secret_vars").and_then(crate::builtin_vars::secret_var_names) else {
-                continue;
-            };
+            let mut names =
+                vars.get("upgrade_secret_vars").and_then(crate::builtin_vars::secret_var_names).unwrap_or_default();
+            // The sudo password is a secret whether or not the inventory says so.
+            names.extend(BECOME_PASSWORD_VARIABLES.iter().map(|n| n.to_string()));
             let context = crate::tasks::Vars::new(Value::Object(vars.clone()));
             for name in names {
                 let text = match vars.get(&name) {
@@ -210,9 +215,11 @@ mod tests {
             "upgrade_secret_vars": ["api_token", "missing"],
             "api_token": "{{ 'tok' ~ 'en-123' }}",
             "upgrade_kubectl": "kubectl --token={{ api_token }}",
+            "ansible_become_password": "sudo-pw-1",
         });
         hosts.insert("m1".to_string(), vars.as_object().unwrap().clone());
         let r = Redactor::from_hosts(&hosts);
         assert_eq!(r.text("kubectl --token=token-123 get nodes"), "kubectl --token=******** get nodes");
+        assert_eq!(r.text("echo sudo-pw-1"), "echo ********", "the become password without being listed");
     }
 }
