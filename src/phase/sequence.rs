@@ -98,9 +98,14 @@ async fn step(
     more: &[(&str, Value)],
 ) -> Result<(), StepFailure> {
     safe_point(run, step)?;
-    cut_at_abort(run, phase, host, step, run.run_step(phase, host, step, &run.playbook(file), more, None))
-        .await
-        .map(|_| ())
+    let file = run.playbook(file);
+    let work = run.run_step(phase, host, step, &file, more, None);
+    // An uncordon that has started is let finish: it gives the node's capacity back, the very thing the clean-up
+    // after an interrupt would do next.
+    if step == Step::Uncordon {
+        return work.await.map(|_| ());
+    }
+    cut_at_abort(run, phase, host, step, work).await.map(|_| ())
 }
 
 /// Runs a hook or a built-in step until it ends or the grace period of an interrupt runs out, whichever comes
