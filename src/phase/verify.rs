@@ -10,7 +10,6 @@ use super::{CordonedNode, HostOutcome, HostReport, Step};
 use crate::cluster::ClusterNode;
 use crate::error::Result;
 use crate::plan::Phase;
-use crate::settings::TargetVersion;
 
 /// Checks the hosts upgraded by this run. Returns a report per host checked.
 pub fn check_upgraded(
@@ -26,7 +25,7 @@ pub fn check_upgraded(
             let outcome = match cluster.get(&node) {
                 None => failed(format!("node {node} is no longer in the cluster")),
                 Some(n) if !n.ready => failed(format!("node {node} is not Ready")),
-                Some(n) if TargetVersion::parse(&n.kubelet_version).ok().as_ref() != Some(&run.target) => {
+                Some(n) if !run.target.is_reported_by(&n.kubelet_version) => {
                     failed(format!("node {node} runs {}, not {}", n.kubelet_version, run.target))
                 }
                 Some(_) => HostOutcome::Upgraded { left_cordoned: false },
