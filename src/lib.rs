@@ -1,5 +1,6 @@
 //! `upgrade`: reads an Ansible inventory, plans an upgrade, and carries it out over SSH, phase by phase.
 
+pub mod builtin_vars;
 pub mod cli;
 pub mod cluster;
 pub mod connection;
@@ -13,6 +14,7 @@ pub mod journal;
 pub mod phase;
 pub mod plan;
 pub mod playbooks;
+pub mod redact;
 pub mod report;
 pub mod settings;
 pub mod tasks;
