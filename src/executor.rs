@@ -16,6 +16,7 @@ use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
 use crate::phase::{HostOutcome, HostReport, Summary, cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
+use crate::redact::{Redacting, Redactor};
 use crate::report::output::OutputQueue;
 use crate::settings::HookPoint;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
@@ -30,9 +31,20 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
     let plan = Plan::build_for_run(&inventory, &extra, args)?;
     let target = plan.settings.target_version.value.clone().ok_or_else(|| {
-        Error::input("no target version")
-            .in_file(&inventory.path)
-            .hint("set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)")
+        let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
+            let passed = if plan.target_passed_over.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} names no 3.11.z)", plan.target_passed_over.join(", "))
+            };
+            format!(
+                "set upgrade_target_version (or openshift_pkg_version=-3.11.z, openshift_image_tag=v3.11.z) in the \
+                 inventory, or pass --target-version{passed}"
+            )
+        } else {
+            "set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)".to_string()
+        };
+        Error::input("no target version").in_file(&inventory.path).hint(hint)
     })?;
     check_hook_files(&plan)?;
 
@@ -47,26 +59,31 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
+        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let redactor = Arc::new(Redactor::from_hosts(&hosts));
     let stdout = OutputQueue::stdout();
     let primary: SharedSink = match args.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            let _ = write!(stdout.writer(), "{}", plan_text(&plan, &inventory));
+            let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(&plan, &inventory)));
             Arc::new(HumanReporter::for_terminal(args.run.verbose, &stdout))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
     };
     let (stop_handle, stop) = stop_signal();
     let stop_handle = Arc::new(stop_handle);
-    let write_failures = Arc::new(WriteFailures::new(stop_handle.clone(), primary.clone()));
+    // Secrets are masked before any reporter sees an event, the state directory's failure notices included (they
+    // go to the primary reporter alone: the host logs may be what cannot be written).
+    let say_failures: SharedSink = Arc::new(Redacting { redactor: redactor.clone(), inner: primary.clone() });
+    let write_failures = Arc::new(WriteFailures::new(stop_handle.clone(), say_failures));
     let log_failures = write_failures.clone();
     let host_logs: SharedSink = Arc::new(HostLogReporter::new(
         &state_dir.join("logs"),
         Box::new(move |path, error| log_failures.failed("the host log", path, error)),
     ));
-    let sink: SharedSink = Arc::new(FanOut(vec![primary, host_logs]));
-    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
-        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let sink: SharedSink =
+        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
     let connect = ConnectOptions {
         connect_timeout: Duration::from_secs(args.run.connect_timeout),
         accept_new_host_keys: args.run.accept_new_host_keys,
@@ -95,6 +112,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
             stop: stop.clone(),
             options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
             write_failures,
+            redactor: redactor.clone(),
         }));
         let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, stdout.clone()));
         let result = run_phases(&run, &stop).await;
@@ -104,11 +122,11 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     });
     drop(lock);
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
-    let junit = args.junit.as_ref().map(|path| write_junit(path, &summary)).transpose();
+    let junit = args.junit.as_ref().map(|path| write_junit(path, &redactor.summary(&summary))).transpose();
     drain_output(&stdout, OUTPUT_DRAIN_IDLE);
-    junit?;
+    junit.map_err(|e| redactor.error(e))?;
     match error {
-        Some(e) => Err(e),
+        Some(e) => Err(redactor.error(e)),
         None => Ok(summary.exit_code()),
     }
 }
@@ -199,15 +217,11 @@ async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Durat
                 ),
             );
         } else {
-            run.notice(None, "interrupted again: exiting now; re-run the same command to resume");
-            let _ = run.record(JournalEntry::RunFinished {
-                run: run.run_id(),
-                time: utc_timestamp(std::time::SystemTime::now()),
-                status: "interrupted".into(),
-            });
-            run.event(Event::Exiting);
-            // What the reporters queued is written first, in order, unless the reader has stopped reading.
-            drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT);
+            run.end_now("interrupted again: exiting now; re-run the same command to resume");
+            // What the reporters queued is written first, in order, unless the reader has stopped reading. The wait
+            // blocks this thread for up to OUTPUT_DRAIN_IDLE_ON_EXIT: the runtime is told, so the tasks queued on this
+            // worker move to another one instead of stalling with it (they start nothing new: see `end_now`).
+            tokio::task::block_in_place(|| drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT));
             // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
             // The run lock is let go by the kernel as the process ends.
             std::process::exit(130);
@@ -363,7 +377,8 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                     .filter(|r| r.phase == Phase::ControlPlane.name() || r.phase == Phase::Nodes.name())
                     .map(|r| r.host.clone())
                     .collect();
-                let checks = verify::check_upgraded(run, &cluster, &upgraded);
+                let installed = verify::installed_versions(run, &upgraded).await;
+                let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded);
                 summary.not_ready_untouched = verify::not_ready_untouched(run, &cluster, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());
                 summary.hosts.extend(checks);

@@ -1,17 +1,20 @@
 //! `upgrade`: reads an Ansible inventory, plans an upgrade, and carries it out over SSH, phase by phase.
 
+pub mod builtin_vars;
 pub mod cli;
 pub mod cluster;
 pub mod connection;
 pub mod error;
 pub mod events;
 pub mod executor;
+pub mod flavor;
 pub mod host_settings;
 pub mod inventory;
 pub mod journal;
 pub mod phase;
 pub mod plan;
 pub mod playbooks;
+pub mod redact;
 pub mod report;
 pub mod restore;
 pub mod settings;

@@ -526,6 +526,19 @@ impl TargetVersion {
     fn key(&self) -> (u64, u64, u64) {
         (self.major, self.minor, self.patch)
     }
+
+    /// Whether a kubelet that reports `reported` runs this release. The one comparison of a node's version with a
+    /// target, in every phase: major.minor.patch only, so a distribution suffix (`v1.29.1-eks-123`,
+    /// `v1.29.1-gke.1589018`, `v1.29.1+k3s1`) does not make a node differ from `1.29.1` (wait_ready.yml strips it
+    /// the same way, with `upgrade_target_release`).
+    pub fn is_reported_by(&self, reported: &str) -> bool {
+        TargetVersion::parse(reported).is_ok_and(|v| v == *self)
+    }
+
+    /// `v1.29.1` without the suffix: how versions that differ only by a distribution suffix are grouped.
+    pub fn release(&self) -> String {
+        format!("v{}.{}.{}", self.major, self.minor, self.patch)
+    }
 }
 
 impl PartialEq for TargetVersion {
@@ -830,6 +843,101 @@ pub fn resolve(
     Ok(Settings { serial, serial_groups, label, max_fail_percentage, drain_timeout, target_version })
 }
 
+/// The openshift-ansible names a 3.11 target may be given by when `upgrade_target_version` is not set, in the order
+/// they are tried: the package version (`-3.11.248`, what yum installs), the image tag (`v3.11.248`), the release
+/// (`3.11.248`; a bare `3.11` names no 3.11.z and is passed over).
+pub const OPENSHIFT_TARGET_ALIASES: [&str; 3] = ["openshift_pkg_version", "openshift_image_tag", "openshift_release"];
+
+/// A target found under an openshift-ansible name, and the aliases passed over (`openshift_release=3.11`).
+pub type OpenShiftTarget = (Option<Setting<Option<TargetVersion>>>, Vec<String>);
+
+/// The target from the first of [`OPENSHIFT_TARGET_ALIASES`] the hosts set (they must agree on it), and the
+/// aliases passed over because they name only a minor release.
+pub fn resolve_openshift_target(all_hosts: HostVarsRef<'_>, extra: &Vars) -> Result<OpenShiftTarget> {
+    let mut passed_over = Vec::new();
+    for alias in OPENSHIFT_TARGET_ALIASES {
+        // openshift_pkg_version is written with yum's separator in front: `-3.11.248`.
+        let parse_one = |text: &str| {
+            let text = unquote(text.trim());
+            TargetVersion::parse(text.strip_prefix('-').unwrap_or(text))
+        };
+        let parse = |text: &str| optional(text, parse_one);
+        let minor_only = |text: &str| {
+            let bare = unquote(text.trim()).trim_start_matches(['-', 'v']);
+            bare.split('.').count() == 2
+                && bare.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        };
+        let found = all_hosts.iter().find_map(|(_, vars)| vars.get(alias)).or_else(|| extra.get(alias));
+        if let Some(Value::String(text)) = found.map(|v| &v.value) {
+            if minor_only(text) {
+                passed_over.push(format!("{alias}={text}"));
+                continue;
+            }
+        }
+        let setting = run_wide("--target-version", None, (alias, alias), all_hosts, extra, parse, |v| {
+            optional_value(v, parse_one, TargetVersion::from_value)
+        })?;
+        if let Some(setting) = setting.filter(|s| s.value.is_some()) {
+            return Ok((Some(setting), passed_over));
+        }
+    }
+    Ok((None, passed_over))
+}
+
+/// The certificate expiry check of preflight: how many days ahead a certificate must still be valid, and whether
+/// one expiring sooner stops the run (`false`: it is reported and the run goes on).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CertificateExpiry {
+    pub warning_days: Setting<u64>,
+    pub fail_on_warn: Setting<bool>,
+}
+
+/// `upgrade_certificate_expiry_warning_days` (alias `openshift_certificate_expiry_warning_days`) and
+/// `upgrade_certificate_expiry_fail_on_warn` (alias `openshift_certificate_expiry_fail_on_warn`), over every host.
+pub fn resolve_certificate_expiry(
+    all_hosts: HostVarsRef<'_>,
+    extra: &Vars,
+    default_days: u64,
+) -> Result<CertificateExpiry> {
+    let days = |text: &str| {
+        unquote(text.trim()).parse::<u64>().map_err(|_| {
+            Error::input(format!("`{}` is not a whole number of days", text.trim()))
+                .hint("write the number of days, e.g. 180")
+        })
+    };
+    let warning_days = run_wide(
+        "upgrade_certificate_expiry_warning_days",
+        None,
+        ("upgrade_certificate_expiry_warning_days", "openshift_certificate_expiry_warning_days"),
+        all_hosts,
+        extra,
+        days,
+        |v| match integral(v) {
+            Some(n) if n >= 0 => Ok(n as u64),
+            _ => days(&scalar_text(v)),
+        },
+    )?
+    .unwrap_or_else(|| Setting::default(default_days));
+    let truth = |text: &str| {
+        crate::tasks::engine::parse_bool(&Value::String(unquote(text.trim()).to_string()))
+            .ok_or_else(|| Error::input(format!("`{}` is not true or false", text.trim())).hint("write true or false"))
+    };
+    let fail_on_warn = run_wide(
+        "upgrade_certificate_expiry_fail_on_warn",
+        None,
+        ("upgrade_certificate_expiry_fail_on_warn", "openshift_certificate_expiry_fail_on_warn"),
+        all_hosts,
+        extra,
+        truth,
+        |v| match v {
+            Value::Bool(b) => Ok(*b),
+            other => truth(&scalar_text(other)),
+        },
+    )?
+    .unwrap_or_else(|| Setting::default(true));
+    Ok(CertificateExpiry { warning_days, fail_on_warn })
+}
+
 /// How a setting's value reads in a message.
 trait Shown {
     fn shown(&self) -> String;
@@ -844,7 +952,7 @@ macro_rules! shown_by_display {
         }
     )*};
 }
-shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, LabelSelector, TargetVersion);
+shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, LabelSelector, TargetVersion, u64, bool);
 
 impl<T: fmt::Display> Shown for Option<T> {
     fn shown(&self) -> String {
@@ -1176,6 +1284,19 @@ mod tests {
         assert!(v < TargetVersion::parse("1.29.10").unwrap());
         for bad in ["", "1.29", "v1.x.1", "1.29.1.2", "latest", "v-1.2.3"] {
             assert!(TargetVersion::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn distribution_suffixes_do_not_make_a_node_differ_from_its_target() {
+        let target = TargetVersion::parse("1.29.1").unwrap();
+        for reported in ["v1.29.1", "1.29.1", "v1.29.1-eks-123", "v1.29.1-gke.1589018", "v1.29.1+k3s1"] {
+            assert!(target.is_reported_by(reported), "{reported}");
+            assert_eq!(TargetVersion::parse(reported).unwrap().release(), "v1.29.1", "{reported}");
+        }
+        assert!(TargetVersion::parse("v1.11.0").unwrap().is_reported_by("v1.11.0+d4cacc0"));
+        for other in ["v1.29.10", "v1.29.0-eks-1", "v1.30.1+k3s1", "1.29", "garbage", ""] {
+            assert!(!target.is_reported_by(other), "{other}");
         }
     }
 

@@ -116,9 +116,18 @@ pub fn copy(from: &Path, to: &Path) {
     std::fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
 }
 
-
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Waits for the run to end; past `limit` it is killed (so a hang fails the test instead of holding it).
+pub fn wait_at_most(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("poll upgrade").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("wait for upgrade")
 }
 
 pub fn signal(child: &Child, signal: i32) {
@@ -127,7 +136,6 @@ pub fn signal(child: &Child, signal: i32) {
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "send signal {signal}");
 }
 
-
 /// Whether the run lock of a state directory is free now: an advisory lock on it can be taken (and is let go).
 pub fn lock_is_free(state: &Path) -> bool {
     use std::os::fd::AsRawFd;
@@ -135,4 +143,3 @@ pub fn lock_is_free(state: &Path) -> bool {
     // SAFETY: flock on a file descriptor this function owns; closing the file releases it.
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
-
