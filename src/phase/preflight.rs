@@ -152,7 +152,9 @@ fn health_gate(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided
              them as they are; nothing was changed",
         ));
     }
-    if decided.masters.is_empty() {
+    // The openshift flavour's target is an OpenShift release (v3.11.248), not a kubelet version (v1.11.0): no skew
+    // to compute, and 3.11 comes only from 3.10.
+    if decided.masters.is_empty() || run.plan.flavor.flavor == Flavor::Openshift {
         return Ok(());
     }
     let skew = max_kubelet_skew(run);
