@@ -176,8 +176,8 @@ struct PodStatus {
 /// Reads `get pods -o json` of the control-plane pods: `Ok` when every node of `masters` runs at least one and each
 /// is Running and Ready; otherwise what is wrong, node by node.
 pub fn control_plane_pods_problem(json: &str, masters: &[String]) -> Result<(), String> {
-    let list: PodList =
-        serde_json::from_str(json).map_err(|e| format!("the control-plane pod list is not a Kubernetes PodList: {e}"))?;
+    let list: PodList = serde_json::from_str(json)
+        .map_err(|e| format!("the control-plane pod list is not a Kubernetes PodList: {e}"))?;
     let mut problems = Vec::new();
     for master in masters {
         let pods: Vec<&PodItem> = list.items.iter().filter(|p| p.spec.node_name == *master).collect();
@@ -188,7 +188,11 @@ pub fn control_plane_pods_problem(json: &str, masters: &[String]) -> Result<(), 
             let ready = pod.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True");
             if pod.status.phase != "Running" || !ready {
                 let phase = if pod.status.phase.is_empty() { "no phase" } else { pod.status.phase.as_str() };
-                problems.push(format!("{} on {master} is {phase}, {}", pod.metadata.name, if ready { "Ready" } else { "not Ready" }));
+                problems.push(format!(
+                    "{} on {master} is {phase}, {}",
+                    pod.metadata.name,
+                    if ready { "Ready" } else { "not Ready" }
+                ));
             }
         }
     }
@@ -212,10 +216,17 @@ mod tests {
     #[test]
     fn control_plane_pods_must_run_ready_on_every_master() {
         let pod = |name: &str, node: &str, ready: &str| {
-            format!(r#"{{"metadata":{{"name":"{name}"}},"spec":{{"nodeName":"{node}"}},"status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"{ready}"}}]}}}}"#)
+            format!(
+                r#"{{"metadata":{{"name":"{name}"}},"spec":{{"nodeName":"{node}"}},"status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"{ready}"}}]}}}}"#
+            )
         };
         let masters = ["m1".to_string(), "m2".to_string(), "m3".to_string()];
-        let json = format!(r#"{{"items":[{},{},{}]}}"#, pod("api-m1", "m1", "True"), pod("api-m2", "m2", "False"), pod("x-n1", "n1", "False"));
+        let json = format!(
+            r#"{{"items":[{},{},{}]}}"#,
+            pod("api-m1", "m1", "True"),
+            pod("api-m2", "m2", "False"),
+            pod("x-n1", "n1", "False")
+        );
         let problem = control_plane_pods_problem(&json, &masters).unwrap_err();
         assert_eq!(problem, "api-m2 on m2 is Running, not Ready; no control-plane pod on m3");
         let json = format!(r#"{{"items":[{},{}]}}"#, pod("api-m1", "m1", "True"), pod("api-m2", "m2", "True"));

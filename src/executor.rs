@@ -14,12 +14,14 @@ use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
 use crate::journal::{DEFAULT_STATE_DIR, Journal, JournalEntry, RunLock, utc_timestamp};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
-use crate::phase::{HostOutcome, HostReport, Summary, cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify};
+use crate::phase::{
+    HostOutcome, HostReport, Summary, cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify,
+};
 use crate::plan::{Phase, Plan, render::plan_text};
 use crate::redact::{Redacting, Redactor};
 use crate::report::output::OutputQueue;
-use crate::settings::HookPoint;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
+use crate::settings::HookPoint;
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
 

@@ -56,6 +56,7 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/config_backup.yml", include_str!("../playbooks/openshift/config_backup.yml")),
     ("openshift/control_plane_pods.yml", include_str!("../playbooks/openshift/control_plane_pods.yml")),
     ("openshift/node_ready_poll.yml", include_str!("../playbooks/openshift/node_ready_poll.yml")),
+    ("openshift/restore.yml", include_str!("../playbooks/openshift/restore.yml")),
     ("openshift/uncordon.yml", include_str!("../playbooks/openshift/uncordon.yml")),
     ("openshift/wait_ready.yml", include_str!("../playbooks/openshift/wait_ready.yml")),
 ];

@@ -55,8 +55,9 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
         t
     };
     if !known.contains(&timestamp.as_str()) {
-        return Err(Error::input(format!("no backup {timestamp} is recorded in {}", state_dir.display()))
-            .hint(format!("the recorded backups are: {}", if known.is_empty() { "none".into() } else { known.join(", ") })));
+        return Err(Error::input(format!("no backup {timestamp} is recorded in {}", state_dir.display())).hint(
+            format!("the recorded backups are: {}", if known.is_empty() { "none".into() } else { known.join(", ") }),
+        ));
     }
 
     let table = HostVarsTable::new(&inventory, &extra);
@@ -97,7 +98,18 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
         .build()
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
-    let tasks = crate::tasks::model::load_task_file(&playbooks.join("restore.yml"))?;
+    // The flavour's own defaults (openshift: the /etc/etcd certificates) apply, as in an upgrade.
+    let host_vars: Vec<(String, crate::inventory::Vars)> = names_for_flavor(&plan)
+        .into_iter()
+        .map(|h| {
+            let v = inventory.host_vars(&h, &extra);
+            (h, v)
+        })
+        .collect();
+    let refs: Vec<(&str, &crate::inventory::Vars)> = host_vars.iter().map(|(h, v)| (h.as_str(), v)).collect();
+    let flavor = crate::flavor::choose(&inventory, &refs)?.flavor;
+    let file = playbooks.join(crate::playbooks::for_flavor(flavor, "restore.yml"));
+    let tasks = crate::tasks::model::load_task_file(&file)?;
     let connect = ConnectOptions {
         connect_timeout: std::time::Duration::from_secs(args.run.connect_timeout),
         accept_new_host_keys: args.run.accept_new_host_keys,
@@ -119,7 +131,12 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
         set("upgrade_restore_etcd", Value::Bool(item.etcd));
         set("upgrade_restore_snapshot", Value::String(item.backup.snapshot.clone().unwrap_or_default()));
         set("upgrade_target_version", Value::String("v0.0.0".into()));
-        let options = EngineOptions { assume_yes: true, verbosity: args.run.verbose, command_timeout: None, prompter: terminal_prompter() };
+        let options = EngineOptions {
+            assume_yes: true,
+            verbosity: args.run.verbose,
+            command_timeout: None,
+            prompter: terminal_prompter(),
+        };
         let sink: SharedSink = reporter.clone();
         let host = [item.host.clone()];
         let outcomes = runtime.block_on(run_tasks(&inventory, &vars, &host, &tasks, 1, options, connect.clone(), sink));
@@ -133,6 +150,10 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
         println!("restore stopped at the failed host: the hosts after it were not touched");
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+fn names_for_flavor(plan: &[HostRestore]) -> Vec<String> {
+    plan.iter().map(|p| p.host.clone()).collect()
 }
 
 /// The plan, exactly as it will be carried out.
@@ -151,9 +172,13 @@ fn plan_text(timestamp: &str, plan: &[HostRestore]) -> String {
         }
         if item.etcd {
             let (data, snapshot) = (&item.data_dir, item.backup.snapshot.as_deref().unwrap_or_default());
-            out.push_str(&format!("    etcd: etcdctl snapshot restore {snapshot} --data-dir {data}.restore-{timestamp}\n"));
+            out.push_str(&format!(
+                "    etcd: etcdctl snapshot restore {snapshot} --data-dir {data}.restore-{timestamp}\n"
+            ));
             out.push_str(&format!("    etcd: stop etcd: {}\n", item.stop));
-            out.push_str(&format!("    etcd: mv {data} {data}.before-restore-{timestamp}; mv {data}.restore-{timestamp} {data}\n"));
+            out.push_str(&format!(
+                "    etcd: mv {data} {data}.before-restore-{timestamp}; mv {data}.restore-{timestamp} {data}\n"
+            ));
             out.push_str(&format!("    etcd: start etcd: {}\n", item.start));
             out.push_str("    etcd: wait until `etcdctl endpoint health` answers\n");
         }

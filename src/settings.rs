@@ -787,7 +787,8 @@ pub fn resolve(
     if args.serial.is_none() {
         for &(host, vars) in node_hosts {
             let serial = serial_of(&[(host, vars)])?;
-            match serial_groups.iter_mut().find(|g| g.serial.value == serial.value && g.serial.origin == serial.origin) {
+            match serial_groups.iter_mut().find(|g| g.serial.value == serial.value && g.serial.origin == serial.origin)
+            {
                 Some(group) => group.hosts.push(host.to_string()),
                 None => serial_groups.push(SerialGroup { serial, hosts: vec![host.to_string()] }),
             }

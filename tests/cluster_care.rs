@@ -131,7 +131,10 @@ fn openshift_hostname_names_the_node_when_node_name_is_not_set() {
     init.push_str("n1.example.com v1.28.5 region=a\n");
     cluster.fake = crate::support::fake_cluster::FakeCluster::init(&init);
     // openshift_kubelet_name_override wins over openshift_hostname, as in openshift-ansible.
-    cluster.write("host_vars/n1.yml", "openshift_hostname: wrong.example.com\nopenshift_kubelet_name_override: n1.example.com\n");
+    cluster.write(
+        "host_vars/n1.yml",
+        "openshift_hostname: wrong.example.com\nopenshift_kubelet_name_override: n1.example.com\n",
+    );
     cluster.upgrade(&[]).expect_code(0);
     assert_eq!(cluster.fake.version("n1.example.com"), TARGET);
     assert!(cluster.fake.actions_on("n1.example.com").contains(&"drain".to_string()));
@@ -226,11 +229,14 @@ fn restore_puts_a_changed_configuration_file_back_and_restores_a_real_etcd_from_
     assert_eq!(String::from_utf8_lossy(&marker.stdout).trim(), "before-the-backup", "the restored etcd answers");
     let later = cluster.etcd.etcdctl(&["get", "/registry/restore/after", "--print-value-only"]);
     assert_eq!(String::from_utf8_lossy(&later.stdout).trim(), "", "what was written after the backup is gone");
-    assert!(std::path::Path::new(&format!("{data_dir}.before-restore-{}", {
-        let d = backup_dirs(&cluster, "m1");
-        d[0].file_name().unwrap().to_string_lossy().to_string()
-    }))
-    .is_dir(), "the old data directory is kept aside");
+    assert!(
+        std::path::Path::new(&format!("{data_dir}.before-restore-{}", {
+            let d = backup_dirs(&cluster, "m1");
+            d[0].file_name().unwrap().to_string_lossy().to_string()
+        }))
+        .is_dir(),
+        "the old data directory is kept aside"
+    );
 }
 
 #[test]

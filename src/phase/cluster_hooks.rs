@@ -37,7 +37,9 @@ pub async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport> {
     }
     let outcome = match run.run_step(phase, &host, Step::ClusterHook, &hook.path, &[], None).await {
         Ok(_) => HostOutcome::Upgraded { left_cordoned: false },
-        Err(f) => HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false },
+        Err(f) => {
+            HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false }
+        }
     };
     Some(run.host_completed(phase, &host, outcome, started))
 }

@@ -68,7 +68,8 @@ async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
             if kubeadm == Some(0) {
                 files.push("kubeadm-config.json".into());
             }
-            let listed = if files.is_empty() { "none of the configuration files exist here".into() } else { files.join(", ") };
+            let listed =
+                if files.is_empty() { "none of the configuration files exist here".into() } else { files.join(", ") };
             run.notice(Some(host), format!("configuration saved in {dir}/config: {listed}"));
             let _ = run.record(JournalEntry::Backup {
                 run: run.run_id(),
@@ -81,7 +82,9 @@ async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
             });
             HostOutcome::Upgraded { left_cordoned: false }
         }
-        Err(f) => HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false },
+        Err(f) => {
+            HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false }
+        }
     };
     run.host_completed(CONFIG_BACKUP, host, outcome, started)
 }

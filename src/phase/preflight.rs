@@ -204,7 +204,10 @@ pub async fn report_pending_csrs(run: &UpgradeRun, phase: Phase) {
 }
 
 /// `get csr -o json` through cluster_csrs.yml; the pending requests, or why they could not be read.
-pub async fn pending_csrs(run: &UpgradeRun, phase: Phase) -> std::result::Result<Vec<crate::cluster::PendingCsr>, String> {
+pub async fn pending_csrs(
+    run: &UpgradeRun,
+    phase: Phase,
+) -> std::result::Result<Vec<crate::cluster::PendingCsr>, String> {
     let file = run.playbook("cluster_csrs.yml");
     let facts = run.run_step(phase, &run.first_master, Step::Csr, &file, &[], None).await.map_err(|f| f.reason)?;
     let result = facts.get("upgrade_cluster_csrs");
@@ -565,8 +568,7 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
             }
         }
         // A percentage of serial is of all the nodes selected for the phase, as in the plan.
-        result.node_batches =
-            crate::plan::batch_nodes(&selected, &plan.settings, &plan.node_labels, &run.inventory);
+        result.node_batches = crate::plan::batch_nodes(&selected, &plan.settings, &plan.node_labels, &run.inventory);
     }
 
     result.resume = resume(run, cluster, &result);

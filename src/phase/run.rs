@@ -341,7 +341,10 @@ impl UpgradeRun {
             Some(Value::Array(items)) => items.iter().map(scalar).filter(|s| !s.is_empty()).collect(),
             Some(Value::String(text)) => {
                 let text = text.trim().trim_start_matches('[').trim_end_matches(']');
-                text.split(',').map(|s| s.trim().trim_matches(['"', '\'']).to_string()).filter(|s| !s.is_empty()).collect()
+                text.split(',')
+                    .map(|s| s.trim().trim_matches(['"', '\'']).to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
             }
             Some(Value::Null) | None => Vec::new(),
             Some(other) => vec![scalar(other)],

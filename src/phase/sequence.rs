@@ -289,7 +289,12 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
                     run.notice(Some(host), format!("approved the pending CSRs of {node}: {}", to_approve.join(", ")));
                 }
                 let text = |name: &str| {
-                    facts.get(name).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
+                    facts
+                        .get(name)
+                        .and_then(|r| r.get("stdout"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
                 };
                 let seen = crate::cluster::parse_node(&text("upgrade_node_poll"));
                 let at_target = |n: &crate::cluster::ClusterNode| run.target.is_reported_by(&n.kubelet_version);
@@ -303,13 +308,21 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
                     .map(|c| c.name)
                     .collect();
                 match seen {
-                    Ok(n) => format!("node {node} is not Ready at {}: it reports {}, Ready={}", run.target, n.kubelet_version, n.ready),
+                    Ok(n) => format!(
+                        "node {node} is not Ready at {}: it reports {}, Ready={}",
+                        run.target, n.kubelet_version, n.ready
+                    ),
                     Err(e) => format!("node {node} could not be read: {e}"),
                 }
             }
         };
         if started.elapsed() >= timeout || run.stop.is_aborting() {
-            break Err(StepFailure { step: Step::WaitReady, reason: format!("{why} after {}s", timeout.as_secs()), unreachable: false, interrupted: false });
+            break Err(StepFailure {
+                step: Step::WaitReady,
+                reason: format!("{why} after {}s", timeout.as_secs()),
+                unreachable: false,
+                interrupted: false,
+            });
         }
         if to_approve.is_empty() {
             tokio::time::sleep(delay).await;

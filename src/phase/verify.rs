@@ -54,7 +54,11 @@ pub fn check_upgraded(
 }
 
 /// The nodes of the whole cluster that are not Ready at the end and that this run did not upgrade, by node name.
-pub fn not_ready_untouched(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, upgraded: &[String]) -> Vec<String> {
+pub fn not_ready_untouched(
+    run: &UpgradeRun,
+    cluster: &HashMap<String, ClusterNode>,
+    upgraded: &[String],
+) -> Vec<String> {
     let upgraded: Vec<String> = upgraded.iter().map(|h| run.node_name(h)).collect();
     let mut nodes: Vec<String> =
         cluster.values().filter(|n| !n.ready && !upgraded.contains(&n.name)).map(|n| n.name.clone()).collect();

@@ -434,7 +434,11 @@ pub fn batch_nodes(
         .collect();
     // Stable: infra groups first, otherwise the inventory order.
     groups.sort_by_key(|(infra, _, _)| !*infra);
-    groups.iter().filter(|(_, hosts, _)| !hosts.is_empty()).flat_map(|(_, hosts, serial)| batch_hosts(hosts, serial)).collect()
+    groups
+        .iter()
+        .filter(|(_, hosts, _)| !hosts.is_empty())
+        .flat_map(|(_, hosts, serial)| batch_hosts(hosts, serial))
+        .collect()
 }
 
 /// The batches of the nodes phase: the hosts in order, cut by `serial_batches`.

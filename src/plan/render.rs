@@ -182,7 +182,9 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
                     let groups: Vec<String> = s
                         .serial_groups
                         .iter()
-                        .map(|g| format!("{} for {} ({})", g.serial.value, g.hosts.join(", "), g.serial.describe_origin()))
+                        .map(|g| {
+                            format!("{} for {} ({})", g.serial.value, g.hosts.join(", "), g.serial.describe_origin())
+                        })
                         .collect();
                     format!("serial per node group, infra first: {}", groups.join("; "))
                 } else {
@@ -203,7 +205,14 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
         let first = plan.masters.first().map(String::as_str).unwrap_or("?");
         let _ = writeln!(out, "Cluster hooks (once, on {first}):");
         for (point, hook) in &plan.cluster_hooks {
-            let _ = writeln!(out, "  {} hook: {} ({} {})", point.name(), hook.path.display(), hook.variable, from(&hook.origin));
+            let _ = writeln!(
+                out,
+                "  {} hook: {} ({} {})",
+                point.name(),
+                hook.path.display(),
+                hook.variable,
+                from(&hook.origin)
+            );
         }
     }
     if plan.has_phase(Phase::Nodes) && s.label.value.is_some() {
