@@ -88,6 +88,10 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
     }
 
     print!("{}", plan_text(&timestamp, &plan));
+    let without: Vec<&str> = hosts.iter().filter(|h| !plan.iter().any(|p| p.host == **h)).map(String::as_str).collect();
+    if !without.is_empty() {
+        println!("  not touched (backup {timestamp} holds nothing for them): {}", without.join(", "));
+    }
     if !args.run.yes {
         return Err(Error::input("restore not carried out: nothing was changed")
             .hint("read the plan above, then run the same command with --yes"));
