@@ -292,3 +292,27 @@ fn openshift_rolling_restart_mode_and_openshift_hostname_reach_the_built_in_step
         .success()
         .stdout_has("mode=system node=node-a.example");
 }
+
+#[test]
+fn restore_refuses_without_hosts_or_a_recorded_backup_and_touches_nothing() {
+    let inventory = "[masters]\nm1 ansible_connection=local\n";
+    crate::support::Scenario::new()
+        .file("hosts", inventory)
+        .args(["restore", "-i", "hosts"])
+        .failure(2)
+        .stderr_has("--limit HOST");
+    crate::support::Scenario::new()
+        .file("hosts", inventory)
+        .args(["restore", "-i", "hosts", "--limit", "m1", "--yes"])
+        .failure(2)
+        .stderr_has("record no verified etcd backup");
+    crate::support::Scenario::new()
+        .file("hosts", inventory)
+        .file(
+            ".upgrade-state/journal.jsonl",
+            "{\"event\":\"backup\",\"run\":\"r\",\"time\":\"t\",\"host\":\"m1\",\"timestamp\":\"20260101T000000Z\",\"dir\":\"/nowhere/20260101T000000Z\",\"snapshot\":\"/nowhere/20260101T000000Z/snapshot.db\"}\n",
+        )
+        .args(["restore", "-i", "hosts", "--limit", "m1", "--backup", "20250101T000000Z"])
+        .failure(2)
+        .stderr_has("the recorded backups are: 20260101T000000Z");
+}
