@@ -10,12 +10,14 @@ use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
 use crate::events::{Event, SharedSink};
 use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
-use crate::journal::{DEFAULT_STATE_DIR, Journal, JournalEntry, RunLock, utc_timestamp};
+use crate::journal::{DEFAULT_STATE_DIR, History, Journal, JournalEntry, RunLock, utc_timestamp};
 use crate::phase::batches::{StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun};
 use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
+use crate::settings::TargetVersion;
+use crate::strategy::hops;
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
 
@@ -67,26 +69,19 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         .build()
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
     let grace = Duration::from_secs(args.grace_period);
+    let base = RunBase {
+        inventory: Arc::new(inventory),
+        plan,
+        extra,
+        pool: Arc::new(ConnectionPool::new(hosts, connect.clone())),
+        engine_options,
+        sink: sink.clone(),
+        playbooks,
+        options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
+    };
     let (summary, error) = runtime.block_on(async {
-        let (stop_handle, stop) = stop_signal();
-        let run = Arc::new(UpgradeRun::new(RunParts {
-            inventory: Arc::new(inventory),
-            plan,
-            target,
-            extra,
-            pool: Arc::new(ConnectionPool::new(hosts, connect.clone())),
-            engine_options,
-            sink: sink.clone(),
-            playbooks,
-            journal,
-            history,
-            stop: stop.clone(),
-            options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
-        }));
-        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, lock.path().to_path_buf()));
-        let result = run_phases(&run, &stop).await;
-        signals.abort();
-        run.close().await;
+        let result = run_hops(&base, &journal, history, &target, grace, lock.path()).await;
+        base.pool.close_all().await;
         result
     });
     drop(lock);
@@ -98,6 +93,117 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         Some(e) => Err(e),
         None => Ok(summary.exit_code()),
     }
+}
+
+/// What every run context of one invocation shares (one per hop of an update path).
+struct RunBase {
+    inventory: Arc<Inventory>,
+    plan: Plan,
+    extra: crate::inventory::Vars,
+    pool: Arc<ConnectionPool>,
+    engine_options: EngineOptions,
+    sink: SharedSink,
+    playbooks: PathBuf,
+    options: RunOptions,
+}
+
+impl RunBase {
+    fn run(&self, target: TargetVersion, journal: &Journal, history: History, stop: StopSignal) -> Result<UpgradeRun> {
+        Ok(UpgradeRun::new(RunParts {
+            inventory: self.inventory.clone(),
+            plan: self.plan.clone(),
+            target,
+            extra: self.extra.clone(),
+            pool: self.pool.clone(),
+            engine_options: self.engine_options.clone(),
+            sink: self.sink.clone(),
+            playbooks: self.playbooks.clone(),
+            journal: journal.try_clone()?,
+            history,
+            stop,
+            options: self.options.clone(),
+        }))
+    }
+}
+
+/// Runs the phases once per hop: once for the target, or, with an update graph, once per edge of the path to it.
+/// A hop that does not succeed ends the run; a re-run continues in that hop.
+async fn run_hops(
+    base: &RunBase,
+    journal: &Journal,
+    history: History,
+    target: &TargetVersion,
+    grace: Duration,
+    lock: &std::path::Path,
+) -> (Summary, Option<Error>) {
+    let failed = |e: Error| {
+        let summary = Summary {
+            target: target.to_string(),
+            hosts: Vec::new(),
+            stopped: Some(format!("preflight: {}", e.message)),
+            left_cordoned: Vec::new(),
+            interrupted: false,
+            resumed: None,
+            error_code: Some(e.exit_code()),
+        };
+        (summary, Some(e))
+    };
+    let hops = match &base.plan.strategy.update_graph {
+        None => None,
+        Some(graph) => {
+            let probe = match base.run(target.clone(), journal, history.clone(), StopSignal::never()) {
+                Ok(probe) => probe,
+                Err(e) => return failed(e),
+            };
+            match hops::decide(&probe, &graph.value, target).await {
+                Ok(hops) => Some(hops),
+                Err(e) => return failed(e),
+            }
+        }
+    };
+    let Some(hops) = hops.filter(|h| h.len() > 1 || h.first().is_some_and(|h| h.total > 1)) else {
+        let (stop_handle, stop) = stop_signal();
+        let run = match base.run(target.clone(), journal, history, stop.clone()) {
+            Ok(run) => Arc::new(run),
+            Err(e) => return failed(e),
+        };
+        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, lock.to_path_buf()));
+        let result = run_phases(&run, &stop).await;
+        signals.abort();
+        return result;
+    };
+    let mut all: Option<Summary> = None;
+    let mut history = Some(history);
+    for hop in hops {
+        let (stop_handle, stop) = stop_signal();
+        // Each hop reads the journal as the hops before it left it.
+        let known = match history.take().map_or_else(|| journal.history(), Ok) {
+            Ok(known) => known,
+            Err(e) => return failed(e),
+        };
+        let run = match base.run(hop.target.clone(), journal, known, stop.clone()) {
+            Ok(run) => Arc::new(run),
+            Err(e) => return failed(e),
+        };
+        run.record(hop.journal_entry(&run, target));
+        run.notice(None, format!("update path to {target}: {}", hop.describe()));
+        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, lock.to_path_buf()));
+        let (summary, error) = run_phases(&run, &stop).await;
+        signals.abort();
+        let ok = error.is_none() && summary.exit_code() == 0;
+        let merged = match all.take() {
+            None => summary,
+            Some(mut earlier) => {
+                earlier.hosts.extend(summary.hosts);
+                Summary { hosts: earlier.hosts, target: target.to_string(), ..summary }
+            }
+        };
+        if !ok {
+            return (merged, error);
+        }
+        all = Some(merged);
+    }
+    (all.unwrap_or_else(|| failed(Error::internal("the update path has no hop")).0), None)
 }
 
 /// Every hook file must be a valid task list before anything is touched.

@@ -658,7 +658,7 @@ pub fn resolve_hooks(host: &str, vars: &Vars, points: &[HookPoint], base_dir: &P
     Ok(hooks)
 }
 
-fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
+pub(crate) fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
     if let Some(rest) = text.strip_prefix("~/") {
         if let Some(home) = std::env::var_os("HOME") {
             return PathBuf::from(home).join(rest);
@@ -785,7 +785,7 @@ pub fn resolve(
 }
 
 /// How a setting's value reads in a message.
-trait Shown {
+pub(crate) trait Shown {
     fn shown(&self) -> String;
 }
 
@@ -828,7 +828,7 @@ fn optional_value<T>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_wide<T: PartialEq + Shown>(
+pub(crate) fn run_wide<T: PartialEq + Shown>(
     flag: &str,
     flag_value: Option<&str>,
     (canonical, alias): (&str, &str),
@@ -939,7 +939,7 @@ fn reject_template(name: &str, text: &str, origin: &Origin) -> Result<()> {
 }
 
 /// Puts the error at the variable's place when it was set in a file, and says which variable it was.
-fn located(mut err: Error, name: &str, origin: &Origin) -> Error {
+pub(crate) fn located(mut err: Error, name: &str, origin: &Origin) -> Error {
     if !err.message.contains(name) {
         err.message = format!("{name}: {}", err.message);
     }

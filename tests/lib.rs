@@ -10,5 +10,6 @@ mod ops;
 mod plan;
 mod reboot;
 mod ssh;
+mod strategies;
 mod tasks;
 mod upgrade;

@@ -185,9 +185,12 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
             "the target {target} skips a minor version (the control plane runs {current})"
         ))
         .hint(format!(
-            "upgrade one minor at a time (next: v{}.{}.x), or pass --allow-skip-minor if your distribution supports it",
+            "upgrade one minor at a time (next: v{}.{}.x; the hops to {target}: {}), give an update graph \
+             (upgrade_update_graph) to walk the path in one run, or pass --allow-skip-minor if your distribution \
+             supports it",
             current.major,
-            current.minor + 1
+            current.minor + 1,
+            crate::strategy::graph::minor_hops(&current, target).join(" -> ")
         )));
     }
     if plan.has_phase(Phase::Nodes) && !plan.has_phase(Phase::ControlPlane) && current < *target {

@@ -106,6 +106,8 @@ pub struct Plan {
     /// The hosts whose etcd is backed up (group `etcd`, else the first master), whether or not the phase is selected:
     /// a run that changes the control plane without a verified backup of this target takes one first.
     pub etcd_hosts: Vec<String>,
+    /// The update graph (and the other strategies): how the nodes are upgraded and along which versions.
+    pub strategy: crate::strategy::Strategy,
 }
 
 impl Plan {
@@ -209,6 +211,7 @@ impl Plan {
             hosts.iter().chain(if wants(Phase::Nodes) { candidates.as_slice() } else { &[] }).cloned().collect();
         let provisional_all = dedup(provisional_all);
         let settings = settings::resolve(args, &node_vars, &vars_of(&provisional_all), extra)?;
+        let strategy = crate::strategy::Strategy::resolve(&vars_of(&provisional_all), extra, &inventory.dir)?;
 
         let mut node_labels = IndexMap::new();
         let mut groups_cache = NodeGroupsCache::default();
@@ -277,6 +280,7 @@ impl Plan {
             limit,
             labels_from_cluster,
             etcd_hosts: etcd,
+            strategy,
         })
     }
 }
