@@ -731,7 +731,7 @@ pub fn resolve(
     all_hosts: HostVarsRef<'_>,
     extra: &Vars,
 ) -> Result<Settings> {
-    let serial = run_wide(
+    let serial = match run_wide(
         "--serial",
         args.serial.as_deref(),
         ("upgrade_nodes_serial", "openshift_upgrade_nodes_serial"),
@@ -739,7 +739,19 @@ pub fn resolve(
         extra,
         Serial::parse,
         Serial::from_value,
-    )?
+    )? {
+        Some(serial) => Some(serial),
+        // The Machine Config Operator's name for the same thing (nodes upgraded at once); serial wins over it.
+        None => run_wide(
+            "--serial",
+            None,
+            ("upgrade_nodes_max_unavailable", "upgrade_nodes_max_unavailable"),
+            node_hosts,
+            extra,
+            Serial::parse,
+            Serial::from_value,
+        )?,
+    }
     .unwrap_or_else(|| Setting::default(Serial::one()));
     let label = run_wide(
         "--label",

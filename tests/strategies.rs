@@ -214,3 +214,65 @@ fn without_a_graph_a_target_two_minors_ahead_lists_the_hops_it_would_need() {
     let err = String::from_utf8_lossy(&refused.stderr).into_owned();
     assert!(err.contains("the hops to v1.31.0: v1.29.x -> v1.30.x -> v1.31.0"), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// zone-age order
+
+#[test]
+fn zone_age_takes_the_nodes_without_a_zone_then_zone_a_then_zone_b_oldest_first_max_unavailable_at_a_time() {
+    let nodes = "n1 v1.28.5 topology.kubernetes.io/zone=b\nn2 v1.28.5 topology.kubernetes.io/zone=a\n\
+                 n3 v1.28.5 -\nn4 v1.28.5 topology.kubernetes.io/zone=b\nn5 v1.28.5 -\n";
+    let cluster = Cluster::new("v1.28.5", nodes, &[("nodes", &["n1", "n2", "n3", "n4", "n5"])])
+        .var("upgrade_target_version: v1.29.1")
+        .var("upgrade_nodes_order: zone-age")
+        .var("upgrade_nodes_max_unavailable: 2");
+    for (node, created) in [
+        ("n1", "2024-01-01T00:00:00Z"),
+        ("n2", "2024-06-01T00:00:00Z"),
+        ("n3", "2024-03-01T00:00:00Z"),
+        ("n4", "2023-01-01T00:00:00Z"),
+        ("n5", "2023-06-01T00:00:00Z"),
+    ] {
+        cluster.fake.set_cue(node, "created", created);
+    }
+    let run = cluster.upgrade(&[], 0);
+    let out = stdout(&run);
+    assert!(out.contains("zone-age order (by topology.kubernetes.io/zone, oldest first): n5, n3, n2, n4, n1"), "{out}");
+    assert!(out.contains("-- batch 1/3: n5, n3") && out.contains("-- batch 3/3: n1"), "{out}");
+    let drained: Vec<String> = cluster
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.action == "drain" && c.node.starts_with('n'))
+        .map(|c| c.node)
+        .collect();
+    let mut first_batch = drained[..2].to_vec();
+    first_batch.sort();
+    assert_eq!(first_batch, ["n3", "n5"], "no zone first: {drained:?}");
+    let mut second_batch = drained[2..4].to_vec();
+    second_batch.sort();
+    assert_eq!(second_batch, ["n2", "n4"], "then zone a and the oldest of zone b: {drained:?}");
+    assert_eq!(drained[4], "n1", "the newest node of zone b last: {drained:?}");
+}
+
+#[test]
+fn the_offline_plan_orders_by_the_zones_of_node_labels_and_says_the_run_orders_again() {
+    let inventory = "[masters]\nm1\n[nodes]\nn1 node_labels=\"{'topology.kubernetes.io/zone': 'b'}\"\n\
+                     n2 node_labels=\"{'topology.kubernetes.io/zone': 'a'}\"\nn3\n\
+                     [all:vars]\nupgrade_nodes_order=zone-age\nupgrade_nodes_max_unavailable=2\n";
+    let mut out = crate::support::Scenario::new()
+        .file("hosts", inventory)
+        .args(["--inventory", "hosts", "--plan", "--output", "json"])
+        .success();
+    let plan = out.json();
+    assert_eq!(plan["phases"][3]["batches"], serde_json::json!([["n3", "n2"], ["n1"]]));
+    assert_eq!(plan["nodes_order"]["rule"], "zone-age");
+    assert_eq!(plan["nodes_order"]["reordered_at_run_time"], true);
+    assert_eq!(plan["settings"]["serial"], 2, "max_unavailable is serial under another name");
+    crate::support::Scenario::new()
+        .file("hosts", inventory)
+        .args(["--inventory", "hosts", "--plan"])
+        .success()
+        .stdout_has("Node order: zone-age")
+        .stdout_has("the run orders the nodes again");
+}

@@ -249,6 +249,7 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
                 _ => {}
             }
         }
+        let selected = crate::strategy::order::for_run(run, selected, cluster);
         // A percentage of serial is of all the nodes selected for the phase, as in the plan.
         result.node_batches = batch_hosts(&selected, &plan.settings.serial.value);
     }

@@ -4,6 +4,7 @@
 
 pub mod graph;
 pub mod hops;
+pub mod order;
 pub mod versions;
 
 use std::path::Path;
@@ -14,12 +15,15 @@ use crate::error::Result;
 use crate::inventory::{Origin, Vars};
 use crate::settings::{HostVarsRef, Setting, Shown, run_wide};
 pub use graph::UpdateGraph;
+pub use order::NodesOrder;
 
 /// The strategy settings of a plan, each with its origin.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Strategy {
     /// `upgrade_update_graph`: the graph the target must be reachable in; a far target becomes a path of hops.
     pub update_graph: Option<Setting<UpdateGraph>>,
+    /// `upgrade_nodes_order`: the order the nodes phase takes the nodes in.
+    pub order: Setting<NodesOrder>,
 }
 
 impl Shown for String {
@@ -40,8 +44,23 @@ fn text_value(value: &Value) -> Result<Option<String>> {
 
 impl Strategy {
     /// Reads the strategy settings: the update graph over every host of the plan (it governs the target, as the
-    /// target version does).
-    pub fn resolve(all_hosts: HostVarsRef<'_>, extra: &Vars, base_dir: &Path) -> Result<Strategy> {
+    /// target version does), the others over the nodes.
+    pub fn resolve(
+        node_hosts: HostVarsRef<'_>,
+        all_hosts: HostVarsRef<'_>,
+        extra: &Vars,
+        base_dir: &Path,
+    ) -> Result<Strategy> {
+        let order = run_wide(
+            "upgrade_nodes_order",
+            None,
+            ("upgrade_nodes_order", "upgrade_nodes_order"),
+            node_hosts,
+            extra,
+            NodesOrder::parse,
+            NodesOrder::from_value,
+        )?
+        .unwrap_or(Setting { value: NodesOrder::Inventory, source: None, origin: Origin::Default });
         let graph = run_wide(
             "upgrade_update_graph",
             None,
@@ -65,7 +84,22 @@ impl Strategy {
             }
             _ => None,
         };
-        Ok(Strategy { update_graph })
+        Ok(Strategy { update_graph, order })
+    }
+
+    /// The nodes in the order the nodes phase takes them, as far as the inventory tells (`node_labels` for the zone;
+    /// the ages are known only at run time, when preflight orders them again from what the cluster reports).
+    pub fn order_offline(
+        &self,
+        nodes: Vec<String>,
+        labels: &indexmap::IndexMap<String, std::collections::BTreeMap<String, String>>,
+    ) -> Vec<String> {
+        match self.order.value {
+            NodesOrder::Inventory => nodes,
+            NodesOrder::ZoneAge => {
+                order::zone_age(&nodes, |h| order::NodeFacts { labels: labels.get(h), created: None })
+            }
+        }
     }
 
     /// The keys `--plan --output json` adds for the strategies.
@@ -92,12 +126,26 @@ impl Strategy {
                 "hops_from": hops_from,
             })
         });
-        json!({ "update_graph": graph })
+        let order = json!({
+            "rule": self.order.value.name(),
+            "origin": self.order.describe_origin(),
+            "reordered_at_run_time": self.order.value == NodesOrder::ZoneAge,
+        });
+        json!({ "update_graph": graph, "nodes_order": order })
     }
 
     /// Lines for the text plan.
     pub fn plan_text(&self, target: Option<&crate::settings::TargetVersion>) -> Vec<String> {
         let mut lines = Vec::new();
+        if self.order.value == NodesOrder::ZoneAge {
+            lines.push(format!(
+                "Node order: zone-age ({}): by the {} label, oldest first within a zone. The batches above follow \
+                 the zones of node_labels; the run orders the nodes again by the labels and creation times the \
+                 cluster reports.",
+                self.order.describe_origin(),
+                order::ZONE_LABEL
+            ));
+        }
         if let Some(g) = &self.update_graph {
             lines.push(format!("Update graph: {} ({})", g.value.path.display(), g.describe_origin()));
             match target {
