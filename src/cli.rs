@@ -104,6 +104,10 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub fresh: bool,
 
+    /// Blue-green: make the blue (old) nodes schedulable and the green (new) ones unschedulable again.
+    #[arg(long)]
+    pub rollback_blue_green: bool,
+
     /// After a first SIGINT/SIGTERM, how long hosts in flight may take to finish their sequence; past it they stop at
     /// the next safe point (between steps, never inside the upgrade step) and nodes cordoned but not yet upgraded are
     /// uncordoned.

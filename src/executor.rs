@@ -17,7 +17,7 @@ use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup,
 use crate::plan::{Phase, Plan, render::plan_text};
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::settings::TargetVersion;
-use crate::strategy::hops;
+use crate::strategy::{blue_green, hops};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
 
@@ -28,12 +28,18 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
     let plan = Plan::build_for_run(&inventory, &extra, args)?;
-    let target = plan.settings.target_version.value.clone().ok_or_else(|| {
-        Error::input("no target version")
-            .in_file(&inventory.path)
-            .hint("set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)")
-    })?;
+    let target = match plan.settings.target_version.value.clone() {
+        Some(target) => target,
+        // A rollback goes back to what ran before: it needs no target (journal entries say v0.0.0).
+        None if args.rollback_blue_green => TargetVersion { major: 0, minor: 0, patch: 0, suffix: String::new() },
+        None => {
+            return Err(Error::input("no target version")
+                .in_file(&inventory.path)
+                .hint("set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)"));
+        }
+    };
     check_hook_files(&plan)?;
+    blue_green::check_surge_hooks(&plan)?;
 
     let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
     let lock = RunLock::acquire(&state_dir)?;
@@ -43,7 +49,9 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let primary: SharedSink = match args.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            print!("{}", plan_text(&plan, &inventory));
+            if !args.rollback_blue_green {
+                print!("{}", plan_text(&plan, &inventory));
+            }
             Arc::new(HumanReporter::for_terminal(args.run.verbose))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(Box::new(std::io::stdout()))),
@@ -80,7 +88,14 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
     };
     let (summary, error) = runtime.block_on(async {
-        let result = run_hops(&base, &journal, history, &target, grace, lock.path()).await;
+        let result = if args.rollback_blue_green {
+            match base.run(target.clone(), &journal, history, StopSignal::never()) {
+                Ok(run) => blue_green::rollback(&run).await,
+                Err(e) => (Summary { error_code: Some(e.exit_code()), ..Summary::empty(target.to_string()) }, Some(e)),
+            }
+        } else {
+            run_hops(&base, &journal, history, &target, grace, lock.path()).await
+        };
         base.pool.close_all().await;
         result
     });
@@ -138,13 +153,9 @@ async fn run_hops(
 ) -> (Summary, Option<Error>) {
     let failed = |e: Error| {
         let summary = Summary {
-            target: target.to_string(),
-            hosts: Vec::new(),
             stopped: Some(format!("preflight: {}", e.message)),
-            left_cordoned: Vec::new(),
-            interrupted: false,
-            resumed: None,
             error_code: Some(e.exit_code()),
+            ..Summary::empty(target.to_string())
         };
         (summary, Some(e))
     };
@@ -392,7 +403,11 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
             summary.hosts.extend(skipped_now(run));
         } else if summary.stopped.is_none() {
             let started = phase_started(run, Phase::Nodes);
-            let (reports, stopped) = nodes::run(run, &pre.node_batches, &pre.nodes_skipped, stop).await;
+            let (reports, stopped) = if run.plan.strategy.blue_green.enabled() {
+                blue_green::run(run, &pre.node_batches, stop).await
+            } else {
+                nodes::run(run, &pre.node_batches, &pre.nodes_skipped, stop).await
+            };
             summary.hosts.extend(reports);
             phase_finished(run, Phase::Nodes, stopped.is_none(), started);
             summary.stopped = stopped;
@@ -414,6 +429,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                     .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }) && r.phase != "etcd-backup")
                     .map(|r| r.host.clone())
                     .collect();
+                let upgraded = blue_green::to_verify(run, upgraded);
                 let checks = verify::check_upgraded(run, &cluster, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());
                 summary.hosts.extend(checks);

@@ -276,3 +276,156 @@ fn the_offline_plan_orders_by_the_zones_of_node_labels_and_says_the_run_orders_a
         .stdout_has("Node order: zone-age")
         .stdout_has("the run orders the nodes again");
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// blue-green
+
+fn labels(cluster: &Cluster, node: &str) -> String {
+    std::fs::read_to_string(cluster.fake.state_dir().join("nodes").join(node).join("labels")).unwrap_or_default()
+}
+
+#[test]
+fn blue_green_evacuates_the_blue_nodes_in_batches_counts_a_stuck_drain_and_rolls_back() {
+    let nodes = "n1 v1.28.5 -\nn2 v1.28.5 -\nn3 v1.28.5 -\n\
+                 g1 v1.29.1 - cordoned\ng2 v1.29.1 - cordoned\ng3 v1.29.1 - cordoned\n";
+    let cluster = Cluster::new("v1.28.5", nodes, &[("nodes", &["n1", "n2", "n3"]), ("new_nodes", &["g1", "g2", "g3"])])
+        .var("upgrade_target_version: v1.29.1")
+        .var("upgrade_nodes_strategy: blue-green")
+        .var("upgrade_nodes_serial: 2")
+        .var("upgrade_nodes_max_fail_percentage: 50")
+        .var("upgrade_nodes_drain_timeout: 2")
+        .var("upgrade_node_pre_drain_hook: hooks/record.yml")
+        .var("upgrade_node_post_hook: hooks/record.yml");
+    let log = cluster.path("hooks.log");
+    cluster.write(
+        "hooks/record.yml",
+        &format!("- shell: echo \"{{{{ inventory_hostname }}}}\" >> {}\n  delegate_to: localhost\n", log.display()),
+    );
+    cluster.fake.set_cue("n2", "drain_hang", "");
+
+    let run = cluster.upgrade(&[], 1);
+    let out = stdout(&run);
+    assert!(out.contains("[n2] FAILED at drain: drain timed out after 2s"), "{out}");
+    assert!(
+        out.contains("-- batch 1/2: n1, n2") && out.contains("-- batch 2/2: n3"),
+        "one failure of two is within 50%: {out}"
+    );
+    for m in MASTERS {
+        assert_eq!(cluster.fake.version(m), "v1.29.1", "the masters are upgraded in place");
+    }
+    for n in ["n1", "n2", "n3"] {
+        assert_eq!(cluster.fake.upgrades(n), 0, "{n} is replaced, not upgraded");
+        assert!(cluster.fake.is_cordoned(n), "{n} is unschedulable");
+        assert!(labels(&cluster, n).contains("color=blue"), "{n}: {}", labels(&cluster, n));
+    }
+    for g in ["g1", "g2", "g3"] {
+        assert!(!cluster.fake.is_cordoned(g), "{g} takes the load");
+        assert!(labels(&cluster, g).contains("color=green"), "{g}: {}", labels(&cluster, g));
+    }
+    // The batch of n1 and n2 was evacuated before n3; every blue node was made unschedulable before any drain.
+    let calls = cluster.fake.calls();
+    let position = |node: &str, action: &str| calls.iter().position(|c| c.node == node && c.action == action);
+    let last_cordon = ["n1", "n2", "n3"].iter().filter_map(|n| position(n, "cordon")).max();
+    let first_drain = ["n1", "n2", "n3"].iter().filter_map(|n| position(n, "drain")).min();
+    assert!(last_cordon < first_drain, "{calls:?}");
+    assert!(position("g1", "uncordon") < first_drain, "green is schedulable before blue is drained");
+    assert!(position("n1", "drain") < position("n3", "drain") && position("n2", "drain") < position("n3", "drain"));
+    // The node hooks ran for each blue node; n2 never got past its drain.
+    let hooks = std::fs::read_to_string(&log).expect("the hooks ran");
+    let count = |h: &str| hooks.lines().filter(|l| *l == h).count();
+    assert_eq!((count("n1"), count("n2"), count("n3")), (2, 1, 2), "{hooks}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "delete"), "node objects are kept by default");
+
+    cluster.upgrade(&["--rollback-blue-green"], 0);
+    for n in ["n1", "n2", "n3"] {
+        assert!(!cluster.fake.is_cordoned(n), "{n} is schedulable again");
+    }
+    for g in ["g1", "g2", "g3"] {
+        assert!(cluster.fake.is_cordoned(g), "{g} is unschedulable again");
+    }
+}
+
+#[test]
+fn blue_green_refuses_green_nodes_not_ready_at_the_target_before_touching_anything() {
+    let nodes = "n1 v1.28.5 -\ng1 v1.28.5 -\n";
+    let cluster = Cluster::new("v1.28.5", nodes, &[("nodes", &["n1"]), ("new_nodes", &["g1"])])
+        .var("upgrade_target_version: v1.29.1")
+        .var("upgrade_nodes_strategy: blue-green");
+    let refused = cluster.upgrade(&[], 1);
+    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(err.contains("the green nodes are not ready to take the load: g1 runs v1.28.5, not v1.29.1"), "{err}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action.starts_with("get")), "nothing was touched");
+}
+
+#[test]
+fn a_surge_cycle_adds_a_node_before_each_blue_drain_and_removes_the_old_one_after() {
+    let cluster = Cluster::new("v1.29.1", "n1 v1.28.5 -\nn2 v1.28.5 -\n", &[("nodes", &["n1", "n2"])])
+        .var("upgrade_target_version: v1.29.1")
+        .var("upgrade_nodes_strategy: blue-green")
+        .var("upgrade_blue_green_delete_nodes: true")
+        .var("upgrade_node_surge_add_hook: hooks/surge_add.yml")
+        .var("upgrade_node_surge_remove_hook: hooks/surge_remove.yml");
+    // The hooks stand in for a cloud scale set: they write into the fake cluster's call log, so that one timeline
+    // shows the hooks between the cluster calls. They run on the controller.
+    let calls_log = cluster.fake.state_dir().join("calls.log");
+    for (file, action) in [("hooks/surge_add.yml", "surge-add"), ("hooks/surge_remove.yml", "surge-remove")] {
+        cluster.write(
+            file,
+            &format!(
+                "- name: {action} for {{{{ upgrade_replaced_node }}}}\n  shell: printf 't\\t%s\\t{action}\\ton %s\\n' \
+                 '{{{{ upgrade_replaced_node }}}}' \"$(hostname)\" >> {}\n",
+                calls_log.display()
+            ),
+        );
+    }
+    let run = cluster.upgrade(&[], 0);
+    let out = stdout(&run);
+    assert!(out.contains("blue node n1 evacuated and its node object deleted"), "{out}");
+    let timeline: Vec<(String, String)> = cluster
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| ["n1", "n2"].contains(&c.node.as_str()) && !c.action.starts_with("get"))
+        .filter(|c| c.action != "label" && c.action != "cordon")
+        .map(|c| (c.node, c.action))
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("n1", "surge-add"),
+        ("n1", "drain"),
+        ("n1", "delete"),
+        ("n1", "surge-remove"),
+        ("n2", "surge-add"),
+        ("n2", "drain"),
+        ("n2", "delete"),
+        ("n2", "surge-remove"),
+    ]
+    .iter()
+    .map(|(n, a)| (n.to_string(), a.to_string()))
+    .collect();
+    assert_eq!(timeline, expected);
+    assert!(!cluster.fake.state_dir().join("nodes/n1").exists(), "n1's node object is gone");
+}
+
+#[test]
+fn the_plan_shows_the_blue_green_strategy_and_keeps_its_old_keys() {
+    let inventory = "[masters]\nm1\n[nodes]\nn1\nn2\n[new_nodes]\ng1\n\
+                     [all:vars]\nupgrade_nodes_strategy=blue-green\nupgrade_blue_green_label=generation\n";
+    let mut out = crate::support::Scenario::new()
+        .file("hosts", inventory)
+        .args(["--inventory", "hosts", "--plan", "--output", "json"])
+        .success();
+    let plan = out.json();
+    assert_eq!(plan["nodes_strategy"]["name"], "blue-green");
+    assert_eq!(plan["nodes_strategy"]["green"], serde_json::json!(["g1"]));
+    assert_eq!(plan["nodes_strategy"]["label"], "generation");
+    assert_eq!(plan["nodes_strategy"]["delete_nodes"], false);
+    assert_eq!(plan["phases"][3]["batches"], serde_json::json!([["n1"], ["n2"]]));
+    assert_eq!(plan["settings"]["serial"], 1);
+
+    let empty = "[masters]\nm1\n[nodes]\nn1\n[all:vars]\nupgrade_nodes_strategy=blue-green\n";
+    crate::support::Scenario::new()
+        .file("hosts", empty)
+        .args(["--inventory", "hosts", "--plan"])
+        .failure(2)
+        .stderr_has("the green group `new_nodes` has no hosts");
+}

@@ -61,6 +61,7 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
     if let Ok(mut before) = run.cluster_before.lock() {
         *before = by_name.clone();
     }
+    crate::strategy::blue_green::check_green(run, &by_name)?;
     decide(run, &by_name)
 }
 
@@ -240,7 +241,8 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         for h in &selected {
             let node = &cluster[&run.node_name(h)];
             match version_of(node) {
-                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) => {
+                // Blue nodes are evacuated whatever version they run.
+                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) && !plan.strategy.blue_green.enabled() => {
                     let report = skipped(run, Phase::Nodes, h, &v);
                     if let HostOutcome::Skipped { reason } = report.outcome {
                         result.nodes_skipped.insert(h.clone(), reason);

@@ -211,8 +211,7 @@ impl Plan {
             hosts.iter().chain(if wants(Phase::Nodes) { candidates.as_slice() } else { &[] }).cloned().collect();
         let provisional_all = dedup(provisional_all);
         let settings = settings::resolve(args, &node_vars, &vars_of(&provisional_all), extra)?;
-        let strategy =
-            crate::strategy::Strategy::resolve(&node_vars, &vars_of(&provisional_all), extra, &inventory.dir)?;
+        let strategy = crate::strategy::Strategy::resolve(&node_vars, &vars_of(&provisional_all), extra, inventory)?;
 
         let mut node_labels = IndexMap::new();
         let mut groups_cache = NodeGroupsCache::default();
@@ -233,7 +232,10 @@ impl Plan {
             }
             None => (candidates.clone(), Vec::new()),
         };
-        let nodes = strategy.order_offline(nodes, &node_labels);
+        let nodes = strategy.order_offline(strategy.blue_green.blue(nodes), &node_labels);
+        if wants(Phase::Nodes) {
+            strategy.blue_green.check(&nodes, inventory)?;
+        }
         if wants(Phase::Nodes) {
             hosts.extend(nodes.iter().filter(|h| seen.insert((*h).clone())).cloned());
         }

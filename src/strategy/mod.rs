@@ -2,18 +2,18 @@
 //! and its multi-hop paths. Read from the inventory like the other run-wide settings (a flag-less variable that the
 //! hosts of the phase it governs must agree on), decided before anything connects, carried out by the executor.
 
+pub mod blue_green;
 pub mod graph;
 pub mod hops;
 pub mod order;
 pub mod versions;
-
-use std::path::Path;
 
 use serde_json::{Value, json};
 
 use crate::error::Result;
 use crate::inventory::{Origin, Vars};
 use crate::settings::{HostVarsRef, Setting, Shown, run_wide};
+pub use blue_green::BlueGreen;
 pub use graph::UpdateGraph;
 pub use order::NodesOrder;
 
@@ -24,6 +24,8 @@ pub struct Strategy {
     pub update_graph: Option<Setting<UpdateGraph>>,
     /// `upgrade_nodes_order`: the order the nodes phase takes the nodes in.
     pub order: Setting<NodesOrder>,
+    /// `upgrade_nodes_strategy` and the blue-green settings.
+    pub blue_green: BlueGreen,
 }
 
 impl Shown for String {
@@ -49,8 +51,9 @@ impl Strategy {
         node_hosts: HostVarsRef<'_>,
         all_hosts: HostVarsRef<'_>,
         extra: &Vars,
-        base_dir: &Path,
+        inventory: &crate::inventory::Inventory,
     ) -> Result<Strategy> {
+        let base_dir = inventory.dir.as_path();
         let order = run_wide(
             "upgrade_nodes_order",
             None,
@@ -84,7 +87,8 @@ impl Strategy {
             }
             _ => None,
         };
-        Ok(Strategy { update_graph, order })
+        let blue_green = BlueGreen::resolve(node_hosts, extra, inventory)?;
+        Ok(Strategy { update_graph, order, blue_green })
     }
 
     /// The nodes in the order the nodes phase takes them, as far as the inventory tells (`node_labels` for the zone;
@@ -131,12 +135,12 @@ impl Strategy {
             "origin": self.order.describe_origin(),
             "reordered_at_run_time": self.order.value == NodesOrder::ZoneAge,
         });
-        json!({ "update_graph": graph, "nodes_order": order })
+        json!({ "update_graph": graph, "nodes_order": order, "nodes_strategy": self.blue_green.plan_json() })
     }
 
     /// Lines for the text plan.
     pub fn plan_text(&self, target: Option<&crate::settings::TargetVersion>) -> Vec<String> {
-        let mut lines = Vec::new();
+        let mut lines = self.blue_green.plan_text();
         if self.order.value == NodesOrder::ZoneAge {
             lines.push(format!(
                 "Node order: zone-age ({}): by the {} label, oldest first within a zone. The batches above follow \

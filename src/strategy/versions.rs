@@ -22,7 +22,7 @@ pub fn versions_command(args: &VersionsArgs) -> Result<i32> {
     let all: Vec<(String, Vars)> =
         inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, &extra))).collect();
     let refs: Vec<(&str, &Vars)> = all.iter().map(|(h, v)| (h.as_str(), v)).collect();
-    let strategy = Strategy::resolve(&[], &refs, &extra, &inventory.dir)?;
+    let strategy = Strategy::resolve(&[], &refs, &extra, &inventory)?;
     let graph = strategy.update_graph.map(|g| g.value).ok_or_else(|| {
         Error::input("the inventory sets no update graph")
             .in_file(&inventory.path)
