@@ -124,11 +124,16 @@ struct RunBase {
 
 impl RunBase {
     fn run(&self, target: TargetVersion, journal: &Journal, history: History, stop: StopSignal) -> Result<UpgradeRun> {
+        let mut extra = self.extra.clone();
+        if self.plan.settings.target_version.value.as_ref() != Some(&target) {
+            // A hop of an update path: its own target, not the final one a `-e` gave, is what its steps see.
+            extra.shift_remove("upgrade_target_version");
+        }
         Ok(UpgradeRun::new(RunParts {
             inventory: self.inventory.clone(),
             plan: self.plan.clone(),
             target,
-            extra: self.extra.clone(),
+            extra,
             pool: self.pool.clone(),
             engine_options: self.engine_options.clone(),
             sink: self.sink.clone(),
@@ -172,7 +177,21 @@ async fn run_hops(
             }
         }
     };
-    let Some(hops) = hops.filter(|h| h.len() > 1 || h.first().is_some_and(|h| h.total > 1)) else {
+    let hops = hops.filter(|h| h.len() > 1 || h.first().is_some_and(|h| h.total > 1));
+    if hops.as_ref().is_some_and(|h| h.len() > 1)
+        && base.plan.strategy.blue_green.enabled()
+        && base.plan.has_phase(Phase::Nodes)
+    {
+        return failed(
+            Error::input(format!("blue-green nodes cannot follow an update path of several hops to {target}"))
+                .in_file(&base.inventory.path)
+                .hint(
+                    "walk the path with the control plane first (--phase etcd-backup,control-plane,verify), then run \
+                     the blue-green nodes phase at the final target",
+                ),
+        );
+    }
+    let Some(hops) = hops else {
         let (stop_handle, stop) = stop_signal();
         let run = match base.run(target.clone(), journal, history, stop.clone()) {
             Ok(run) => Arc::new(run),

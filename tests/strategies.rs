@@ -141,7 +141,9 @@ fn graph_cluster() -> Cluster {
 #[test]
 fn a_target_two_edges_away_is_walked_hop_by_hop_and_a_run_killed_in_the_second_hop_resumes_there() {
     let cluster = graph_cluster();
-    let mut child = cluster.command(&[]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start");
+    // The final target given with -e, the highest precedence, does not hide each hop's own target from its steps.
+    let target = ["-e", "upgrade_target_version=v1.30.2"];
+    let mut child = cluster.command(&target).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start");
     // Hop 2 has begun on the control plane: m1 went to v1.30.2 and m2 is being drained.
     cluster.wait_for("m2's drain in hop 2", |_| {
         let calls = cluster.fake.calls();
@@ -154,7 +156,7 @@ fn a_target_two_edges_away_is_walked_hop_by_hop_and_a_run_killed_in_the_second_h
     let journal = cluster.journal();
     assert!(journal.contains(r#""event":"hop-started""#) && journal.contains(r#""hop":2"#), "{journal}");
 
-    let resumed = cluster.upgrade(&[], 0);
+    let resumed = cluster.upgrade(&target, 0);
     let out = stdout(&resumed);
     assert!(out.contains("resuming the update path at hop 2 of 2: v1.29.1 -> v1.30.2"), "{out}");
     assert!(!out.contains("hop 1 of 2"), "hop 1 is not done again: {out}");

@@ -235,8 +235,6 @@ impl Plan {
         let nodes = strategy.order_offline(strategy.blue_green.blue(nodes), &node_labels);
         if wants(Phase::Nodes) {
             strategy.blue_green.check(&nodes, inventory)?;
-        }
-        if wants(Phase::Nodes) {
             hosts.extend(nodes.iter().filter(|h| seen.insert((*h).clone())).cloned());
         }
 
