@@ -329,15 +329,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         time: utc_timestamp(std::time::SystemTime::now()),
         target: run.target.to_string(),
     });
-    let mut summary = Summary {
-        target: run.target.to_string(),
-        hosts: Vec::new(),
-        stopped: None,
-        left_cordoned: Vec::new(),
-        interrupted: false,
-        resumed: None,
-        error_code: None,
-    };
+    let mut summary = Summary::empty(run.target.to_string());
 
     let started = phase_started(run, Phase::Preflight);
     let pre = match preflight::run(run).await {

@@ -8,7 +8,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use indexmap::IndexMap;
@@ -18,11 +18,12 @@ use crate::cluster::ClusterNode;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::inventory::{Inventory, Origin, Vars};
-use crate::phase::batches::{BatchStop, StopSignal, run_batches};
+use crate::phase::batches::{BatchStop, StopSignal};
+use crate::phase::nodes::run_in_batches;
 use crate::phase::run::{StepFailure, UpgradeRun};
 use crate::phase::sequence::{drain, hook, safe_point};
 use crate::phase::{HostOutcome, HostReport, Step, Summary};
-use crate::plan::{Phase, threshold_exceeded};
+use crate::plan::Phase;
 use crate::settings::{HookPoint, HostVarsRef, Setting, Shown, TargetVersion, run_wide};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -404,41 +405,10 @@ pub async fn run(
         .filter(|b| !b.is_empty())
         .collect();
     let max_fail = run.plan.settings.max_fail_percentage.value;
-    let total = batches.len();
-    let phase = Phase::Nodes.name().to_string();
-    let finished: Arc<Mutex<HashMap<String, HostReport>>> = Arc::default();
-    let result = run_batches(
-        &batches,
-        stop,
-        |index, failed, size| {
-            run.event(Event::BatchFinished { phase: phase.clone(), index, failed, size });
-            threshold_exceeded(failed, size, max_fail)
-        },
-        |index, hosts| {
-            run.batch_started(hosts);
-            run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() })
-        },
-        |host| {
-            let (run, finished) = (run.clone(), finished.clone());
-            async move {
-                let report = evacuate(&run, &host).await;
-                let outcome = report.outcome.clone();
-                if let Ok(mut finished) = finished.lock() {
-                    finished.insert(host, report);
-                }
-                outcome
-            }
-        },
-    )
-    .await;
-    let mut finished = finished.lock().map(|mut f| std::mem::take(&mut *f)).unwrap_or_default();
-    for (host, outcome) in result.outcomes {
-        match finished.remove(&host) {
-            Some(report) => reports.push(report),
-            None => reports.push(run.host_completed(Phase::Nodes, &host, outcome, Instant::now())),
-        }
-    }
-    let stopped = result.stopped.map(|stop| match stop {
+    let (evacuated, stopped) =
+        run_in_batches(run, &batches, stop, |run, host| async move { evacuate(&run, &host).await }).await;
+    reports.extend(evacuated);
+    let stopped = stopped.map(|stop| match stop {
         BatchStop::Threshold { batch, failed, size } => format!(
             "batch {batch}: {failed} of {size} blue nodes failed, more than max-fail-percentage {max_fail} allows; \
              the later batches were not evacuated (`upgrade --rollback-blue-green` switches back)"
