@@ -423,7 +423,10 @@ pub async fn run(
 async fn evacuate(run: &UpgradeRun, host: &str) -> HostReport {
     let started = Instant::now();
     let node = run.node_name(host);
-    run.host_started(Phase::Nodes, host, false);
+    // Recorded so that a rollback leaves an operator's own cordon alone.
+    let was_cordoned =
+        run.cluster_before.lock().ok().and_then(|c| c.get(&node).map(|n| n.unschedulable)).unwrap_or(false);
+    run.host_started(Phase::Nodes, host, was_cordoned);
     let outcome = match evacuate_steps(run, host, &node).await {
         Ok(deleted) => {
             let what = if deleted { "evacuated and its node object deleted" } else { "evacuated, left unschedulable" };
@@ -524,8 +527,12 @@ pub async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
     for (host, step, file) in moves {
         let started = Instant::now();
         let node = run.node_name(host);
+        let cordoned_before =
+            step == Step::Uncordon && run.history.host(Phase::Nodes.name(), host).is_some_and(|h| h.was_cordoned);
         let outcome = if !cluster.contains_key(&node) {
             HostOutcome::Skipped { reason: format!("node {node} is not in the cluster (deleted?): it must rejoin") }
+        } else if cordoned_before {
+            HostOutcome::Skipped { reason: format!("node {node} was cordoned before the blue-green run: left so") }
         } else {
             let more: &[(&str, Value)] = if step == Step::Uncordon { &schedulable } else { &[] };
             match run.run_step(Phase::Nodes, host, step, &run.playbook(file), more, None).await {

@@ -158,6 +158,35 @@ mod tests {
     }
 
     #[test]
+    fn the_journal_keeps_the_last_hop_and_whether_its_run_succeeded() {
+        use crate::journal::{Journal, JournalEntry};
+        let dir = tempfile::tempdir().unwrap();
+        let (mut journal, _) = Journal::open(dir.path(), false).unwrap();
+        let run = journal.run_id().to_string();
+        let hop = |hop: usize, target: &str| JournalEntry::HopStarted {
+            run: run.clone(),
+            time: "t".into(),
+            hop,
+            hops: 2,
+            from: "v1.28.5".into(),
+            target: target.into(),
+            final_target: "v1.30.2".into(),
+        };
+        let finished =
+            |status: &str| JournalEntry::RunFinished { run: run.clone(), time: "t".into(), status: status.into() };
+        journal.record(&hop(1, "v1.29.1")).unwrap();
+        journal.record(&finished("success")).unwrap();
+        journal.record(&hop(2, "v1.30.2")).unwrap();
+        let second = journal.try_clone().unwrap();
+        let last = second.history().unwrap().hop.unwrap();
+        assert_eq!((last.hop, last.target.as_str(), last.finished), (2, "v1.30.2", false));
+        journal.record(&finished("interrupted")).unwrap();
+        assert!(!journal.history().unwrap().hop.unwrap().finished, "an interrupted hop is not finished");
+        journal.record(&finished("success")).unwrap();
+        assert!(journal.history().unwrap().hop.unwrap().finished);
+    }
+
+    #[test]
     fn an_unreachable_target_is_refused_with_what_the_graph_offers() {
         let err = path_from(&graph(), &v("1.30.2"), &v("1.29.1"), &History::default()).unwrap_err();
         assert!(err.message.contains("not reachable"), "{err}");
