@@ -194,7 +194,8 @@ fn versions_lists_the_targets_the_graph_offers_from_the_cluster_or_from_a_given_
     assert!(text.contains("v1.30.2      v1.29.1 -> v1.30.2 (2 hops)"), "{text}");
 
     let listed = cluster.command(&["versions", "--from", "1.29.1", "--output", "json"]).output().expect("run");
-    let doc: serde_json::Value = serde_json::from_slice(&listed.stdout).expect(&describe(&listed));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe(&listed)));
     assert_eq!(doc["targets"], serde_json::json!([{"version": "v1.30.2", "path": ["v1.30.2"]}]));
 }
 
@@ -202,7 +203,8 @@ fn versions_lists_the_targets_the_graph_offers_from_the_cluster_or_from_a_given_
 fn the_plan_shows_the_hops_from_each_version_and_keeps_its_old_keys() {
     let cluster = graph_cluster();
     let plan = cluster.command(&["--plan", "--output", "json"]).output().expect("run");
-    let doc: serde_json::Value = serde_json::from_slice(&plan.stdout).expect(&describe(&plan));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&plan.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe(&plan)));
     assert_eq!(doc["update_graph"]["hops_from"]["v1.28.5"], serde_json::json!(["v1.29.1", "v1.30.2"]));
     assert_eq!(doc["settings"]["target_version"], "v1.30.2");
     assert_eq!(doc["phases"][3]["batches"], serde_json::json!([["n1"], ["n2"]]));

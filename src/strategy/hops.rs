@@ -137,15 +137,17 @@ mod tests {
 
     #[test]
     fn a_run_that_stopped_in_the_first_hop_continues_there_even_with_the_masters_past_it() {
-        let mut history = History::default();
-        history.hop = Some(HopHistory {
-            hop: 1,
-            hops: 2,
-            from: "v1.28.5".into(),
-            target: "v1.29.1".into(),
-            final_target: "v1.30.2".into(),
-            finished: false,
-        });
+        let mut history = History {
+            hop: Some(HopHistory {
+                hop: 1,
+                hops: 2,
+                from: "v1.28.5".into(),
+                target: "v1.29.1".into(),
+                final_target: "v1.30.2".into(),
+                finished: false,
+            }),
+            ..History::default()
+        };
         // The masters reached v1.29.1, the nodes of hop 1 did not: hop 1 runs again (its masters are skipped).
         let hops = path_from(&graph(), &v("1.29.1"), &v("1.30.2"), &history).unwrap();
         assert_eq!(targets(&hops), [(1, 2, "v1.29.1".into()), (2, 2, "v1.30.2".into())]);
