@@ -435,3 +435,23 @@ fn the_plan_shows_the_blue_green_strategy_and_keeps_its_old_keys() {
         .failure(2)
         .stderr_has("the green group `new_nodes` has no hosts");
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// bad input
+
+#[test]
+fn a_bad_strategy_setting_or_graph_file_is_refused_with_its_place_and_what_to_write() {
+    let plan = |vars: &str| {
+        crate::support::Scenario::new()
+            .file("hosts", &format!("[masters]\nm1\n[nodes]\nn1\n[all:vars]\n{vars}\n"))
+            .file("graph.json", "{\"nodes\": [{\"version\": \"1.28.5\"}],\n \"edges\": [[0, 7]]}")
+            .file("broken.json", "{\"nodes\": [\n  {\"version\": \"1.28.5\"},\n  oops]}")
+            .args(["--inventory", "hosts", "--plan"])
+            .failure(2)
+    };
+    plan("upgrade_nodes_order=random").stderr_has("hosts:6:").stderr_has("write inventory (the inventory's order");
+    plan("upgrade_nodes_strategy=green-blue").stderr_has("hosts:6:").stderr_has("write in-place");
+    plan("upgrade_update_graph=graph.json").stderr_has("edge [0, 7] names a node that does not exist");
+    plan("upgrade_update_graph=broken.json").stderr_has("broken.json:3:");
+    plan("upgrade_update_graph=missing.json").stderr_has("cannot read the update graph").stderr_has("hosts:6:");
+}

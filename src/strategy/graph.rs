@@ -40,8 +40,8 @@ const GRAPH_HINT: &str = "write the update service's graph format: {\"nodes\": [
 impl UpdateGraph {
     pub fn load(path: &Path) -> Result<UpdateGraph> {
         let text = std::fs::read_to_string(path).map_err(|e| {
+            // No location of its own: the caller points at the variable that named the file.
             Error::input(format!("cannot read the update graph {}: {e}", path.display()))
-                .in_file(path)
                 .hint("upgrade_update_graph names a JSON file, relative to the inventory's directory")
         })?;
         UpdateGraph::parse(&text, path)

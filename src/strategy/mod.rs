@@ -76,12 +76,10 @@ impl Strategy {
         let update_graph = match graph {
             Some(Setting { value: Some(text), source, origin }) => {
                 let path = crate::settings::resolve_path(&text, base_dir);
-                let graph = UpdateGraph::load(&path).map_err(|e| match (&e.location, &origin) {
+                let graph = UpdateGraph::load(&path).map_err(|e| match &e.location {
                     // A file that cannot be read is the variable's fault: point at it.
-                    (None, Origin::Inventory(_) | Origin::GroupVars(_) | Origin::HostVars(_)) => {
-                        crate::settings::located(e, "upgrade_update_graph", &origin)
-                    }
-                    _ => e,
+                    None => crate::settings::located(e, "upgrade_update_graph", &origin),
+                    Some(_) => e,
                 })?;
                 Some(Setting { value: graph, source, origin })
             }
