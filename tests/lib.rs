@@ -15,5 +15,6 @@ mod plan;
 mod reboot;
 mod reliability;
 mod ssh;
+mod strategies;
 mod tasks;
 mod upgrade;

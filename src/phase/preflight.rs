@@ -63,6 +63,7 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
     if let Ok(mut before) = run.cluster_before.lock() {
         *before = by_name.clone();
     }
+    crate::strategy::blue_green::check_green(run, &by_name)?;
     read_host_versions(run).await?;
     let decided = decide(run, &by_name)?;
     let upgrading: Vec<(String, Phase)> = decided
@@ -392,9 +393,12 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
             "the target {target} skips a minor version (the control plane runs {current})"
         ))
         .hint(format!(
-            "upgrade one minor at a time (next: v{}.{}.x), or pass --allow-skip-minor if your distribution supports it",
+            "upgrade one minor at a time (next: v{}.{}.x; the hops to {target}: {}), give an update graph \
+             (upgrade_update_graph) to walk the path in one run, or pass --allow-skip-minor if your distribution \
+             supports it",
             current.major,
-            current.minor + 1
+            current.minor + 1,
+            crate::strategy::graph::minor_hops(&current, target).join(" -> ")
         )));
     }
     if plan.has_phase(Phase::Nodes) && !plan.has_phase(Phase::ControlPlane) && current < *target {
@@ -442,7 +446,8 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
         };
         for h in &selected {
             match version_of(h) {
-                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) => {
+                // Blue nodes are evacuated whatever version they run.
+                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) && !plan.strategy.blue_green.enabled() => {
                     let report = skipped(run, Phase::Nodes, h, &v);
                     if let HostOutcome::Skipped { reason } = report.outcome {
                         result.nodes_skipped.insert(h.clone(), reason);
@@ -451,6 +456,7 @@ fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Pr
                 _ => {}
             }
         }
+        let selected = crate::strategy::order::for_run(run, selected, cluster);
         // A percentage of serial is of all the nodes selected for the phase, as in the plan.
         result.node_batches = batch_hosts(&selected, &plan.settings.serial.value);
     }
