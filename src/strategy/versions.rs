@@ -92,7 +92,13 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, args: &VersionsArgs
     })?;
     let scratch = tempfile::tempdir().map_err(|e| Error::internal(format!("cannot create a temp directory: {e}")))?;
     let playbooks = crate::playbooks::materialize(scratch.path())?;
-    let tasks = crate::tasks::model::load_task_file(&playbooks.join("cluster_state.yml"))?;
+    // The flavour's own cluster read (openshift: `oc`), as the upgrade itself would run it.
+    let host_vars: Vec<(String, Vars)> =
+        inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, extra))).collect();
+    let all_vars: Vec<(&str, &Vars)> = host_vars.iter().map(|(h, v)| (h.as_str(), v)).collect();
+    let flavor = crate::flavor::choose(inventory, &all_vars)?.flavor;
+    let file = playbooks.join(crate::playbooks::for_flavor(flavor, "cluster_state.yml"));
+    let tasks = crate::tasks::model::load_task_file(&file)?;
     let options = EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None };
     let connect = ConnectOptions {
         connect_timeout: Duration::from_secs(args.run.connect_timeout),
