@@ -63,8 +63,8 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
     if let Ok(mut before) = run.cluster_before.lock() {
         *before = by_name.clone();
     }
-    crate::strategy::blue_green::check_green(run, &by_name)?;
     read_host_versions(run).await?;
+    crate::strategy::blue_green::check_green(run, &by_name)?;
     let decided = decide(run, &by_name)?;
     let upgrading: Vec<(String, Phase)> = decided
         .masters
@@ -230,8 +230,11 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
 /// OpenShift 3.11.z releases all report one kubelet version, so the package decides "at the target".
 async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
     let nodes = run.plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
+    // Blue-green's green nodes must already run the target: read by the same rule as the hosts upgraded in place.
+    let bg = &run.plan.strategy.blue_green;
+    let green = if bg.enabled() && run.plan.has_phase(Phase::Nodes) { bg.green.as_slice() } else { &[] };
     let hosts: Vec<String> =
-        run.plan.masters.iter().chain(&nodes).filter(|h| run.probes_host_version(h)).cloned().collect();
+        run.plan.masters.iter().chain(&nodes).chain(green).filter(|h| run.probes_host_version(h)).cloned().collect();
     let reads = hosts.iter().map(|host| async move { (host, read_host_version(run, Phase::Preflight, host).await) });
     let mut versions = HashMap::new();
     for (host, result) in super::join_all(reads).await {
