@@ -33,6 +33,9 @@ pub enum Command {
     /// Put a backup taken by an upgrade back on a host or group: its configuration files, and with --etcd the etcd
     /// snapshot. Prints the plan first; changes nothing without --yes.
     Restore(RestoreArgs),
+    /// List the versions the update graph (upgrade_update_graph) offers from the running version, and the path of
+    /// hops to each. Reads the cluster on the first master unless --from is given; changes nothing.
+    Versions(VersionsArgs),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -127,6 +130,10 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub fresh: bool,
 
+    /// Blue-green: make the blue (old) nodes schedulable and the green (new) ones unschedulable again.
+    #[arg(long)]
+    pub rollback_blue_green: bool,
+
     /// After a first SIGINT/SIGTERM, how long hosts in flight may take to finish their sequence; past it they stop at
     /// the next safe point (between steps, never inside the upgrade step) and nodes cordoned but not yet upgraded are
     /// uncordoned.
@@ -181,6 +188,23 @@ pub struct RunTasksArgs {
     /// How many hosts run at once.
     #[arg(short, long, default_value_t = 20)]
     pub forks: usize,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct VersionsArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// The running version to start from, instead of reading it from the cluster.
+    #[arg(long, value_name = "VERSION")]
+    pub from: Option<String>,
+
+    /// Output format: text for people, json for CI (one JSON document).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -12,6 +12,8 @@ pub struct ClusterNode {
     pub unschedulable: bool,
     pub kubelet_version: String,
     pub ready: bool,
+    /// `metadata.creationTimestamp` (RFC 3339, UTC, as the API server writes it); empty when not reported.
+    pub created: String,
 }
 
 #[derive(Deserialize)]
@@ -34,6 +36,8 @@ struct Metadata {
     name: String,
     #[serde(default)]
     labels: BTreeMap<String, String>,
+    #[serde(default, rename = "creationTimestamp")]
+    created: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -75,6 +79,7 @@ pub fn parse_node_list(json: &str) -> Result<Vec<ClusterNode>, String> {
         .map(|item| ClusterNode {
             ready: item.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
             name: item.metadata.name,
+            created: item.metadata.created,
             labels: item.metadata.labels,
             unschedulable: item.spec.unschedulable,
             kubelet_version: item.status.node_info.kubelet_version,
@@ -204,6 +209,7 @@ pub fn parse_node(json: &str) -> Result<ClusterNode, String> {
     let item: NodeItem = serde_json::from_str(json).map_err(|e| format!("not a Kubernetes Node: {e}"))?;
     Ok(ClusterNode {
         ready: item.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
+        created: item.metadata.created,
         name: item.metadata.name,
         labels: item.metadata.labels,
         unschedulable: item.spec.unschedulable,

@@ -18,6 +18,7 @@ pub mod redact;
 pub mod report;
 pub mod restore;
 pub mod settings;
+pub mod strategy;
 pub mod tasks;
 pub mod yaml;
 
@@ -45,6 +46,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Some(Command::Check(args)) => tasks::check_command(args),
         Some(Command::RunTasks(args)) => tasks::run_tasks_command(args),
         Some(Command::Restore(args)) => restore::restore_command(args),
+        Some(Command::Versions(args)) => strategy::versions::versions_command(args),
         None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
         None => executor::upgrade_command(&cli.upgrade),
     };

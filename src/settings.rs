@@ -686,7 +686,7 @@ pub fn resolve_hooks(host: &str, vars: &Vars, points: &[HookPoint], base_dir: &P
     Ok(hooks)
 }
 
-fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
+pub(crate) fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
     if let Some(rest) = text.strip_prefix("~/") {
         if let Some(home) = std::env::var_os("HOME") {
             return PathBuf::from(home).join(rest);
@@ -770,8 +770,8 @@ pub fn resolve(
     all_hosts: HostVarsRef<'_>,
     extra: &Vars,
 ) -> Result<Settings> {
-    let serial_of = |hosts: HostVarsRef<'_>| {
-        run_wide(
+    let serial_of = |hosts: HostVarsRef<'_>| -> Result<Setting<Serial>> {
+        let serial = match run_wide(
             "--serial",
             args.serial.as_deref(),
             ("upgrade_nodes_serial", "openshift_upgrade_nodes_serial"),
@@ -779,8 +779,20 @@ pub fn resolve(
             extra,
             Serial::parse,
             Serial::from_value,
-        )
-        .map(|s| s.unwrap_or_else(|| Setting::default(Serial::one())))
+        )? {
+            Some(serial) => Some(serial),
+            // The Machine Config Operator's name for the same thing (nodes upgraded at once); serial wins over it.
+            None => run_wide(
+                "--serial",
+                None,
+                ("upgrade_nodes_max_unavailable", "upgrade_nodes_max_unavailable"),
+                hosts,
+                extra,
+                Serial::parse,
+                Serial::from_value,
+            )?,
+        };
+        Ok(serial.unwrap_or_else(|| Setting::default(Serial::one())))
     };
     // Serial may differ between node groups (infra one at a time, compute 20%): each group is batched on its own.
     let mut serial_groups: Vec<SerialGroup> = Vec::new();
@@ -940,7 +952,7 @@ pub fn resolve_certificate_expiry(
 }
 
 /// How a setting's value reads in a message.
-trait Shown {
+pub(crate) trait Shown {
     fn shown(&self) -> String;
 }
 
@@ -983,7 +995,7 @@ fn optional_value<T>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_wide<T: PartialEq + Shown>(
+pub(crate) fn run_wide<T: PartialEq + Shown>(
     flag: &str,
     flag_value: Option<&str>,
     (canonical, alias): (&str, &str),

@@ -16,5 +16,6 @@ mod plan;
 mod reboot;
 mod reliability;
 mod ssh;
+mod strategies;
 mod tasks;
 mod upgrade;

@@ -127,6 +127,8 @@ pub struct Plan {
     pub target_passed_over: Vec<String>,
     /// The certificate expiry check of preflight.
     pub certificate_expiry: settings::CertificateExpiry,
+    /// The update graph (and the other strategies): how the nodes are upgraded and along which versions.
+    pub strategy: crate::strategy::Strategy,
 }
 
 impl Plan {
@@ -281,6 +283,7 @@ impl Plan {
                 hosts_needing(&candidates, "upgrade_node_upgrade_command")?;
             }
         }
+        let strategy = crate::strategy::Strategy::resolve(&node_vars, &vars_of(&provisional_all), extra, inventory)?;
 
         let mut node_labels = IndexMap::new();
         let mut groups_cache = NodeGroupsCache::default();
@@ -301,7 +304,9 @@ impl Plan {
             }
             None => (candidates.clone(), Vec::new()),
         };
+        let nodes = strategy.order_offline(strategy.blue_green.blue(nodes), &node_labels);
         if wants(Phase::Nodes) {
+            strategy.blue_green.check(&nodes, inventory)?;
             hosts.extend(nodes.iter().filter(|h| seen.insert((*h).clone())).cloned());
         }
 
@@ -371,6 +376,7 @@ impl Plan {
             openshift_packages,
             target_passed_over,
             certificate_expiry,
+            strategy,
         })
     }
 }

@@ -45,7 +45,7 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
             (host.clone(), Value::Object(by_point))
         })
         .collect();
-    json!({
+    let mut document = json!({
         "inventory": inventory.path.display().to_string(),
         "phases": phases,
         "settings": {
@@ -90,7 +90,14 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
             point.key().to_string(),
             json!({"path": hook.path.display().to_string(), "variable": hook.variable, "origin": hook.origin.to_string()}),
         )).collect::<Map<String, Value>>(),
-    })
+    });
+    // The strategies add keys of their own; every key above keeps its meaning.
+    if let (Value::Object(doc), Value::Object(more)) =
+        (&mut document, plan.strategy.plan_json(s.target_version.value.as_ref()))
+    {
+        doc.extend(more);
+    }
+    document
 }
 
 pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
@@ -213,6 +220,13 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
                 hook.variable,
                 from(&hook.origin)
             );
+        }
+    }
+    let strategy = plan.strategy.plan_text(s.target_version.value.as_ref());
+    if !strategy.is_empty() {
+        let _ = writeln!(out);
+        for line in strategy {
+            let _ = writeln!(out, "{line}");
         }
     }
     if plan.has_phase(Phase::Nodes) && s.label.value.is_some() {
