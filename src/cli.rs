@@ -30,6 +30,43 @@ pub enum Command {
     Check(CheckArgs),
     /// Run one Ansible task file on inventory hosts (for hook authors), and print a recap.
     RunTasks(RunTasksArgs),
+    /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
+    Plan(UpgradeArgs),
+    /// Remove the cluster-wide lock a run left behind (after confirmation; --yes for scripts).
+    Unlock(UnlockArgs),
+}
+
+impl UpgradeArgs {
+    /// The arguments of an upgrade with nothing but an inventory and connection settings (`upgrade unlock`).
+    pub fn for_inventory(inventory: InventoryArgs, run: RunArgs) -> UpgradeArgs {
+        UpgradeArgs {
+            inventory,
+            phase: Vec::new(),
+            serial: None,
+            label: None,
+            max_fail_percentage: None,
+            drain_timeout: None,
+            target_version: None,
+            allow_skip_minor: false,
+            plan: false,
+            live: false,
+            output: OutputFormat::Text,
+            run,
+            state_dir: None,
+            fresh: false,
+            grace_period: 300,
+            junit: None,
+        }
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct UnlockArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// What every command needs to read the inventory.
@@ -86,6 +123,12 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub plan: bool,
 
+    /// With --plan (or `upgrade plan`): connect and read the cluster (nodes, versions, cordons, PodDisruptionBudgets,
+    /// pods) and the hosts, changing nothing, and say per node what the run would do and what would block its
+    /// drain. Exit 1 when something would block or fail.
+    #[arg(long)]
+    pub live: bool,
+
     /// Output format: text for people, json for CI (with --plan one JSON document, otherwise JSON lines).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -123,7 +166,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub connect_timeout: u64,
 
-    /// Answer yes to `pause` prompts (needed to run prompting hooks without a terminal).
+    /// Answer yes to `pause` prompts (needed to run prompting hooks without a terminal), and to `upgrade unlock`.
     #[arg(long)]
     pub yes: bool,
 

@@ -13,8 +13,10 @@ pub mod phase;
 pub mod plan;
 pub mod playbooks;
 pub mod report;
+pub mod session;
 pub mod settings;
 pub mod tasks;
+pub mod unlock;
 pub mod yaml;
 
 #[cfg(test)]
@@ -24,7 +26,7 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, UpgradeArgs};
 use crate::error::Error;
 
 /// Runs the command line and returns the process exit code. Errors are rendered here, once.
@@ -40,6 +42,8 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let outcome = match &cli.command {
         Some(Command::Check(args)) => tasks::check_command(args),
         Some(Command::RunTasks(args)) => tasks::run_tasks_command(args),
+        Some(Command::Plan(args)) => plan::plan_command(&UpgradeArgs { plan: true, ..args.clone() }),
+        Some(Command::Unlock(args)) => unlock::unlock_command(args),
         None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
         None => executor::upgrade_command(&cli.upgrade),
     };

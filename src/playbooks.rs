@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 const FILES: &[(&str, &str)] = &[
+    ("cluster_lock.yml", include_str!("../playbooks/cluster_lock.yml")),
     ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
     ("control_plane_health.yml", include_str!("../playbooks/control_plane_health.yml")),
     ("cordon.yml", include_str!("../playbooks/cordon.yml")),
@@ -34,8 +35,12 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 pub fn materialize(dir: &Path) -> Result<PathBuf> {
     let fail = |e: std::io::Error| {
         // Before the run starts: a refused start (exit 2), nothing was touched.
-        Error::input(format!("cannot write the built-in step files to {}: {}", dir.display(), crate::error::io_reason(&e)))
-            .hint("make the state directory writable, or choose another with --state-dir; nothing was touched")
+        Error::input(format!(
+            "cannot write the built-in step files to {}: {}",
+            dir.display(),
+            crate::error::io_reason(&e)
+        ))
+        .hint("make the state directory writable, or choose another with --state-dir; nothing was touched")
     };
     std::fs::create_dir_all(dir).map_err(fail)?;
     for (name, text) in FILES {

@@ -4,14 +4,15 @@ mod support;
 
 mod bad_input;
 mod chaos;
+mod cluster_lock;
 mod etcd_backup;
 mod fake_cluster;
 mod hooks;
 mod kubeadm;
 mod ops;
 mod plan;
-mod reliability;
 mod reboot;
+mod reliability;
 mod ssh;
 mod tasks;
 mod upgrade;

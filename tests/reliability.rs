@@ -44,11 +44,7 @@ fn path_str(path: &Path) -> &str {
 
 fn mount(args: &[&str]) {
     let out = Command::new("mount").args(args).output().expect("run mount");
-    assert!(
-        out.status.success(),
-        "mount {args:?} failed (these tests need root, as CI has): {}",
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "mount {args:?} failed (these tests need root, as CI has): {}", text(&out.stderr));
 }
 
 /// A run that a failing test must not leave behind (blocked on its stdout, or in a drain that never ends).
@@ -290,7 +286,10 @@ fn when_the_cluster_cannot_be_read_at_the_end_the_summary_lists_the_nodes_the_ho
     let down = demo.path("cluster-down");
     std::fs::write(
         demo.path("hooks/node_post.yml"),
-        format!("- name: the cluster API goes away\n  command: touch {}\n  when: inventory_hostname == 'node-1'\n", down.display()),
+        format!(
+            "- name: the cluster API goes away\n  command: touch {}\n  when: inventory_hostname == 'node-1'\n",
+            down.display()
+        ),
     )
     .expect("write the post hook");
     let script = demo.path("flaky-kubectl");

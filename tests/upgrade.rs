@@ -123,7 +123,7 @@ impl TestCluster {
         sshd.unwrap_or(&self.sshd).yaml_host(name, 8)
     }
 
-    fn inventory(&self) -> PathBuf {
+    pub(crate) fn inventory(&self) -> PathBuf {
         let mut text = String::from("all:\n  vars:\n");
         text.push_str(&format!("    upgrade_target_version: {TARGET}\n"));
         for (k, v) in self.fake.command_vars() {
@@ -157,7 +157,7 @@ impl TestCluster {
         command
     }
 
-    fn upgrade(&self, args: &[&str]) -> Run {
+    pub(crate) fn upgrade(&self, args: &[&str]) -> Run {
         let mut command = self.command(args);
         let output = command.output().expect("run upgrade");
         Run {

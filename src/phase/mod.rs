@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod batches;
+pub mod cluster_lock;
 pub mod control_plane;
 pub mod etcd_backup;
 pub mod nodes;
@@ -19,6 +20,8 @@ pub mod verify;
 #[serde(rename_all = "kebab-case")]
 pub enum Step {
     Connect,
+    /// The cluster-wide lock taken, renewed or released (cluster_lock.yml).
+    ClusterLock,
     ReadCluster,
     /// Preflight per host: the package manager found and the repository file read.
     HostCheck,
@@ -46,6 +49,7 @@ impl Step {
     pub fn name(self) -> &'static str {
         match self {
             Step::Connect => "connect",
+            Step::ClusterLock => "cluster-lock",
             Step::ReadCluster => "read-cluster",
             Step::HostCheck => "host-check",
             Step::KubeadmPlan => "kubeadm-plan",

@@ -54,8 +54,10 @@ impl Resume {
     }
 }
 
-pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
+pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
+    let ttl = super::cluster_lock::ttl(run)?;
     check_reachable(run).await?;
+    take_cluster_lock(run, ttl).await?;
     let cluster = read_cluster(run, Phase::Preflight).await?;
     let by_name: HashMap<String, ClusterNode> = cluster.iter().map(|n| (n.name.clone(), n.clone())).collect();
     if let Ok(mut before) = run.cluster_before.lock() {
@@ -85,6 +87,19 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
         }
     }
     Ok(decided)
+}
+
+/// The cluster-wide lock, before the cluster is read; renewed from now on (released by the executor at the end).
+async fn take_cluster_lock(run: &std::sync::Arc<UpgradeRun>, ttl: std::time::Duration) -> Result<()> {
+    use super::cluster_lock;
+    let state_dir = run.options.state_dir.display().to_string();
+    let me = cluster_lock::Holder::this_run(&run.run_id(), &state_dir);
+    cluster_lock::take(run, &me, ttl).await?;
+    let renewer = tokio::spawn(cluster_lock::keep_renewed(run.clone(), me.clone(), ttl));
+    if let Ok(mut slot) = run.cluster_lock.lock() {
+        *slot = Some((me, renewer));
+    }
+    Ok(())
 }
 
 /// On every host to upgrade with the kubeadm flow: which package manager it uses and what the upgrade will do to its

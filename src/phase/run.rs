@@ -1,9 +1,9 @@
 //! What every phase of one upgrade run shares: the plan, the hosts' variables, the task engine and its connections,
 //! the journal, the stop signal; and the one way a phase runs a step on a host: a task file through the engine.
 
+use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -73,6 +73,8 @@ pub struct UpgradeRun {
     pub write_failures: Arc<WriteFailures>,
     /// A SIGINT or SIGTERM arrived (a stop for a state directory that cannot be written is not an interrupt).
     interrupted: AtomicBool,
+    /// The cluster-wide lock this run holds, and the task that renews it (cluster_lock.rs).
+    pub cluster_lock: Mutex<Option<(super::cluster_lock::Holder, tokio::task::JoinHandle<()>)>>,
 }
 
 /// Failures to write the state directory (the journal, the host logs): ENOSPC, EROFS, EIO. The first one stops the
@@ -127,6 +129,8 @@ impl WriteFailures {
 pub struct RunOptions {
     pub allow_skip_minor: bool,
     pub connect_timeout: Duration,
+    /// The state directory, as the cluster lock names it.
+    pub state_dir: PathBuf,
 }
 
 /// Parts of the run context built by the executor before any phase starts.
@@ -165,6 +169,7 @@ impl UpgradeRun {
             cluster_before: Mutex::new(HashMap::new()),
             write_failures: parts.write_failures,
             interrupted: AtomicBool::new(false),
+            cluster_lock: Mutex::new(None),
             run_once: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
@@ -318,6 +323,17 @@ impl UpgradeRun {
             self.record_step_done(phase, host, step);
         }
         result
+    }
+
+    /// Runs a task file on a host outside any host's sequence (the lock's renewals): no step events, no journal entry.
+    pub async fn run_step_quietly(
+        &self,
+        host: &str,
+        step: Step,
+        file: &Path,
+        more: &[(&str, Value)],
+    ) -> Result<Map<String, Value>, StepFailure> {
+        self.run_step_inner(host, step, file, more, None).await
     }
 
     async fn run_step_inner(

@@ -116,7 +116,6 @@ pub fn copy(from: &Path, to: &Path) {
     std::fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
 }
 
-
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -127,7 +126,6 @@ pub fn signal(child: &Child, signal: i32) {
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "send signal {signal}");
 }
 
-
 /// Whether the run lock of a state directory is free now: an advisory lock on it can be taken (and is let go).
 pub fn lock_is_free(state: &Path) -> bool {
     use std::os::fd::AsRawFd;
@@ -135,4 +133,3 @@ pub fn lock_is_free(state: &Path) -> bool {
     // SAFETY: flock on a file descriptor this function owns; closing the file releases it.
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
-
