@@ -3,6 +3,7 @@
 pub mod cli;
 pub mod cluster;
 pub mod connection;
+pub mod drain_blockers;
 pub mod error;
 pub mod events;
 pub mod executor;
@@ -44,6 +45,9 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Some(Command::RunTasks(args)) => tasks::run_tasks_command(args),
         Some(Command::Plan(args)) => plan::plan_command(&UpgradeArgs { plan: true, ..args.clone() }),
         Some(Command::Unlock(args)) => unlock::unlock_command(args),
+        None if cli.upgrade.live && !cli.upgrade.plan => Err(error::Error::input("--live is a kind of plan").hint(
+            "write `upgrade plan --live --inventory X` (or --plan --live): it reads the cluster and changes nothing",
+        )),
         None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
         None => executor::upgrade_command(&cli.upgrade),
     };

@@ -9,6 +9,7 @@ mod etcd_backup;
 mod fake_cluster;
 mod hooks;
 mod kubeadm;
+mod live_plan;
 mod ops;
 mod plan;
 mod reboot;

@@ -476,6 +476,24 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                    "spec": {"selector": {"matchLabels": {"app": name}}, "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}},
                    "status": {"currentNumberScheduled": 1, "desiredNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": 1}}),
         ),
+        // One budget per DisruptionBudget pod, selecting it by its `app` label, allowing no disruption.
+        ("GET", ["apis", "policy", "v1", "poddisruptionbudgets"]) => {
+            let items: Vec<Value> = state
+                .pods
+                .iter()
+                .filter(|p| p.kind == PodKind::DisruptionBudget && !p.evicted)
+                .map(|p| {
+                    json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                           "metadata": {"name": format!("{}-pdb", p.name), "namespace": p.namespace},
+                           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": p.name}}},
+                           "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}})
+                })
+                .collect();
+            json_response(
+                200,
+                json!({"kind": "PodDisruptionBudgetList", "apiVersion": "policy/v1", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
+        }
         // ConfigMaps: create is atomic (409 AlreadyExists), patch is a JSON merge patch, delete removes.
         ("POST", ["api", "v1", "namespaces", ns, "configmaps"]) => {
             let mut object: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
@@ -594,7 +612,7 @@ fn pod_json(pod: &Pod) -> Value {
                      "uid": format!("rs-{}", pod.name), "controller": true}]),
     };
     let mut metadata = json!({"name": pod.name, "namespace": pod.namespace, "uid": pod.uid, "resourceVersion": "1",
-                              "ownerReferences": owner});
+                              "labels": {"app": pod.name}, "ownerReferences": owner});
     if pod.evicted {
         metadata["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         metadata["deletionGracePeriodSeconds"] = json!(30);
