@@ -69,17 +69,26 @@ struct Condition {
 pub fn parse_node_list(json: &str) -> Result<Vec<ClusterNode>, String> {
     let list: NodeList =
         serde_json::from_str(json).map_err(|e| format!("the cluster's node list is not a Kubernetes NodeList: {e}"))?;
-    Ok(list
-        .items
-        .into_iter()
-        .map(|item| ClusterNode {
-            ready: item.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
-            name: item.metadata.name,
-            labels: item.metadata.labels,
-            unschedulable: item.spec.unschedulable,
-            kubelet_version: item.status.node_info.kubelet_version,
-        })
-        .collect())
+    Ok(list.items.into_iter().map(NodeItem::into_node).collect())
+}
+
+/// Reads the output of `kubectl get node NAME -o json`: one Node object.
+pub fn parse_node(json: &str) -> Result<ClusterNode, String> {
+    let item: NodeItem =
+        serde_json::from_str(json).map_err(|e| format!("the cluster's answer is not a Kubernetes Node: {e}"))?;
+    Ok(item.into_node())
+}
+
+impl NodeItem {
+    fn into_node(self) -> ClusterNode {
+        ClusterNode {
+            ready: self.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
+            name: self.metadata.name,
+            labels: self.metadata.labels,
+            unschedulable: self.spec.unschedulable,
+            kubelet_version: self.status.node_info.kubelet_version,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ const FILES: &[(&str, &str)] = &[
     ("kubernetes_repo.yml", include_str!("../playbooks/kubernetes_repo.yml")),
     ("master_restart.yml", include_str!("../playbooks/master_restart.yml")),
     ("master_upgrade.yml", include_str!("../playbooks/master_upgrade.yml")),
+    ("node_poll.yml", include_str!("../playbooks/node_poll.yml")),
     ("node_restart.yml", include_str!("../playbooks/node_restart.yml")),
     ("node_upgrade.yml", include_str!("../playbooks/node_upgrade.yml")),
     ("package_manager.yml", include_str!("../playbooks/package_manager.yml")),

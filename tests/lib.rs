@@ -12,6 +12,7 @@ mod kubeadm;
 mod live_plan;
 mod ops;
 mod plan;
+mod poller;
 mod reboot;
 mod reliability;
 mod ssh;

@@ -10,6 +10,7 @@ pub mod cluster_lock;
 pub mod control_plane;
 pub mod etcd_backup;
 pub mod nodes;
+pub mod poller;
 pub mod preflight;
 pub mod run;
 pub mod sequence;

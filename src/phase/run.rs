@@ -75,6 +75,8 @@ pub struct UpgradeRun {
     interrupted: AtomicBool,
     /// The cluster-wide lock this run holds, and the task that renews it (cluster_lock.rs).
     pub cluster_lock: Mutex<Option<(super::cluster_lock::Holder, tokio::task::JoinHandle<()>)>>,
+    /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
+    pub poller: super::poller::NodePoller,
 }
 
 /// Failures to write the state directory (the journal, the host logs): ENOSPC, EROFS, EIO. The first one stops the
@@ -170,6 +172,7 @@ impl UpgradeRun {
             write_failures: parts.write_failures,
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
+            poller: super::poller::NodePoller::default(),
             run_once: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,

@@ -105,6 +105,27 @@ async fn step(
     run.run_step(phase, host, step, &run.playbook(file), more, None).await.map(|_| ())
 }
 
+/// The node Ready at the target, read by the run's one poller (poller.rs), told as a step like the others.
+async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
+    safe_point(run, Step::WaitReady)?;
+    let started = Instant::now();
+    let event = |ok: bool, error: Option<String>| Event::StepFinished {
+        phase: phase.name().into(),
+        host: host.into(),
+        step: Step::WaitReady,
+        ok,
+        duration: started.elapsed(),
+        error,
+    };
+    run.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step: Step::WaitReady });
+    let result = super::poller::wait_ready(run, host).await;
+    run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
+    if result.is_ok() {
+        run.record_step_done(phase, host, Step::WaitReady);
+    }
+    result
+}
+
 async fn steps(
     run: &UpgradeRun,
     host: &str,
@@ -166,13 +187,13 @@ async fn steps(
         Role::Master => {
             hook(run, phase, host, HookPoint::MasterMid, Step::MidHook).await?;
             step(run, phase, host, Step::Restart, "master_restart.yml", &[]).await?;
-            step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await?;
+            wait_ready(run, phase, host).await?;
             let etcd = [("upgrade_control_plane_etcd_host", Value::String(control_plane_etcd_host(run, host)))];
             step(run, phase, host, Step::ControlPlaneHealth, "control_plane_health.yml", &etcd).await?;
         }
         Role::Node => {
             step(run, phase, host, Step::Restart, "node_restart.yml", &[]).await?;
-            step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await?;
+            wait_ready(run, phase, host).await?;
             hook(run, phase, host, HookPoint::NodeMid, Step::MidHook).await?;
         }
     }
