@@ -52,10 +52,14 @@ for n in "${sizes[@]}"; do
   pid=$!
   cpu=0 hwm=0
   while kill -0 "$pid" 2>/dev/null; do
+    # A process that has exited but is not yet reaped has no VmHWM: keep the last whole sample.
     if stat=$(cat "/proc/$pid/stat" 2>/dev/null) && status=$(cat "/proc/$pid/status" 2>/dev/null); then
-      set -- ${stat##*) }
-      cpu=$(( ${12} + ${13} ))
-      hwm=$(awk '/^VmHWM/ { print $2 }' <<<"$status")
+      sample=$(awk '/^VmHWM/ { print $2 }' <<<"$status")
+      if [ -n "$sample" ]; then
+        set -- ${stat##*) }
+        cpu=$(( ${12} + ${13} ))
+        hwm=$sample
+      fi
     fi
     sleep 0.1
   done

@@ -29,9 +29,20 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
     let plan = Plan::build_for_run(&inventory, &extra, args)?;
     let target = plan.settings.target_version.value.clone().ok_or_else(|| {
-        Error::input("no target version")
-            .in_file(&inventory.path)
-            .hint("set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)")
+        let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
+            let passed = if plan.target_passed_over.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} names no 3.11.z)", plan.target_passed_over.join(", "))
+            };
+            format!(
+                "set upgrade_target_version (or openshift_pkg_version=-3.11.z, openshift_image_tag=v3.11.z) in the \
+                 inventory, or pass --target-version{passed}"
+            )
+        } else {
+            "set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)".to_string()
+        };
+        Error::input("no target version").in_file(&inventory.path).hint(hint)
     })?;
     check_hook_files(&plan)?;
 
@@ -202,15 +213,11 @@ async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Durat
                 ),
             );
         } else {
-            run.notice(None, "interrupted again: exiting now; re-run the same command to resume");
-            let _ = run.record(JournalEntry::RunFinished {
-                run: run.run_id(),
-                time: utc_timestamp(std::time::SystemTime::now()),
-                status: "interrupted".into(),
-            });
-            run.event(Event::Exiting);
-            // What the reporters queued is written first, in order, unless the reader has stopped reading.
-            drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT);
+            run.end_now("interrupted again: exiting now; re-run the same command to resume");
+            // What the reporters queued is written first, in order, unless the reader has stopped reading. The wait
+            // blocks this thread for up to OUTPUT_DRAIN_IDLE_ON_EXIT: the runtime is told, so the tasks queued on this
+            // worker move to another one instead of stalling with it (they start nothing new: see `end_now`).
+            tokio::task::block_in_place(|| drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT));
             // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
             // The run lock is let go by the kernel as the process ends.
             std::process::exit(130);
@@ -351,7 +358,8 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                     .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }) && r.phase != "etcd-backup")
                     .map(|r| r.host.clone())
                     .collect();
-                let checks = verify::check_upgraded(run, &cluster, &upgraded);
+                let installed = verify::installed_versions(run, &upgraded).await;
+                let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());
                 summary.hosts.extend(checks);
                 if let Some(started) = started {

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::flavor::Flavor;
 use crate::inventory::{Origin, Vars};
 use crate::settings::located;
 
@@ -47,10 +48,22 @@ const SETTINGS: [(&str, Kind, &str); 7] = [
     ("upgrade_node_ready_timeout", Kind::Seconds { min: 0 }, "600"),
 ];
 
-/// Checks every host's values and groups them by value and origin, in host order.
-pub fn resolve(hosts: &[(&str, &Vars)]) -> Result<Vec<HostSettingValue>> {
+/// The settings only the kubeadm flavour reads: the openshift flavour installs with yum between its excluders and
+/// the custom flavour runs the operator's commands, so neither has a package manager, repository file or kubeadm plan.
+const KUBEADM_ONLY: [&str; 4] = [
+    "upgrade_package_manager",
+    "upgrade_kubernetes_repo_manage",
+    "upgrade_kubernetes_repo_file",
+    "upgrade_kubeadm_plan_check",
+];
+
+/// Checks every host's values of the settings `flavor` reads and groups them by value and origin, in host order.
+pub fn resolve(flavor: Flavor, hosts: &[(&str, &Vars)]) -> Result<Vec<HostSettingValue>> {
     let mut rows: Vec<HostSettingValue> = Vec::new();
     for (name, kind, default) in &SETTINGS {
+        if flavor != Flavor::Kubeadm && KUBEADM_ONLY.contains(name) {
+            continue;
+        }
         let mut mine: Vec<HostSettingValue> = Vec::new();
         for (host, vars) in hosts {
             let (value, origin) = match vars.get(*name) {
@@ -149,7 +162,7 @@ mod tests {
     fn defaults_and_set_values_are_grouped_with_their_origin() {
         let a = vars(&[("upgrade_package_manager", Value::from("dnf"))]);
         let b = Vars::new();
-        let rows = resolve(&[("a", &a), ("b", &b)]).unwrap();
+        let rows = resolve(Flavor::Kubeadm, &[("a", &a), ("b", &b)]).unwrap();
         let pm: Vec<_> = rows.iter().filter(|r| r.variable == "upgrade_package_manager").collect();
         assert_eq!(pm.len(), 2);
         assert_eq!((pm[0].value.as_str(), pm[0].origin.as_str()), ("dnf", "hosts:3:5"));
@@ -168,10 +181,21 @@ mod tests {
             ("upgrade_kubeadm_plan_check", Value::from("maybe")),
         ] {
             let v = vars(&[(name, value)]);
-            let err = resolve(&[("a", &v)]).unwrap_err();
+            let err = resolve(Flavor::Kubeadm, &[("a", &v)]).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{name}");
             assert!(err.to_string().contains(name), "{err}");
             assert!(err.to_string().contains("hosts:3:5") || err.to_string().contains("hosts:3"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_openshift_and_custom_flavours_have_no_package_manager_repository_or_kubeadm_plan_settings() {
+        let v = vars(&[("upgrade_package_manager", Value::from("zypper"))]);
+        for flavor in [Flavor::Openshift, Flavor::Custom] {
+            let rows = resolve(flavor, &[("a", &v)]).unwrap();
+            let names: Vec<&str> = rows.iter().map(|r| r.variable).collect();
+            assert!(KUBEADM_ONLY.iter().all(|k| !names.contains(k)), "{flavor}: {names:?}");
+            assert!(names.contains(&"upgrade_control_plane_ready_timeout"), "{flavor}: {names:?}");
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod drain_blockers;
 pub mod error;
 pub mod events;
 pub mod executor;
+pub mod flavor;
 pub mod host_settings;
 pub mod inventory;
 pub mod journal;

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::flavor::Flavor;
 
+// Shared by every flavour (a flavour's own file may include or replace one).
 const FILES: &[(&str, &str)] = &[
     ("cluster_lock.yml", include_str!("../playbooks/cluster_lock.yml")),
     ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
@@ -16,18 +18,49 @@ const FILES: &[(&str, &str)] = &[
     ("etcd_backup.yml", include_str!("../playbooks/etcd_backup.yml")),
     ("etcdctl_check.yml", include_str!("../playbooks/etcdctl_check.yml")),
     ("host_facts.yml", include_str!("../playbooks/host_facts.yml")),
-    ("kubeadm_plan.yml", include_str!("../playbooks/kubeadm_plan.yml")),
-    ("kubernetes_repo.yml", include_str!("../playbooks/kubernetes_repo.yml")),
     ("master_restart.yml", include_str!("../playbooks/master_restart.yml")),
-    ("master_upgrade.yml", include_str!("../playbooks/master_upgrade.yml")),
     ("node_poll.yml", include_str!("../playbooks/node_poll.yml")),
     ("node_restart.yml", include_str!("../playbooks/node_restart.yml")),
-    ("node_upgrade.yml", include_str!("../playbooks/node_upgrade.yml")),
-    ("package_manager.yml", include_str!("../playbooks/package_manager.yml")),
     ("reboot.yml", include_str!("../playbooks/reboot.yml")),
     ("uncordon.yml", include_str!("../playbooks/uncordon.yml")),
     ("wait_ready.yml", include_str!("../playbooks/wait_ready.yml")),
+    ("host_version.yml", include_str!("../playbooks/host_version.yml")),
+    ("certificate_files.yml", include_str!("../playbooks/certificate_files.yml")),
+    // The kubeadm flavour's own steps: package manager, repository, kubeadm.
+    ("kubeadm/certificate_expiry.yml", include_str!("../playbooks/kubeadm/certificate_expiry.yml")),
+    ("kubeadm/kubeadm_plan.yml", include_str!("../playbooks/kubeadm/kubeadm_plan.yml")),
+    ("kubeadm/kubernetes_repo.yml", include_str!("../playbooks/kubeadm/kubernetes_repo.yml")),
+    ("kubeadm/master_upgrade.yml", include_str!("../playbooks/kubeadm/master_upgrade.yml")),
+    ("kubeadm/node_upgrade.yml", include_str!("../playbooks/kubeadm/node_upgrade.yml")),
+    ("kubeadm/package_manager.yml", include_str!("../playbooks/kubeadm/package_manager.yml")),
+    // The custom flavour: only the operator's commands.
+    ("custom/certificate_expiry.yml", include_str!("../playbooks/custom/certificate_expiry.yml")),
+    ("custom/master_upgrade.yml", include_str!("../playbooks/custom/master_upgrade.yml")),
+    ("custom/node_upgrade.yml", include_str!("../playbooks/custom/node_upgrade.yml")),
+    // The openshift flavour (OpenShift 3.11 as openshift-ansible upgrades it).
+    ("openshift/defaults.yml", include_str!("../playbooks/openshift/defaults.yml")),
+    ("openshift/cluster_state.yml", include_str!("../playbooks/openshift/cluster_state.yml")),
+    ("openshift/certificate_expiry.yml", include_str!("../playbooks/openshift/certificate_expiry.yml")),
+    ("openshift/control_plane_health.yml", include_str!("../playbooks/openshift/control_plane_health.yml")),
+    ("openshift/cordon.yml", include_str!("../playbooks/openshift/cordon.yml")),
+    ("openshift/drain.yml", include_str!("../playbooks/openshift/drain.yml")),
+    ("openshift/etcd_backup.yml", include_str!("../playbooks/openshift/etcd_backup.yml")),
+    ("openshift/host_version.yml", include_str!("../playbooks/openshift/host_version.yml")),
+    ("openshift/master_restart.yml", include_str!("../playbooks/openshift/master_restart.yml")),
+    ("openshift/master_upgrade.yml", include_str!("../playbooks/openshift/master_upgrade.yml")),
+    ("openshift/node_restart.yml", include_str!("../playbooks/openshift/node_restart.yml")),
+    ("openshift/node_upgrade.yml", include_str!("../playbooks/openshift/node_upgrade.yml")),
+    ("openshift/packages.yml", include_str!("../playbooks/openshift/packages.yml")),
+    ("openshift/uncordon.yml", include_str!("../playbooks/openshift/uncordon.yml")),
+    ("openshift/wait_ready.yml", include_str!("../playbooks/openshift/wait_ready.yml")),
 ];
+
+/// The file that carries out step file `name` for a flavour: the flavour's own (`kubeadm/master_upgrade.yml`,
+/// `openshift/drain.yml`) when it has one, else the shared one (`drain.yml`).
+pub fn for_flavor(flavor: Flavor, name: &str) -> String {
+    let own = format!("{}/{name}", flavor.dir());
+    if FILES.iter().any(|(file, _)| *file == own) { own } else { name.to_string() }
+}
 
 /// The names of the built-in step files.
 pub fn names() -> impl Iterator<Item = &'static str> {
@@ -48,6 +81,9 @@ pub fn materialize(dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).map_err(fail)?;
     for (name, text) in FILES {
         let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(fail)?;
+        }
         // Rewritten only when different, so a reader of the directory sees stable files.
         if std::fs::read_to_string(&path).ok().as_deref() != Some(*text) {
             std::fs::write(&path, text).map_err(fail)?;
@@ -58,13 +94,86 @@ pub fn materialize(dir: &Path) -> Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use crate::flavor::Flavor;
+
+    #[test]
+    fn a_flavour_runs_its_own_file_where_it_has_one_and_the_shared_one_elsewhere() {
+        assert_eq!(super::for_flavor(Flavor::Openshift, "drain.yml"), "openshift/drain.yml");
+        assert_eq!(super::for_flavor(Flavor::Openshift, "reboot.yml"), "reboot.yml");
+        assert_eq!(super::for_flavor(Flavor::Kubeadm, "drain.yml"), "drain.yml");
+        assert_eq!(super::for_flavor(Flavor::Kubeadm, "master_upgrade.yml"), "kubeadm/master_upgrade.yml");
+        assert_eq!(super::for_flavor(Flavor::Kubeadm, "kubeadm_plan.yml"), "kubeadm/kubeadm_plan.yml");
+        assert_eq!(super::for_flavor(Flavor::Custom, "certificate_expiry.yml"), "custom/certificate_expiry.yml");
+        assert_eq!(super::for_flavor(Flavor::Custom, "node_upgrade.yml"), "custom/node_upgrade.yml");
+        assert_eq!(super::for_flavor(Flavor::Custom, "wait_ready.yml"), "wait_ready.yml");
+    }
+
+    /// Every step the executor runs resolves, for every flavour, to a built-in file; the kubeadm preflight checks
+    /// only for kubeadm, the one flavour that runs them.
+    #[test]
+    fn every_step_the_executor_runs_has_a_file_in_every_flavour() {
+        let steps = [
+            "cluster_state.yml",
+            "certificate_expiry.yml",
+            "host_version.yml",
+            "etcdctl_check.yml",
+            "etcd_backup.yml",
+            "cordon.yml",
+            "drain.yml",
+            "master_upgrade.yml",
+            "node_upgrade.yml",
+            "master_restart.yml",
+            "node_restart.yml",
+            "wait_ready.yml",
+            "control_plane_health.yml",
+            "uncordon.yml",
+        ];
+        let names: Vec<&str> = super::names().collect();
+        for flavor in Flavor::ALL {
+            for step in steps {
+                let file = super::for_flavor(flavor, step);
+                assert!(names.contains(&file.as_str()), "{flavor}: {step} -> {file}");
+            }
+        }
+        for step in ["kubernetes_repo.yml", "kubeadm_plan.yml"] {
+            let file = super::for_flavor(Flavor::Kubeadm, step);
+            assert!(names.contains(&file.as_str()), "{step} -> {file}");
+        }
+    }
+
+    /// The files include each other by a path relative to the including file, as they are written into the state
+    /// directory: every literal include names a built-in file.
+    #[test]
+    fn every_include_names_a_built_in_file() {
+        let names: Vec<&str> = super::names().collect();
+        for (name, text) in super::FILES {
+            let dir = std::path::Path::new(name).parent().unwrap_or(std::path::Path::new(""));
+            for line in text.lines() {
+                let Some(target) = line.trim().trim_start_matches("- ").strip_prefix("include_tasks:") else {
+                    continue;
+                };
+                let mut path: Vec<&str> = dir.iter().filter_map(|c| c.to_str()).collect();
+                for part in target.trim().split('/') {
+                    match part {
+                        ".." => {
+                            assert!(path.pop().is_some(), "{name}: {target} leaves the playbooks directory");
+                        }
+                        part => path.push(part),
+                    }
+                }
+                let resolved = path.join("/");
+                assert!(names.contains(&resolved.as_str()), "{name} includes {target}: no built-in {resolved}");
+            }
+        }
+    }
+
     #[test]
     fn every_built_in_step_file_parses() {
         let dir = tempfile::tempdir().unwrap();
         let dir = super::materialize(dir.path()).unwrap();
         for (name, _) in super::FILES {
             let errors = crate::tasks::check_task_file(&dir.join(name));
-            assert!(errors.is_empty() || *name == "defaults.yml", "{name}: {errors:?}");
+            assert!(errors.is_empty() || name.ends_with("defaults.yml"), "{name}: {errors:?}");
         }
     }
 }

@@ -784,6 +784,101 @@ pub fn resolve(
     Ok(Settings { serial, label, max_fail_percentage, drain_timeout, target_version })
 }
 
+/// The openshift-ansible names a 3.11 target may be given by when `upgrade_target_version` is not set, in the order
+/// they are tried: the package version (`-3.11.248`, what yum installs), the image tag (`v3.11.248`), the release
+/// (`3.11.248`; a bare `3.11` names no 3.11.z and is passed over).
+pub const OPENSHIFT_TARGET_ALIASES: [&str; 3] = ["openshift_pkg_version", "openshift_image_tag", "openshift_release"];
+
+/// A target found under an openshift-ansible name, and the aliases passed over (`openshift_release=3.11`).
+pub type OpenShiftTarget = (Option<Setting<Option<TargetVersion>>>, Vec<String>);
+
+/// The target from the first of [`OPENSHIFT_TARGET_ALIASES`] the hosts set (they must agree on it), and the
+/// aliases passed over because they name only a minor release.
+pub fn resolve_openshift_target(all_hosts: HostVarsRef<'_>, extra: &Vars) -> Result<OpenShiftTarget> {
+    let mut passed_over = Vec::new();
+    for alias in OPENSHIFT_TARGET_ALIASES {
+        // openshift_pkg_version is written with yum's separator in front: `-3.11.248`.
+        let parse_one = |text: &str| {
+            let text = unquote(text.trim());
+            TargetVersion::parse(text.strip_prefix('-').unwrap_or(text))
+        };
+        let parse = |text: &str| optional(text, parse_one);
+        let minor_only = |text: &str| {
+            let bare = unquote(text.trim()).trim_start_matches(['-', 'v']);
+            bare.split('.').count() == 2
+                && bare.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        };
+        let found = all_hosts.iter().find_map(|(_, vars)| vars.get(alias)).or_else(|| extra.get(alias));
+        if let Some(Value::String(text)) = found.map(|v| &v.value) {
+            if minor_only(text) {
+                passed_over.push(format!("{alias}={text}"));
+                continue;
+            }
+        }
+        let setting = run_wide("--target-version", None, (alias, alias), all_hosts, extra, parse, |v| {
+            optional_value(v, parse_one, TargetVersion::from_value)
+        })?;
+        if let Some(setting) = setting.filter(|s| s.value.is_some()) {
+            return Ok((Some(setting), passed_over));
+        }
+    }
+    Ok((None, passed_over))
+}
+
+/// The certificate expiry check of preflight: how many days ahead a certificate must still be valid, and whether
+/// one expiring sooner stops the run (`false`: it is reported and the run goes on).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CertificateExpiry {
+    pub warning_days: Setting<u64>,
+    pub fail_on_warn: Setting<bool>,
+}
+
+/// `upgrade_certificate_expiry_warning_days` (alias `openshift_certificate_expiry_warning_days`) and
+/// `upgrade_certificate_expiry_fail_on_warn` (alias `openshift_certificate_expiry_fail_on_warn`), over every host.
+pub fn resolve_certificate_expiry(
+    all_hosts: HostVarsRef<'_>,
+    extra: &Vars,
+    default_days: u64,
+) -> Result<CertificateExpiry> {
+    let days = |text: &str| {
+        unquote(text.trim()).parse::<u64>().map_err(|_| {
+            Error::input(format!("`{}` is not a whole number of days", text.trim()))
+                .hint("write the number of days, e.g. 180")
+        })
+    };
+    let warning_days = run_wide(
+        "upgrade_certificate_expiry_warning_days",
+        None,
+        ("upgrade_certificate_expiry_warning_days", "openshift_certificate_expiry_warning_days"),
+        all_hosts,
+        extra,
+        days,
+        |v| match integral(v) {
+            Some(n) if n >= 0 => Ok(n as u64),
+            _ => days(&scalar_text(v)),
+        },
+    )?
+    .unwrap_or_else(|| Setting::default(default_days));
+    let truth = |text: &str| {
+        crate::tasks::engine::parse_bool(&Value::String(unquote(text.trim()).to_string()))
+            .ok_or_else(|| Error::input(format!("`{}` is not true or false", text.trim())).hint("write true or false"))
+    };
+    let fail_on_warn = run_wide(
+        "upgrade_certificate_expiry_fail_on_warn",
+        None,
+        ("upgrade_certificate_expiry_fail_on_warn", "openshift_certificate_expiry_fail_on_warn"),
+        all_hosts,
+        extra,
+        truth,
+        |v| match v {
+            Value::Bool(b) => Ok(*b),
+            other => truth(&scalar_text(other)),
+        },
+    )?
+    .unwrap_or_else(|| Setting::default(true));
+    Ok(CertificateExpiry { warning_days, fail_on_warn })
+}
+
 /// How a setting's value reads in a message.
 trait Shown {
     fn shown(&self) -> String;
@@ -798,7 +893,7 @@ macro_rules! shown_by_display {
         }
     )*};
 }
-shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, LabelSelector, TargetVersion);
+shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, LabelSelector, TargetVersion, u64, bool);
 
 impl<T: fmt::Display> Shown for Option<T> {
     fn shown(&self) -> String {

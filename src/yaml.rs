@@ -115,8 +115,9 @@ impl Node {
     }
 }
 
-/// `!unsafe` text that a Jinja render gives back unchanged: its markup is wrapped in `{% raw %}`. Only a text value
-/// itself needs it (variables are rendered when used; the strings inside lists and mappings are not). Leading line
+/// `!unsafe` text that a Jinja render gives back unchanged: its markup is wrapped in `{% raw %}`. A text value needs
+/// it, and so do the strings of a list (variables are rendered when used, lists of strings included; the strings
+/// inside mappings are not). Leading line
 /// breaks stay outside the wrap, where the block tag's newline trimming cannot eat them; text that itself holds
 /// `endraw` is left as it is.
 fn untemplatable(value: Value) -> Value {
@@ -125,6 +126,9 @@ fn untemplatable(value: Value) -> Value {
             let body = s.trim_start_matches(['\r', '\n']);
             let lead = &s[..s.len() - body.len()];
             Value::String(format!("{lead}{{% raw %}}{body}{{% endraw %}}"))
+        }
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| if v.is_string() { untemplatable(v) } else { v }).collect())
         }
         other => other,
     }

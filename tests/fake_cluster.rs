@@ -423,4 +423,48 @@ fn pods_and_budgets_follow_the_cues() {
     );
     let actions: Vec<String> = cluster.calls().into_iter().map(|c| c.action).collect();
     assert_eq!(actions, ["get-pods", "get-pdbs"]);
+
+/// An OpenShift 3.11 host as the openshift flavour sees it: yum refuses while excluded, rpm reports what yum
+/// installed, master-restart and the API health endpoint answer, and 3.11's oc knows only --delete-local-data.
+#[test]
+fn openshift_hosts_answer_yum_rpm_excluders_and_master_restart() {
+    let cluster = FakeCluster::init("m1 v1.11.0+d4cacc0 node-role.kubernetes.io/master=true rpm=3.11.200\n");
+    let on_m1 = |tool: &str, args: &[&str]| {
+        let mut all = vec!["--node", "m1"];
+        all.extend(args);
+        cluster.run(tool, &all)
+    };
+    assert_eq!(ok(&on_m1("rpm", &["-q", "--qf", "%{VERSION}", "atomic-openshift-node"])).trim(), "3.11.200");
+    assert_eq!(cluster.excluder("m1", "atomic-openshift-excluder"), "excluded");
+    let install = ["install", "-y", "atomic-openshift-3.11.248", "atomic-openshift-node-3.11.248"];
+    let err = failed(&on_m1("yum", &install));
+    assert!(err.contains("No package atomic-openshift-3.11.248 available"), "{err}");
+    ok(&on_m1("excluder", &["atomic-openshift-excluder", "unexclude"]));
+    ok(&on_m1("yum", &install));
+    assert_eq!(cluster.package_version("m1"), "3.11.248");
+    assert_eq!(cluster.version("m1"), "v1.11.0+d4cacc0", "the kubelet reports what every 3.11.z reports");
+    ok(&on_m1("excluder", &["atomic-openshift-excluder", "exclude"]));
+    assert_eq!(cluster.excluder("m1", "atomic-openshift-excluder"), "excluded");
+
+    ok(&on_m1("master-restart", &["api"]));
+    ok(&on_m1("master-restart", &["controllers"]));
+    assert_eq!(ok(&cluster.run("oc", &["get", "--raw", "/healthz/ready"])).trim(), "ok");
+    let err =
+        failed(&cluster.run("oc", &["adm", "drain", "m1", "--ignore-daemonsets", "--delete-emptydir-data", "--force"]));
+    assert!(err.contains("oc 3.11 knows --delete-local-data"), "{err}");
+    ok(&cluster.run("oc", &["adm", "drain", "m1", "--ignore-daemonsets", "--delete-local-data", "--force"]));
+    assert_eq!(
+        cluster.actions_on("m1"),
+        ["yum", "unexclude", "yum", "exclude", "master-restart-api", "master-restart-controllers", "drain"]
+    );
+}
+
+#[test]
+fn kubeadm_certs_check_expiration_prints_kubeadms_table() {
+    let cluster = cluster();
+    std::fs::write(cluster.state_dir().join("certs_expire_days"), "12").expect("cue");
+    let table = ok(&cluster.run("kubeadm", &["certs", "check-expiration"]));
+    assert!(table.contains("CERTIFICATE AUTHORITY"), "{table}");
+    let apiserver = table.lines().find(|l| l.starts_with("apiserver ")).expect("an apiserver row");
+    assert!(apiserver.contains(" UTC ") && apiserver.contains("12d"), "{apiserver}");
 }

@@ -216,6 +216,7 @@ fn a_sigterm_during_preflight_starts_no_later_phase() {
     assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{}", describe(&out));
     let touched: Vec<_> = demo.calls().into_iter().filter(|(_, a)| a != "get-nodes").collect();
     assert!(touched.is_empty(), "no node was touched: {touched:?}\n{}", describe(&out));
+    assert!(stdout.contains("preflight's remaining checks were not run"), "says so\n{}", describe(&out));
     assert!(stdout.contains("result: interrupted"), "{}", describe(&out));
 }
 
@@ -336,6 +337,9 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
         "- name: a chatty hook\n  shell: yes 0123456789abcdef | head -c 1000000\n",
     )
     .expect("write the hook");
+    // node-1 and node-3 are still in flight (in their mid hook) when the interrupts come.
+    std::fs::write(demo.path("hooks/node_mid.yml"), "- name: a slow hook\n  command: sleep 3\n")
+        .expect("write the hook");
     demo.set_cue("node-2", "drain_hang", "forever");
     let mut child = KillOnDrop(demo.spawn(&["--output", "json"]));
     // Nobody reads stdout. The run still gets to node-2's drain, past three 1 MB lines.
@@ -353,6 +357,11 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
         std::fs::read_to_string(&journal)
             .is_ok_and(|j| j.lines().last().is_some_and(|l| l.contains(r#""status":"interrupted""#)))
     });
+    // The slow hooks of node-1 and node-3 end while the output waits for its reader: their hosts go no further
+    // and nothing is recorded after the run's last line.
+    std::thread::sleep(Duration::from_secs(4));
+    let last = std::fs::read_to_string(&journal).expect("journal").lines().last().map(str::to_string);
+    assert!(last.is_some_and(|l| l.contains(r#""status":"interrupted""#)), "still the journal's last line");
     assert!(exited(&mut child).is_none(), "it waits for its output to be read before exiting");
 
     // Now the reader comes back: everything is there, whole and in order, and the process exits.
@@ -385,8 +394,12 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
     assert_eq!(chatty, 3, "the three 1 MB lines of batch 1 are all there");
     let times: Vec<&str> = events.iter().filter_map(|e| e["time"].as_str()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "in the order they happened");
+    // In the nodes phase: preflight runs per-host steps of its own (certificates, host-check) on node-2 before.
     let position = |kind: &str, host: &str| {
-        events.iter().position(|e| e["event"] == kind && e["host"] == host).unwrap_or(usize::MAX)
+        events
+            .iter()
+            .position(|e| e["event"] == kind && e["host"] == host && e["phase"] == "nodes")
+            .unwrap_or(usize::MAX)
     };
     assert!(position("host-started", "node-2") < position("step-started", "node-2"), "in order");
 }

@@ -760,9 +760,18 @@ fn registered_values_match_ansible_core_on_the_comparison_file() {
 fn the_builtin_playbooks_pass_check() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks");
     let Ok(entries) = std::fs::read_dir(&dir) else { return };
-    let mut problems = Vec::new();
+    // The shared files and each flavour's folder (kubeadm/, openshift/, custom/).
+    let mut paths: Vec<std::path::PathBuf> = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
+        if path.is_dir() {
+            paths.extend(std::fs::read_dir(&path).into_iter().flatten().flatten().map(|e| e.path()));
+        } else {
+            paths.push(path);
+        }
+    }
+    let mut problems = Vec::new();
+    for path in paths {
         let is_task_file =
             path.extension().is_some_and(|x| x == "yml") && path.file_name().is_some_and(|n| n != "defaults.yml");
         if is_task_file {

@@ -493,3 +493,40 @@ fn a_failing_kubeadm_upgrade_plan_stops_the_run_in_preflight_with_kubeadms_messa
     let cluster = cluster.var("upgrade_kubeadm_plan_check: false");
     cluster.upgrade(&[]).expect_code(0);
 }
+
+#[test]
+fn the_custom_flavour_runs_no_package_or_kubeadm_plan_checks_and_keeps_the_control_plane_health_gate() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    // kubeadm's plan would stop the run here: the custom flavour must not ask it.
+    cluster.fake.set_cue("m1", "plan_fail", "the custom flavour ran kubeadm upgrade plan");
+    let command = cluster.fake.kubelet_package_command();
+    let cluster = cluster
+        .var("upgrade_flavor: custom")
+        .var(&format!("upgrade_master_upgrade_command: \"{command}\""))
+        .var(&format!("upgrade_node_upgrade_command: \"{command}\""));
+    let run = cluster.upgrade(&[]).expect_code(0);
+    assert!(!run.stdout().contains("package manager"), "no package manager detection:\n{}", run.stdout());
+    let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
+    assert!(!actions.iter().any(|a| a.starts_with("kubeadm")), "{actions:?}");
+    assert!(actions.contains(&"readyz".to_string()), "the health gate still asks /readyz: {actions:?}");
+    assert_eq!(cluster.version("m1"), TARGET);
+    assert_eq!(cluster.version("n1"), TARGET);
+}
+
+#[test]
+fn kubeadm_certificates_expiring_within_30_days_stop_preflight_before_anything_moves() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    std::fs::write(cluster.fake.state_dir().join("certs_expire_days"), "10").expect("cue");
+    cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .expect_stderr("certificate(s) expire within 30 days (default)")
+        .expect_stderr("m1: kubeadm certificate apiserver expires ")
+        .expect_stderr("kubeadm certs renew");
+    assert!(cluster.drained().is_empty(), "nothing was drained");
+    assert_eq!(cluster.version("m1"), "v1.28.5");
+
+    // A shorter window lets the run go on.
+    cluster.upgrade(&["-e", "upgrade_certificate_expiry_warning_days=7"]).expect_code(0);
+    assert_eq!(cluster.version("n1"), TARGET);
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub mod batches;
+pub mod certificates;
 pub mod cluster_lock;
 pub mod control_plane;
 pub mod etcd_backup;
@@ -30,6 +31,8 @@ pub enum Step {
     KubeadmPlan,
     /// Preflight on each etcd host: `etcdctl version`.
     EtcdctlCheck,
+    Certificates,
+    ReadVersion,
     Backup,
     PreDrainHook,
     PreHook,
@@ -55,6 +58,8 @@ impl Step {
             Step::HostCheck => "host-check",
             Step::KubeadmPlan => "kubeadm-plan",
             Step::EtcdctlCheck => "etcdctl-check",
+            Step::Certificates => "certificates",
+            Step::ReadVersion => "read-version",
             Step::Backup => "etcd-backup",
             Step::PreDrainHook => "pre-drain-hook",
             Step::PreHook => "pre-hook",

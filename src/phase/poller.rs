@@ -171,10 +171,14 @@ pub async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure>
     let deadline = registered + Duration::from_secs(timeout);
     let mut generation = poller.generation.subscribe();
     poller.register(&node);
+    // A flavour that reads "at the target" from what the host has installed (OpenShift 3.11: every 3.11.z reports one
+    // kubelet version) waits for Ready only, as its own wait_ready.yml does.
+    let wants_version = !run.probes_host_version(host);
+    let at = if wants_version { format!(" at {}", run.target) } else { String::new() };
     let outcome = loop {
         if let Some(Seen::Node(seen)) = poller.seen_since(&node, registered) {
             let at_target = TargetVersion::parse(&seen.kubelet_version).ok().as_ref() == Some(&run.target);
-            if at_target && seen.ready {
+            if (at_target || !wants_version) && seen.ready {
                 break Ok(());
             }
         }
@@ -188,7 +192,7 @@ pub async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure>
                 Some(Seen::Failed(why)) => why,
                 None => "the cluster was not read in time".to_string(),
             };
-            break Err(fail(format!("node {node} is not Ready at {} after {timeout}s: {said}", run.target)));
+            break Err(fail(format!("node {node} is not Ready{at} after {timeout}s: {said}")));
         }
         if run.stop.is_aborting() {
             break Err(StepFailure::interrupted(Step::WaitReady));

@@ -11,6 +11,7 @@ use super::run::UpgradeRun;
 use super::{HostOutcome, HostReport, Step};
 use crate::cluster::{ClusterNode, parse_node_list};
 use crate::error::{Error, Result};
+use crate::flavor::Flavor;
 use crate::plan::{Phase, batch_hosts};
 use crate::settings::TargetVersion;
 
@@ -58,11 +59,13 @@ pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
     let ttl = super::cluster_lock::ttl(run)?;
     check_reachable(run).await?;
     take_cluster_lock(run, ttl).await?;
+    super::certificates::check(run).await?;
     let cluster = read_cluster(run, Phase::Preflight).await?;
     let by_name: HashMap<String, ClusterNode> = cluster.iter().map(|n| (n.name.clone(), n.clone())).collect();
     if let Ok(mut before) = run.cluster_before.lock() {
         *before = by_name.clone();
     }
+    read_host_versions(run).await?;
     let decided = decide(run, &by_name)?;
     let upgrading: Vec<(String, Phase)> = decided
         .masters
@@ -77,15 +80,28 @@ pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
                 .map(|h| (h.clone(), Phase::Nodes)),
         )
         .collect();
-    if !upgrading.is_empty() {
-        check_drain_blockers(run, &upgrading).await?;
+    // After a stop (a signal while the cluster was read, a state directory that cannot be written) no later phase
+    // starts, so nothing more is checked: the kubeadm plan check installs kubeadm on the first master, which an
+    // operator who pressed Ctrl-C did not ask for.
+    if upgrading.is_empty() || stopped_between_checks(run) {
+        return Ok(decided);
+    }
+    // The package manager, the repository switch and kubeadm's plan are the kubeadm flow's: the openshift flavour
+    // installs with yum between its excluders, the custom flavour runs only the operator's commands.
+    let kubeadm = run.plan.flavor.flavor == Flavor::Kubeadm;
+    check_drain_blockers(run, &upgrading).await?;
+    if kubeadm {
         check_hosts(run, &upgrading).await?;
-        if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
-            check_etcdctl(run).await?;
+        if stopped_between_checks(run) {
+            return Ok(decided);
         }
-        if !decided.masters.is_empty() {
-            kubeadm_plan(run).await?;
-        }
+    }
+    // Every flavour takes the etcd backup with upgrade_etcdctl and asks it for the members' health after each master.
+    if run.plan.has_phase(Phase::EtcdBackup) || !decided.masters.is_empty() {
+        check_etcdctl(run).await?;
+    }
+    if kubeadm && !decided.masters.is_empty() && !stopped_between_checks(run) {
+        kubeadm_plan(run).await?;
     }
     Ok(decided)
 }
@@ -149,6 +165,18 @@ async fn take_cluster_lock(run: &std::sync::Arc<UpgradeRun>, ttl: std::time::Dur
         *slot = Some((me, renewer));
     }
     Ok(())
+}
+
+/// A stop asked for while preflight runs (a signal, a state directory that cannot be written) ends preflight at the
+/// next check: the run starts no later phase, so the checks left could only delay the exit, and one of them is not
+/// read-only (the kubeadm plan check installs kubeadm on the first master). What was decided so far is returned, so
+/// the summary can say which hosts were not started.
+fn stopped_between_checks(run: &UpgradeRun) -> bool {
+    if !run.stop.is_stopping() {
+        return false;
+    }
+    run.notice(None, format!("{}: preflight's remaining checks were not run", run.stop_reason()));
+    true
 }
 
 /// On every host to upgrade with the kubeadm flow: which package manager it uses and what the upgrade will do to its
@@ -261,6 +289,48 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
     }
 }
 
+/// Reads, on every host the run may upgrade whose flavour says so, what it has installed (`host_version.yml`):
+/// OpenShift 3.11.z releases all report one kubelet version, so the package decides "at the target".
+async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
+    let nodes = run.plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
+    let hosts: Vec<String> =
+        run.plan.masters.iter().chain(&nodes).filter(|h| run.probes_host_version(h)).cloned().collect();
+    let reads = hosts.iter().map(|host| async move { (host, read_host_version(run, Phase::Preflight, host).await) });
+    let mut versions = HashMap::new();
+    for (host, result) in super::join_all(reads).await {
+        let version = result.map_err(|reason| {
+            Error::hosts_failed(format!("cannot read what {host} has installed: {reason}")).hint(
+                "upgrade_host_version_command must print the installed version (openshift: rpm -q --qf %{VERSION} \
+                 atomic-openshift-node, or origin-node for openshift_deployment_type=origin)",
+            )
+        })?;
+        versions.insert(host.clone(), version);
+    }
+    if let Ok(mut known) = run.host_versions.lock() {
+        known.extend(versions);
+    }
+    Ok(())
+}
+
+/// What the host has installed now, as `upgrade_host_version_command` prints it (checked to be a version).
+pub async fn read_host_version(run: &UpgradeRun, phase: Phase, host: &str) -> std::result::Result<String, String> {
+    let facts = run
+        .run_step(phase, host, Step::ReadVersion, &run.playbook("host_version.yml"), &[], None)
+        .await
+        .map_err(|f| f.reason)?;
+    let stdout = facts
+        .get("upgrade_host_version")
+        .and_then(|r| r.get("stdout"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    match TargetVersion::parse(&stdout) {
+        Ok(_) => Ok(stdout),
+        Err(_) => Err(format!("upgrade_host_version_command printed `{stdout}`, not a version")),
+    }
+}
+
 /// Opens a connection to every host of the plan, at once, and runs `true`. Any host that does not answer stops the
 /// run here, before anything is touched.
 pub(crate) async fn check_reachable(run: &UpgradeRun) -> Result<()> {
@@ -315,10 +385,6 @@ pub async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterN
     })
 }
 
-fn version_of(node: &ClusterNode) -> Option<TargetVersion> {
-    TargetVersion::parse(&node.kubelet_version).ok()
-}
-
 pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Preflight> {
     let target = &run.target;
     let plan = &run.plan;
@@ -347,11 +413,16 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
             )));
     }
 
+    // Each host's version: what it has installed when the flavour probes it, else its kubelet's.
+    let probed = run.host_versions.lock().map(|m| m.clone()).unwrap_or_default();
+    let text_of =
+        |h: &String| probed.get(h).cloned().unwrap_or_else(|| cluster[&run.node_name(h)].kubelet_version.clone());
+    let version_of = |h: &String| TargetVersion::parse(&text_of(h)).ok();
+
     // Masters run one version.
     let mut master_versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for m in &plan.masters {
-        let node = &cluster[&run.node_name(m)];
-        master_versions.entry(node.kubelet_version.clone()).or_default().push(m.clone());
+        master_versions.entry(text_of(m)).or_default().push(m.clone());
     }
     // Masters split between the target and one older version: a control-plane upgrade an earlier run did not finish.
     let target_text = master_versions.keys().find(|v| TargetVersion::parse(v).ok().as_ref() == Some(target)).cloned();
@@ -395,8 +466,7 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
 
     if plan.has_phase(Phase::ControlPlane) {
         for m in &plan.masters {
-            let node = &cluster[&run.node_name(m)];
-            match version_of(node) {
+            match version_of(m) {
                 Some(v) if v >= *target && !unfinished(run, Phase::ControlPlane, m) => {
                     result.skipped.push(skipped(run, Phase::ControlPlane, m, &v))
                 }
@@ -432,8 +502,7 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
             None => candidates,
         };
         for h in &selected {
-            let node = &cluster[&run.node_name(h)];
-            match version_of(node) {
+            match version_of(h) {
                 Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) => {
                     let report = skipped(run, Phase::Nodes, h, &v);
                     if let HostOutcome::Skipped { reason } = report.outcome {
@@ -462,7 +531,16 @@ fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) 
     let node = run.node_name(host);
     let earlier =
         run.history.host(phase.name(), host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded);
-    let reason = if earlier {
+    let reason = if run.probes_host_version(host) {
+        // Said so, because the cluster's kubelet version may read the same before and after (OpenShift 3.11.z).
+        if earlier {
+            format!("upgraded by an earlier run (has {version} installed)")
+        } else if *version > run.target {
+            format!("already has {version} installed, newer than the target")
+        } else {
+            format!("already at {version}: installed on the host")
+        }
+    } else if earlier {
         format!("upgraded by an earlier run (runs {version})")
     } else if *version > run.target {
         format!("already runs {version}, newer than the target")

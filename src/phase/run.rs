@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -62,14 +62,18 @@ pub struct UpgradeRun {
     templar: Arc<Templar>,
     pool: Arc<ConnectionPool>,
     engine_options: EngineOptions,
-    sink: SharedSink,
+    sink: Arc<EventGate>,
     playbooks: PathBuf,
     task_files: Mutex<HashMap<PathBuf, Arc<Vec<Task>>>>,
-    journal: Mutex<Journal>,
+    /// None once the run has ended at once (`end_now`): nothing is recorded after its last line.
+    journal: Mutex<Option<Journal>>,
+    run_id: String,
     /// `run_once` in hooks means once per batch, as in a serial play: the hosts of a batch share one coordinator.
     run_once: Mutex<HashMap<String, Arc<RunOnce>>>,
     /// The nodes as the cluster reported them in preflight, by node name.
     pub cluster_before: Mutex<HashMap<String, ClusterNode>>,
+    /// What each probed host had installed in preflight (`upgrade_host_version_command`), by inventory name.
+    pub host_versions: Mutex<HashMap<String, String>>,
     pub write_failures: Arc<WriteFailures>,
     /// A SIGINT or SIGTERM arrived (a stop for a state directory that cannot be written is not an interrupt).
     interrupted: AtomicBool,
@@ -164,15 +168,17 @@ impl UpgradeRun {
             templar: Arc::new(Templar::new()),
             pool: parts.pool,
             engine_options: parts.engine_options,
-            sink: parts.sink,
+            sink: Arc::new(EventGate { inner: parts.sink, open: RwLock::new(true) }),
             playbooks: parts.playbooks,
             task_files: Mutex::new(HashMap::new()),
-            journal: Mutex::new(parts.journal),
+            run_id: parts.journal.run_id().to_string(),
+            journal: Mutex::new(Some(parts.journal)),
             cluster_before: Mutex::new(HashMap::new()),
             write_failures: parts.write_failures,
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
             poller: super::poller::NodePoller::default(),
+            host_versions: Mutex::new(HashMap::new()),
             run_once: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
@@ -191,11 +197,12 @@ impl UpgradeRun {
         self.event(Event::Notice { host: host.map(str::to_string), message: message.into() });
     }
 
-    /// Appends to the journal; false when it could not be written (then the run stops: see `WriteFailures`).
+    /// Appends to the journal; false when it could not be written (then the run stops: see `WriteFailures`) or the
+    /// run has ended (`end_now`).
     pub fn record(&self, entry: JournalEntry) -> bool {
-        let (result, path) = match self.journal.lock() {
-            Ok(mut journal) => (journal.record(&entry), journal.path().to_path_buf()),
-            Err(_) => return false,
+        let (result, path) = match self.journal.lock().as_deref_mut() {
+            Ok(Some(journal)) => (journal.record(&entry), journal.path().to_path_buf()),
+            Ok(None) | Err(_) => return false,
         };
         match result {
             Ok(()) => true,
@@ -224,7 +231,37 @@ impl UpgradeRun {
     }
 
     pub fn run_id(&self) -> String {
-        self.journal.lock().map(|j| j.run_id().to_string()).unwrap_or_default()
+        self.run_id.clone()
+    }
+
+    /// A second interrupt: the process exits without waiting for the hosts in flight, once the output queued so far
+    /// is written (which can take seconds). The journal gets its last line and the reporters their last events now;
+    /// from then on the tasks still running record nothing, say nothing and start no step, so the line that says
+    /// the run ended stays the journal's last and `Exiting` the last event, and no host is touched while the output
+    /// drains. Commands already running on hosts end on their own.
+    pub fn end_now(&self, message: &str) {
+        // Waits for events being reported now, then closes the gate to every later one.
+        let Ok(mut open) = self.sink.open.write() else { return };
+        self.sink.inner.event(&Event::Notice { host: None, message: message.to_string() });
+        if let Ok(mut slot) = self.journal.lock() {
+            if let Some(mut journal) = slot.take() {
+                let entry = JournalEntry::RunFinished {
+                    run: self.run_id(),
+                    time: utc_timestamp(std::time::SystemTime::now()),
+                    status: "interrupted".into(),
+                };
+                if let Err(e) = journal.record(&entry) {
+                    self.write_failures.failed("the journal", journal.path(), &e.message);
+                }
+            }
+        }
+        self.sink.inner.event(&Event::Exiting);
+        *open = false;
+    }
+
+    /// The run ended at once (`end_now`): nothing new starts.
+    fn has_ended(&self) -> bool {
+        self.journal.lock().map(|j| j.is_none()).unwrap_or(true)
     }
 
     /// A batch starts: its hosts share `run_once` results from now on.
@@ -259,9 +296,30 @@ impl UpgradeRun {
         self.templar.render_str(template, &vars).unwrap_or_else(|_| template.to_string())
     }
 
-    /// The path of a built-in step file.
+    /// The path of a built-in step file, as the run's flavour carries it out (`openshift/drain.yml` for `drain.yml`).
     pub fn playbook(&self, name: &str) -> PathBuf {
-        self.playbooks.join(name)
+        self.playbooks.join(crate::playbooks::for_flavor(self.plan.flavor.flavor, name))
+    }
+
+    /// Whether "at the target" is decided for this host from what it has installed (`upgrade_host_version_command`,
+    /// the openshift flavour's default) rather than from the kubelet version the cluster reports.
+    pub fn probes_host_version(&self, host: &str) -> bool {
+        self.plan.flavor.flavor.probes_installed_version_by_default()
+            || self
+                .task_vars
+                .own(host)
+                .get("upgrade_host_version_command")
+                .and_then(Value::as_str)
+                .is_some_and(|c| !c.trim().is_empty())
+    }
+
+    /// The host's version as preflight read it: what it has installed when probed, else its node's kubelet version.
+    pub fn version_before(&self, host: &str) -> Option<String> {
+        if let Some(v) = self.host_versions.lock().ok().and_then(|m| m.get(host).cloned()) {
+            return Some(v);
+        }
+        let node = self.node_name(host);
+        self.cluster_before.lock().ok().and_then(|c| c.get(&node).map(|n| n.kubelet_version.clone()))
     }
 
     /// A setting read from the host's variables as a boolean (Ansible's truth table), with a default.
@@ -310,6 +368,9 @@ impl UpgradeRun {
         more: &[(&str, Value)],
         timeout: Option<Duration>,
     ) -> Result<Map<String, Value>, StepFailure> {
+        if self.has_ended() {
+            return Err(StepFailure::interrupted(step));
+        }
         let started = Instant::now();
         self.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step });
         let result = self.run_step_inner(host, step, file, more, timeout).await;
@@ -460,6 +521,23 @@ impl UpgradeRun {
 
     pub async fn close(&self) {
         self.pool.close_all().await;
+    }
+}
+
+/// The reporters behind a gate that `UpgradeRun::end_now` closes for good after the run's last events.
+struct EventGate {
+    inner: SharedSink,
+    /// Read for every event (reporters are called concurrently); written once, to close.
+    open: RwLock<bool>,
+}
+
+impl EventSink for EventGate {
+    fn event(&self, event: &Event) {
+        if let Ok(open) = self.open.read() {
+            if *open {
+                self.inner.event(event);
+            }
+        }
     }
 }
 

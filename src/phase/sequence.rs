@@ -52,8 +52,7 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
     }
     // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
     // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
-    let at_target =
-        before.as_ref().and_then(|n| TargetVersion::parse(&n.kubelet_version).ok()).as_ref() == Some(&run.target);
+    let at_target = run.version_before(host).and_then(|v| TargetVersion::parse(&v).ok()).as_ref() == Some(&run.target);
     let mut progress = Progress { cordoned: was_cordoned, upgraded: false };
     let outcome = match steps(run, host, role, was_cordoned, at_target, &mut progress).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
@@ -275,6 +274,12 @@ fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
 /// Reads the node from the cluster now (not as preflight saw it): an upgrade command left running by a killed run
 /// may have finished since.
 async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
+    if run.probes_host_version(host) {
+        let phase = if run.plan.masters.iter().any(|m| m == host) { Phase::ControlPlane } else { Phase::Nodes };
+        return super::preflight::read_host_version(run, phase, host)
+            .await
+            .is_ok_and(|v| TargetVersion::parse(&v).is_ok_and(|v| v == run.target));
+    }
     let node = run.node_name(host);
     match super::preflight::read_cluster(run, Phase::Nodes).await {
         Ok(nodes) => nodes

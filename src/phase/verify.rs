@@ -12,10 +12,21 @@ use crate::error::Result;
 use crate::plan::Phase;
 use crate::settings::TargetVersion;
 
-/// Checks the hosts upgraded by this run. Returns a report per host checked.
+/// What the upgraded hosts whose flavour probes them have installed now (`host_version.yml`), by host.
+pub async fn installed_versions(run: &UpgradeRun, upgraded: &[String]) -> HashMap<String, Result<String, String>> {
+    let probed: Vec<&String> = upgraded.iter().filter(|h| run.probes_host_version(h)).collect();
+    let reads = probed
+        .into_iter()
+        .map(|host| async move { (host.clone(), super::preflight::read_host_version(run, Phase::Verify, host).await) });
+    super::join_all(reads).await.into_iter().collect()
+}
+
+/// Checks the hosts upgraded by this run: Ready, and at the target by what they have installed (`installed`, for the
+/// hosts the flavour probes) or by their kubelet version. Returns a report per host checked.
 pub fn check_upgraded(
     run: &UpgradeRun,
     cluster: &HashMap<String, ClusterNode>,
+    installed: &HashMap<String, Result<String, String>>,
     upgraded: &[String],
 ) -> Vec<HostReport> {
     upgraded
@@ -26,6 +37,13 @@ pub fn check_upgraded(
             let outcome = match cluster.get(&node) {
                 None => failed(format!("node {node} is no longer in the cluster")),
                 Some(n) if !n.ready => failed(format!("node {node} is not Ready")),
+                Some(_) if installed.contains_key(host) => match &installed[host] {
+                    Err(reason) => failed(format!("cannot read what {host} has installed: {reason}")),
+                    Ok(v) if TargetVersion::parse(v).ok().as_ref() != Some(&run.target) => {
+                        failed(format!("{host} has {v} installed, not {}", run.target))
+                    }
+                    Ok(_) => HostOutcome::Upgraded { left_cordoned: false },
+                },
                 Some(n) if TargetVersion::parse(&n.kubelet_version).ok().as_ref() != Some(&run.target) => {
                     failed(format!("node {node} runs {}, not {}", n.kubelet_version, run.target))
                 }
@@ -71,8 +89,14 @@ pub fn left_cordoned_by_hosts(run: &UpgradeRun, reports: &[HostReport]) -> Vec<C
 }
 
 fn cordoned_nodes(run: &UpgradeRun, nodes: impl Iterator<Item = (String, bool)>) -> Vec<CordonedNode> {
-    let kubectl =
-        run.render_for(&run.first_master, "{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('kubectl')) }}");
+    let default_cli = match run.plan.flavor.flavor {
+        crate::flavor::Flavor::Openshift => "oc adm",
+        _ => "kubectl",
+    };
+    let kubectl = run.render_for(
+        &run.first_master,
+        &format!("{{{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('{default_cli}')) }}}}"),
+    );
     let mut nodes: Vec<CordonedNode> = nodes
         .map(|(node, before_run)| CordonedNode { fix: format!("{kubectl} uncordon {node}"), node, before_run })
         .collect();

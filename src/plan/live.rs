@@ -41,8 +41,10 @@ pub struct LiveHost {
     pub package_manager: Option<String>,
     pub free_bytes: Option<u64>,
     pub etcd_db_size: Option<u64>,
-    /// Certificate expiry where the flavour has a check for it; the kubeadm flavour has none yet (null).
+    /// The flavour's certificate check (certificate_expiry.yml): how many were read and the first to expire.
     pub certificates: Option<String>,
+    /// A certificate expires within `upgrade_certificate_expiry_warning_days`.
+    pub certificates_expiring: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -59,8 +61,10 @@ pub struct LivePlan {
     pub cluster_lock_holder: Option<String>,
     pub hosts: Vec<LiveHost>,
     pub batches: Vec<LiveBatch>,
-    /// Problems not tied to one host (the lock, reads that failed).
+    /// Problems not tied to one host (the lock, reads that failed, certificates that stop preflight): they block.
     pub problems: Vec<String>,
+    /// What the run would warn about without stopping.
+    pub notices: Vec<String>,
     pub blocked: bool,
 }
 
@@ -112,6 +116,7 @@ pub fn live_plan_command(args: &UpgradeArgs) -> Result<i32> {
 async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
     preflight::check_reachable(run).await?;
     let mut problems = Vec::new();
+    let mut notices = Vec::new();
     let me = cluster_lock::Holder::default();
     let cluster_lock_holder = match cluster_lock::call(run, "read", &me, true).await {
         Ok(read) if read.rc == 0 => cluster_lock::Holder::parse(&read.stdout).map(|h| h.describe()),
@@ -159,7 +164,8 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             }
             (None, Some(_)) => ("upgrade", None),
         };
-        let (package_manager, free_bytes, etcd_db_size) = facts.get(host).cloned().unwrap_or_default();
+        let HostFacts { package_manager, free_bytes, etcd_db_size, certificates, certificates_expiring } =
+            facts.get(host).cloned().unwrap_or_default();
         hosts.push(LiveHost {
             host: host.to_string(),
             node: node.clone(),
@@ -174,7 +180,8 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             package_manager,
             free_bytes,
             etcd_db_size,
-            certificates: certificate_expiry(run, host),
+            certificates,
+            certificates_expiring,
         });
     };
     if run.plan.has_phase(Phase::ControlPlane) {
@@ -208,6 +215,18 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             add(host, Phase::Nodes, None, Some("not selected by the label selector".into()));
         }
     }
+    let expiring: Vec<&str> = hosts.iter().filter(|h| h.certificates_expiring).map(|h| h.host.as_str()).collect();
+    if !expiring.is_empty() {
+        let days = run.plan.certificate_expiry.warning_days.value;
+        let stops = run.plan.certificate_expiry.fail_on_warn.value;
+        let verdict = if stops {
+            "preflight would stop (upgrade_certificate_expiry_fail_on_warn)"
+        } else {
+            "preflight would warn and go on"
+        };
+        let problem = format!("certificates expire within {days} days on {}: {verdict}", expiring.join(", "));
+        if stops { problems.push(problem) } else { notices.push(problem) }
+    }
     let blocked = !problems.is_empty() || hosts.iter().any(|h| h.action == "blocked");
     Ok(LivePlan {
         target,
@@ -216,35 +235,64 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         hosts,
         batches,
         problems,
+        notices,
         blocked,
     })
 }
 
-/// The hook point for a flavour's certificate check (OpenShift's, kubeadm's `certs check-expiration`): none in this
-/// flavour yet, so the plan says null rather than guessing.
-fn certificate_expiry(_run: &UpgradeRun, _host: &str) -> Option<String> {
-    None
+#[derive(Debug, Clone, Default)]
+struct HostFacts {
+    package_manager: Option<String>,
+    free_bytes: Option<u64>,
+    etcd_db_size: Option<u64>,
+    certificates: Option<String>,
+    certificates_expiring: bool,
 }
 
-type HostFacts = (Option<String>, Option<u64>, Option<u64>);
+/// The flavour's certificate check on one host (the file preflight runs): "3 read, first to expire: FILE on DATE".
+async fn certificate_expiry(run: &UpgradeRun, host: &str) -> (Option<String>, bool) {
+    use crate::phase::certificates::{parse_kubeadm_check_expiration, parse_openssl_listing};
+    let file = run.playbook("certificate_expiry.yml");
+    let facts = match run.run_step(Phase::Preflight, host, Step::Certificates, &file, &[], None).await {
+        Ok(facts) => facts,
+        Err(f) => return (Some(format!("unknown: {}", f.reason)), false),
+    };
+    let stdout = |fact: &str| {
+        facts.get(fact).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
+    };
+    let (mut dates, _) = parse_openssl_listing(host, &stdout("upgrade_certificate_files"));
+    dates.extend(parse_kubeadm_check_expiration(host, &stdout("upgrade_kubeadm_certificates")));
+    let Some(first) = dates.iter().min_by_key(|c| c.not_after) else { return (None, false) };
+    let now = cluster_lock::epoch_now() as i64;
+    let window = run.plan.certificate_expiry.warning_days.value as i64 * 86_400;
+    let expiring = first.not_after - now < window;
+    let said = format!("{} read, first to expire: {} on {}", dates.len(), first.file, first.date());
+    (Some(said), expiring)
+}
 
 /// On every host at once: the package manager (kubernetes_repo.yml in its dry-run mode), the free space and, on etcd
 /// hosts, etcd's database size (host_facts.yml). A read that fails leaves its value unknown.
 async fn read_host_facts(run: &UpgradeRun) -> BTreeMap<String, HostFacts> {
+    let kubeadm = run.plan.flavor.flavor == crate::flavor::Flavor::Kubeadm;
     let reads = run.plan.hosts.iter().map(|host| async move {
-        let mut facts: HostFacts = (None, None, None);
-        let dry_run = [("upgrade_kubernetes_repo_dry_run", Value::Bool(true))];
-        let repo = run.playbook("kubernetes_repo.yml");
-        facts.0 = Some(match run.run_step(Phase::Preflight, host, Step::HostCheck, &repo, &dry_run, None).await {
-            Ok(found) => preflight::describe_host_check(run, host, &found),
-            Err(f) => format!("unknown: {}", f.reason),
-        });
+        let mut facts = HostFacts::default();
+        // The package manager and repository are the kubeadm flow's (the other flavours install their own way).
+        if kubeadm {
+            let dry_run = [("upgrade_kubernetes_repo_dry_run", Value::Bool(true))];
+            let repo = run.playbook("kubernetes_repo.yml");
+            facts.package_manager =
+                Some(match run.run_step(Phase::Preflight, host, Step::HostCheck, &repo, &dry_run, None).await {
+                    Ok(found) => preflight::describe_host_check(run, host, &found),
+                    Err(f) => format!("unknown: {}", f.reason),
+                });
+        }
+        (facts.certificates, facts.certificates_expiring) = certificate_expiry(run, host).await;
         let is_etcd = [("upgrade_is_etcd_host", Value::Bool(run.plan.etcd_hosts.contains(host)))];
         let file = run.playbook("host_facts.yml");
         if let Ok(found) = run.run_step(Phase::Preflight, host, Step::HostCheck, &file, &is_etcd, None).await {
             let stdout = |name: &str| found.get(name).and_then(|r| r.get("stdout")).and_then(Value::as_str);
-            facts.1 = stdout("upgrade_host_df").and_then(|s| s.trim().parse::<u64>().ok()).map(|k| k * 1024);
-            facts.2 =
+            facts.free_bytes = stdout("upgrade_host_df").and_then(|s| s.trim().parse::<u64>().ok()).map(|k| k * 1024);
+            facts.etcd_db_size =
                 stdout("upgrade_host_etcd_status").and_then(|s| serde_json::from_str::<Value>(s).ok()).and_then(|v| {
                     v.as_array()?.iter().filter_map(|e| e.pointer("/Status/dbSize").and_then(Value::as_u64)).max()
                 });
@@ -262,6 +310,9 @@ fn render(plan: &LivePlan) -> String {
     );
     for problem in &plan.problems {
         out.push_str(&format!("problem: {problem}\n"));
+    }
+    for notice in &plan.notices {
+        out.push_str(&format!("warning: {notice}\n"));
     }
     for host in &plan.hosts {
         let version = host.current_version.as_deref().unwrap_or("not in the cluster");
@@ -292,6 +343,9 @@ fn render(plan: &LivePlan) -> String {
         }
         if let Some(db) = host.etcd_db_size {
             facts.push(format!("etcd db {} MiB", db.div_ceil(1024 * 1024)));
+        }
+        if let Some(certificates) = &host.certificates {
+            facts.push(format!("certificates: {certificates}"));
         }
         if !facts.is_empty() {
             out.push_str(&format!("  host: {}\n", facts.join("; ")));

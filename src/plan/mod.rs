@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
+use crate::flavor::{self, Flavor, FlavorChoice};
 use crate::inventory::{self, Inventory, Origin, Vars};
 use crate::settings::{self, HookPoint, HostHooks, LabelSelector, MaxFailPercentage, Serial, SerialItem, Settings};
 
@@ -110,6 +111,14 @@ pub struct Plan {
     /// The kubeadm steps' per-host settings (package manager, repository, plan check, timeouts) over the hosts to
     /// upgrade, each value with its origin and hosts.
     pub host_settings: Vec<crate::host_settings::HostSettingValue>,
+    /// Which built-in steps upgrade the cluster, and why.
+    pub flavor: FlavorChoice,
+    /// The openshift flavour's package prefix (`origin`, `atomic-openshift`) and the packages it upgrades.
+    pub openshift_packages: Option<flavor::OpenShiftPackages>,
+    /// openshift-ansible target aliases passed over because they name only a minor release (`openshift_release=3.11`).
+    pub target_passed_over: Vec<String>,
+    /// The certificate expiry check of preflight.
+    pub certificate_expiry: settings::CertificateExpiry,
 }
 
 impl Plan {
@@ -212,7 +221,55 @@ impl Plan {
         let provisional_all: Vec<String> =
             hosts.iter().chain(if wants(Phase::Nodes) { candidates.as_slice() } else { &[] }).cloned().collect();
         let provisional_all = dedup(provisional_all);
-        let settings = settings::resolve(args, &node_vars, &vars_of(&provisional_all), extra)?;
+        let mut settings = settings::resolve(args, &node_vars, &vars_of(&provisional_all), extra)?;
+        let all_vars = vars_of(&provisional_all);
+        let flavor = flavor::choose(inventory, &all_vars)?;
+        let mut target_passed_over = Vec::new();
+        if flavor.flavor == Flavor::Openshift && settings.target_version.value.is_none() {
+            let (target, passed_over) = settings::resolve_openshift_target(&all_vars, extra)?;
+            if let Some(target) = target {
+                settings.target_version = target;
+            }
+            target_passed_over = passed_over;
+        }
+        let openshift_packages = match flavor.flavor {
+            Flavor::Openshift => {
+                let first = all_vars.first().map(|(_, v)| *v);
+                let service_type = first.map(flavor::openshift_service_type).transpose()?.unwrap_or("atomic-openshift");
+                Some(flavor::openshift_packages(service_type))
+            }
+            _ => None,
+        };
+        let certificate_expiry =
+            settings::resolve_certificate_expiry(&all_vars, extra, flavor.flavor.default_certificate_warning_days())?;
+        if flavor.flavor == Flavor::Custom {
+            let hosts_needing = |hosts: &[String], variable: &str| -> Result<()> {
+                for host in hosts {
+                    let set = host_vars
+                        .get(host)
+                        .and_then(|v| v.get(variable))
+                        .is_some_and(|v| v.value.as_str().is_some_and(|s| !s.trim().is_empty()));
+                    if !set {
+                        return Err(Error::input(format!(
+                            "upgrade_flavor is custom ({}) but {host} has no {variable}",
+                            flavor.why
+                        ))
+                        .in_file(&inventory.path)
+                        .hint(format!(
+                            "the custom flavour runs only your commands: set {variable} (the whole upgrade of one \
+                             host), or choose upgrade_flavor kubeadm or openshift"
+                        )));
+                    }
+                }
+                Ok(())
+            };
+            if wants(Phase::ControlPlane) {
+                hosts_needing(&masters, "upgrade_master_upgrade_command")?;
+            }
+            if wants(Phase::Nodes) {
+                hosts_needing(&candidates, "upgrade_node_upgrade_command")?;
+            }
+        }
 
         let mut node_labels = IndexMap::new();
         let mut groups_cache = NodeGroupsCache::default();
@@ -265,7 +322,7 @@ impl Plan {
                 .cloned()
                 .collect(),
         );
-        let host_settings = crate::host_settings::resolve(&vars_of(&upgraded))?;
+        let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
 
         let phases = selected
             .iter()
@@ -292,6 +349,10 @@ impl Plan {
             labels_from_cluster,
             etcd_hosts: etcd,
             host_settings,
+            flavor,
+            openshift_packages,
+            target_passed_over,
+            certificate_expiry,
         })
     }
 }
@@ -464,10 +525,15 @@ fn parse_node_groups(value: &Value) -> Option<BTreeMap<String, Vec<String>>> {
     Some(groups)
 }
 
-fn located(err: Error, origin: &Origin) -> Error {
+/// Puts an error about a variable at the place the variable was set (a file and line, or the `-e` argument).
+pub(crate) fn located(err: Error, origin: &Origin) -> Error {
     match origin {
         Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
-        _ => err,
+        Origin::ExtraVars(arg) => {
+            let message = format!("{} (from -e {arg})", err.message);
+            Error { message, ..err }
+        }
+        Origin::Flag(_) | Origin::Default => err,
     }
 }
 

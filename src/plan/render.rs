@@ -62,6 +62,20 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
             "label": origin(&s.label.source, &s.label.origin),
             "target_version": origin(&s.target_version.source, &s.target_version.origin),
         },
+        "flavor": {
+            "name": plan.flavor.flavor.name(),
+            "reason": plan.flavor.why,
+            "packages": plan.openshift_packages,
+            "target_aliases_passed_over": plan.target_passed_over,
+        },
+        "certificate_expiry": {
+            "warning_days": plan.certificate_expiry.warning_days.value,
+            "fail_on_warn": plan.certificate_expiry.fail_on_warn.value,
+            "origins": {
+                "warning_days": origin(&plan.certificate_expiry.warning_days.source, &plan.certificate_expiry.warning_days.origin),
+                "fail_on_warn": origin(&plan.certificate_expiry.fail_on_warn.source, &plan.certificate_expiry.fail_on_warn.origin),
+            },
+        },
         "label_evaluation": if s.label.value.is_some() { Value::from("offline") } else { Value::Null },
         "host_settings": plan.host_settings.iter().map(|r| json!({
             "variable": r.variable, "value": r.value, "origin": r.origin, "hosts": r.hosts,
@@ -77,6 +91,21 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     let s = &plan.settings;
     let _ = writeln!(out, "Upgrade plan for {} (no host is contacted)", inventory.path.display());
     let _ = writeln!(out);
+    let _ = writeln!(out, "Flavor: {} ({})", plan.flavor.flavor, plan.flavor.why);
+    if let Some(packages) = &plan.openshift_packages {
+        let _ = writeln!(
+            out,
+            "  packages: masters {}; nodes {} (at the target, between the excluders' unexclude and exclude)",
+            packages.masters.join(", "),
+            packages.nodes.join(", ")
+        );
+        let _ = writeln!(
+            out,
+            "  at the target: decided by what each host has installed (upgrade_host_version_command), not by the \
+             kubelet version"
+        );
+    }
+    let _ = writeln!(out);
     let _ = writeln!(out, "Settings:");
     let mut rows: Vec<(&str, String, String)> = Vec::new();
     rows.push(("serial", s.serial.value.to_string(), describe(&s.serial)));
@@ -89,7 +118,18 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     let label = s.label.value.as_ref().map_or("none (all nodes)".to_string(), ToString::to_string);
     rows.push(("label", label, describe(&s.label)));
     let target = s.target_version.value.as_ref().map_or("not set".to_string(), ToString::to_string);
-    rows.push(("target-version", target, describe(&s.target_version)));
+    let mut target_from = describe(&s.target_version);
+    if !plan.target_passed_over.is_empty() {
+        target_from.push_str(&format!(" ({} names no patch release)", plan.target_passed_over.join(", ")));
+    }
+    rows.push(("target-version", target, target_from));
+    let cert = &plan.certificate_expiry;
+    let fail = if cert.fail_on_warn.value { "fail" } else { "warn only" };
+    rows.push((
+        "certificate-expiry",
+        format!("{} days, {fail}", cert.warning_days.value),
+        format!("{} (days); {} (fail)", describe(&cert.warning_days), describe(&cert.fail_on_warn)),
+    ));
     if let Some(limit) = &plan.limit {
         rows.push(("limit", limit.clone(), "--limit (applies to the nodes phase)".into()));
     }
@@ -100,7 +140,7 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
 
     if !plan.host_settings.is_empty() {
         let _ = writeln!(out);
-        let _ = writeln!(out, "Host settings (kubeadm steps):");
+        let _ = writeln!(out, "Host settings ({} steps):", plan.flavor.flavor);
         let multi = |variable: &str| plan.host_settings.iter().filter(|r| r.variable == variable).count() > 1;
         let width = plan.host_settings.iter().map(|r| r.value.len()).filter(|n| *n <= 24).max().unwrap_or(0);
         for row in &plan.host_settings {

@@ -119,14 +119,17 @@ impl OutputQueue {
     }
 
     /// Waits until everything queued is written, for as long as the reader keeps taking output: it gives up once
-    /// the reader has taken nothing for `idle`. Returns the bytes left unwritten (0 when all was written).
+    /// the reader has taken nothing for `idle` since the wait began (a reader that stalled while the run was busy,
+    /// a paused terminal, still gets the whole `idle` to come back). Returns the bytes left unwritten (0 when all
+    /// was written).
     pub fn drain(&self, idle: Duration) -> usize {
+        let waiting_since = Instant::now();
         let Ok(mut state) = self.shared.state.lock() else { return 0 };
         loop {
             if state.broken || (state.chunks.is_empty() && !state.writing) {
                 return 0;
             }
-            let quiet = state.last_progress.elapsed();
+            let quiet = state.last_progress.elapsed().min(waiting_since.elapsed());
             if quiet >= idle {
                 return state.pending;
             }

@@ -161,6 +161,10 @@ thread_local! {
     /// How deep variables are being rendered inside variables on this thread: a variable that refers to itself
     /// stops here instead of recursing for ever.
     static NESTING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The variables being rendered on this thread (by the variables they belong to, and name): one met again
+    /// inside itself (`x: ["{{ x }}", "{{ x }}"]`) reads as undefined at once, as Ansible's recursive loop error,
+    /// instead of branching until the nesting limit.
+    static RENDERING: std::cell::RefCell<Vec<(usize, String)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 const MAX_NESTING: usize = 32;
@@ -177,7 +181,52 @@ impl Object for Resolving {
         if matches!(name, "groups" | "group_names" | "inventory_hostname") {
             return Some(value);
         }
-        let Some(text) = value.as_str().filter(|s| is_template(s)) else { return Some(value) };
+        // A loop item is what the loop already rendered: its strings are data (ansible-core 2.19 does not template
+        // them again), whatever markup they carry.
+        let needs = if name == "item" { value.as_str().is_some_and(is_template) } else { contains_template(&value) };
+        if !needs {
+            return Some(value);
+        }
+        let me = (Arc::as_ptr(self) as usize, name.to_owned());
+        let again = RENDERING.with(|r| r.borrow().contains(&me));
+        if again {
+            return None;
+        }
+        RENDERING.with(|r| r.borrow_mut().push(me));
+        let rendered = self.render_nested(value);
+        RENDERING.with(|r| {
+            r.borrow_mut().pop();
+        });
+        rendered
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        match self.vars.try_iter() {
+            Ok(keys) => Enumerator::Values(keys.collect()),
+            Err(_) => Enumerator::Empty,
+        }
+    }
+}
+
+impl Resolving {
+    /// A variable's value with the templates in it rendered: the value itself when it is a template, and, as in
+    /// Ansible, the templated strings of a list of strings (`files: ["{{ root }}/ca.crt"]`). Mappings are left as
+    /// they are: registered results are mappings, and their text (a file's content) is data.
+    fn render_nested(self: &Arc<Self>, value: Value) -> Option<Value> {
+        match value.kind() {
+            ValueKind::String => match value.as_str().filter(|s| is_template(s)) {
+                Some(text) => self.render_text(text),
+                None => Some(value),
+            },
+            ValueKind::Seq if contains_template(&value) => {
+                let items = value.try_iter().ok()?.map(|v| self.render_nested(v)).collect::<Option<Vec<_>>>()?;
+                Some(Value::from(items))
+            }
+            _ => Some(value),
+        }
+    }
+
+    fn render_text(self: &Arc<Self>, text: &str) -> Option<Value> {
         if check_chain_length(text, false).is_err() {
             return None;
         }
@@ -200,12 +249,23 @@ impl Object for Resolving {
         // raw text.
         rendered.ok()
     }
+}
 
-    fn enumerate(self: &Arc<Self>) -> Enumerator {
-        match self.vars.try_iter() {
-            Ok(keys) => Enumerator::Values(keys.collect()),
-            Err(_) => Enumerator::Empty,
-        }
+/// Whether a value is a template, or a list of strings with a template among them.
+fn contains_template(value: &Value) -> bool {
+    match value.kind() {
+        ValueKind::String => value.as_str().is_some_and(is_template),
+        ValueKind::Seq => value.try_iter().is_ok_and(|items| {
+            let mut any = false;
+            for item in items {
+                match item.as_str() {
+                    Some(text) => any |= is_template(text),
+                    None => return false,
+                }
+            }
+            any
+        }),
+        _ => false,
     }
 }
 

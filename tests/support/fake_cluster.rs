@@ -92,6 +92,32 @@ impl FakeCluster {
         ]
     }
 
+    /// Every command variable of the openshift flavour pointed at this fake (YAML-ready values): `oc`, `yum`,
+    /// `rpm`, the two excluders, `master-restart`, daemon-reload and the node service restart, on the host's `node_name`.
+    pub fn openshift_command_vars(&self) -> Vec<(&'static str, String)> {
+        let on_node = |tool: &str| format!("{} --node {{{{ node_name }}}}", self.tool(tool));
+        vec![
+            ("upgrade_kubectl", self.tool("oc")),
+            ("upgrade_yum", on_node("yum")),
+            ("upgrade_host_version_command", format!("{} -q --qf %{{VERSION}} atomic-openshift-node", on_node("rpm"))),
+            ("upgrade_openshift_excluder_command", format!("{} atomic-openshift-excluder", on_node("excluder"))),
+            ("upgrade_docker_excluder_command", format!("{} atomic-openshift-docker-excluder", on_node("excluder"))),
+            ("upgrade_openshift_master_restart_command", on_node("master-restart")),
+            ("upgrade_node_restart_command", self.restart_command()),
+            ("upgrade_daemon_reload_command", self.daemon_reload_command()),
+        ]
+    }
+
+    /// What `rpm -q` reports on the node (`3.11.248`), empty when nothing is installed.
+    pub fn package_version(&self, node: &str) -> String {
+        self.node_file(node, "package_version")
+    }
+
+    /// `excluded` or `unexcluded`: the state of one of the node's excluders (`atomic-openshift-excluder`, ...).
+    pub fn excluder(&self, node: &str, name: &str) -> String {
+        self.node_file(node, &format!("excluder.{name}"))
+    }
+
     /// Runs one of the fake's tools (`kubectl`, `oc`, `kubeadm`, `fake-node`, or `fake-cluster` verbs such as `set`)
     /// against this state, the way a playbook's shell would.
     pub fn run(&self, tool: &str, args: &[&str]) -> Output {
@@ -113,7 +139,9 @@ impl FakeCluster {
     /// The command for a tool, not yet started (for tests that need to kill it).
     pub fn command(&self, tool: &str, args: &[&str]) -> Command {
         let (program, verb) = match tool {
-            "kubectl" | "oc" | "kubeadm" | "fake-node" => (Self::script_dir().join(tool), None),
+            "kubectl" | "oc" | "kubeadm" | "fake-node" | "yum" | "rpm" | "excluder" | "master-restart" => {
+                (Self::script_dir().join(tool), None)
+            }
             verb => (Self::script_dir().join("fake-cluster"), Some(verb)),
         };
         let mut command = Command::new(program);

@@ -100,6 +100,7 @@ impl StandInHost {
              'upgrade plan') echo '[upgrade/config] Making sure the configuration is correct:'; echo \"You can now apply the upgrade by executing: kubeadm upgrade apply $3\" ;;\n\
              'upgrade apply') echo \"[upgrade/successful] SUCCESS! Your cluster was upgraded to \\\"$3\\\". Enjoy!\" ;;\n\
              'upgrade node') echo '[upgrade] The configuration for this node was successfully updated!' ;;\n\
+             'certs check-expiration') printf '%-26s %-24s %-15s %-23s %s\\n' CERTIFICATE EXPIRES 'RESIDUAL TIME' 'CERTIFICATE AUTHORITY' 'EXTERNALLY MANAGED'; printf '%-26s %-24s %-15s %-23s %s\\n' apiserver \"$(date -u -d '+3650 days' '+%b %d, %Y %H:%M UTC')\" 3649d ca no ;;\n\
              *) echo \"stand-in kubeadm: unexpected $*\" >&2; exit 1 ;;\n\
              esac\n",
         );

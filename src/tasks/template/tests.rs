@@ -213,3 +213,38 @@ fn an_undefined_value_inside_a_literal_is_an_error_as_in_ansible() {
     assert!(t.render("{{ [a, nope] | to_json }}", &v).is_err());
     assert_eq!(t.render("{{ {'a': a, 'b': nope | default(2)} }}", &v).unwrap(), json!({"a": 1, "b": 2}));
 }
+
+#[test]
+fn templates_inside_list_variables_render_when_used_as_in_ansible() {
+    let t = Templar::new();
+    let vars = Vars::new(json!({
+        "root": "/srv/h1",
+        "files": ["{{ root }}/ca.crt", "/etc/plain.crt"],
+        "result": {"stdout": "a file with {{ markup }}", "lines": ["{{ markup }}"]},
+        "item": ["{{ rendered by the loop already }}"],
+    }));
+    assert_eq!(t.render_str("{{ files | join(' ') }}", &vars).unwrap(), "/srv/h1/ca.crt /etc/plain.crt");
+    assert_eq!(t.render_str("{{ (files + ['x']) | length }}", &vars).unwrap(), "3");
+    // Registered results (mappings) and loop items are data, not templates.
+    assert_eq!(t.render_str("{{ result.stdout }}", &vars).unwrap(), "a file with {{ markup }}");
+    assert_eq!(t.render_str("{{ item[0] }}", &vars).unwrap(), "{{ rendered by the loop already }}");
+}
+
+#[test]
+fn a_list_variable_that_refers_to_itself_stops_at_once_instead_of_branching() {
+    let t = Templar::new();
+    let item = "{{ x }}";
+    let vars = Vars::new(json!({"x": [item, item, item, item, item, item], "y": "{{ x }}"}));
+    let started = std::time::Instant::now();
+    // Inside itself, x reads as undefined: the items do not render x again (6^32 renders before this guard).
+    let _ = t.render_str("{{ x }}", &vars);
+    let _ = t.render_str("{{ y | length }}", &vars);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "answered at once");
+}
+
+#[test]
+fn raw_items_in_lists_render_to_their_text() {
+    let t = Templar::new();
+    let vars = Vars::new(json!({"lst": ["{% raw %}{{ a }}{% endraw %}", "plain"]}));
+    assert_eq!(t.render_str("{{ lst | to_json }}", &vars).unwrap(), r#"["{{ a }}", "plain"]"#);
+}

@@ -1,0 +1,333 @@
+//! The openshift flavour end to end, over real sshd hosts on loopback, with the fake cluster standing in for `oc`
+//! and for the hosts' yum, rpm, excluders and master-restart (testing/fake-cluster), real openssl reading real
+//! certificates, and a real etcd for the backup. Every 3.11.z kubelet reports the same version, so what a host has
+//! installed decides.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::etcd::{TestEtcd, etcdctl_binary};
+use crate::support::fake_cluster::FakeCluster;
+use crate::support::sshd::TestSshd;
+
+const KUBELET: &str = "v1.11.0+d4cacc0";
+const OLD: &str = "3.11.200";
+const TARGET: &str = "3.11.248";
+const EXCLUDERS: [&str; 2] = ["atomic-openshift-excluder", "atomic-openshift-docker-excluder"];
+
+/// An OpenShift 3.11 cluster in openshift-ansible's layout: master m1 (also etcd) and nodes n1, n2, each an inventory
+/// host on one sshd with its own root (where its certificates live).
+struct OpenShiftCluster {
+    dir: tempfile::TempDir,
+    sshd: TestSshd,
+    fake: FakeCluster,
+    etcd: Option<TestEtcd>,
+    /// Extra `[OSEv3:vars]` lines.
+    vars: Vec<String>,
+}
+
+impl OpenShiftCluster {
+    /// `installed`: what each of m1, n1, n2 has installed (`rpm -q`).
+    fn new(installed: [&str; 3]) -> OpenShiftCluster {
+        let mut spec = String::new();
+        for ((name, role), version) in [("m1", "master"), ("n1", "compute"), ("n2", "compute")].iter().zip(installed) {
+            spec.push_str(&format!("{name} {KUBELET} node-role.kubernetes.io/{role}=true rpm={version}\n"));
+        }
+        let cluster = OpenShiftCluster {
+            dir: tempfile::Builder::new().prefix("upgrade-openshift-").tempdir().expect("scratch dir"),
+            sshd: TestSshd::start(),
+            fake: FakeCluster::init(&spec),
+            etcd: None,
+            vars: Vec::new(),
+        };
+        for host in ["m1", "n1", "n2"] {
+            cluster.certificates(host, 3650);
+        }
+        cluster
+    }
+
+    fn with_etcd(mut self) -> OpenShiftCluster {
+        self.etcd = Some(TestEtcd::start());
+        self
+    }
+
+    fn var(mut self, line: &str) -> OpenShiftCluster {
+        self.vars.push(line.to_string());
+        self
+    }
+
+    /// Real certificates, valid for `days`, where OpenShift 3.11 keeps them under the host's root: the master's on
+    /// m1, the node's everywhere, etcd's on m1.
+    fn certificates(&self, host: &str, days: u32) {
+        let files: &[&str] = if host == "m1" {
+            &[
+                "etc/origin/master/ca.crt",
+                "etc/origin/master/master.server.crt",
+                "etc/origin/node/client-ca.crt",
+                "etc/etcd/peer.crt",
+            ]
+        } else {
+            &["etc/origin/node/client-ca.crt"]
+        };
+        for file in files {
+            self.certificate(host, file, days);
+        }
+    }
+
+    fn certificate(&self, host: &str, file: &str, days: u32) -> PathBuf {
+        let path = self.sshd.host_root(host).join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("certificate dir");
+        let key = path.with_extension("key");
+        let out = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj"])
+            .arg(format!("/CN={host}"))
+            .arg("-days")
+            .arg(days.to_string())
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&path)
+            .output()
+            .expect("run openssl");
+        assert!(out.status.success(), "openssl req: {}", String::from_utf8_lossy(&out.stderr));
+        path
+    }
+
+    fn inventory(&self) -> PathBuf {
+        let host =
+            |name: &str, group: &str| format!("{} openshift_node_group_name={group}\n", self.sshd.ini_host(name));
+        let mut text = String::from("[OSEv3:children]\nmasters\nnodes\netcd\n\n[OSEv3:vars]\n");
+        text.push_str("openshift_deployment_type=openshift-enterprise\nopenshift_release=\"3.11\"\n");
+        text.push_str(&format!("openshift_pkg_version=-{TARGET}\n"));
+        for line in &self.vars {
+            text.push_str(&format!("{line}\n"));
+        }
+        text.push_str("\n[masters]\n");
+        text.push_str(&host("m1", "node-config-master"));
+        text.push_str("\n[etcd]\nm1\n\n[nodes]\nm1\n");
+        text.push_str(&host("n1", "node-config-compute"));
+        text.push_str(&host("n2", "node-config-compute"));
+        std::fs::write(self.dir.path().join("hosts"), text).expect("inventory");
+
+        // The stand-ins, as an operator's group_vars would carry site settings.
+        let mut vars = String::new();
+        for (k, v) in self.fake.openshift_command_vars() {
+            vars.push_str(&format!("{k}: \"{v}\"\n"));
+        }
+        vars.push_str("upgrade_node_ready_delay: 1\nupgrade_node_ready_timeout: 20\nupgrade_api_health_timeout: 20\n");
+        vars.push_str("upgrade_certificate_expiry_master_files: [\"{{ host_root }}/etc/origin/master/ca.crt\", \"{{ host_root }}/etc/origin/master/master.server.crt\"]\n");
+        vars.push_str("upgrade_certificate_expiry_node_files: [\"{{ host_root }}/etc/origin/node/client-ca.crt\"]\n");
+        vars.push_str("upgrade_certificate_expiry_etcd_files: [\"{{ host_root }}/etc/etcd/peer.crt\", \"{{ host_root }}/etc/etcd/server.crt\"]\n");
+        vars.push_str(&format!("upgrade_etcdctl: \"{}\"\n", etcdctl_binary().display()));
+        if let Some(etcd) = &self.etcd {
+            vars.push_str(&format!("upgrade_etcd_endpoints: \"{}\"\n", etcd.endpoints()));
+        }
+        vars.push_str("upgrade_etcd_cacert: \"\"\nupgrade_etcd_cert: \"\"\nupgrade_etcd_key: \"\"\n");
+        vars.push_str("upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
+        std::fs::create_dir_all(self.dir.path().join("group_vars")).expect("group_vars");
+        std::fs::write(self.dir.path().join("group_vars/OSEv3.yml"), vars).expect("group_vars/OSEv3.yml");
+        self.dir.path().join("hosts")
+    }
+
+    fn upgrade(&self, args: &[&str]) -> Run {
+        let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+            .arg("--inventory")
+            .arg(self.inventory())
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run upgrade");
+        Run { output, args: args.join(" "), dir: self.dir.path().to_path_buf() }
+    }
+
+    /// The actions the fake saw on one node, in order.
+    fn actions_on(&self, node: &str) -> Vec<String> {
+        self.fake.actions_on(node)
+    }
+}
+
+struct Run {
+    output: std::process::Output,
+    args: String,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn text(&self) -> String {
+        format!("{}{}", String::from_utf8_lossy(&self.output.stdout), String::from_utf8_lossy(&self.output.stderr))
+    }
+
+    fn explain(&self, why: &str) -> ! {
+        panic!(
+            "{why}\ncommand: upgrade --inventory hosts {}\nexit code: {:?}\nscratch: {}\n--- output\n{}",
+            self.args,
+            self.output.status.code(),
+            self.dir.display(),
+            self.text()
+        );
+    }
+
+    fn expect_code(self, code: i32) -> Run {
+        if self.output.status.code() != Some(code) {
+            self.explain(&format!("expected exit code {code}"));
+        }
+        self
+    }
+
+    fn expect(self, needle: &str) -> Run {
+        if !self.text().contains(needle) {
+            self.explain(&format!("the output lacks `{needle}`"));
+        }
+        self
+    }
+}
+
+fn root_file(cluster: &OpenShiftCluster, host: &str, file: &str) -> String {
+    Path::new(&cluster.sshd.host_root(host)).join(file).display().to_string()
+}
+
+#[test]
+fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports_the_same_version() {
+    let cluster = OpenShiftCluster::new([OLD, OLD, TARGET]).with_etcd();
+    let first = cluster
+        .upgrade(&[])
+        .expect_code(0)
+        .expect("[n2] skipped: already at v3.11.248: installed on the host")
+        .expect("result: success");
+
+    for host in ["m1", "n1"] {
+        assert_eq!(cluster.fake.package_version(host), TARGET, "{host} has the target installed");
+        assert_eq!(cluster.fake.upgrades(host), 1, "{host} was upgraded exactly once");
+        assert!(!cluster.fake.is_cordoned(host), "{host} is schedulable again");
+        for excluder in EXCLUDERS {
+            assert_eq!(cluster.fake.excluder(host, excluder), "excluded", "{host}: {excluder} excludes again");
+        }
+    }
+    assert_eq!(cluster.fake.upgrades("n2"), 0, "n2 was not touched");
+    assert!(cluster.actions_on("n2").is_empty(), "no cordon, drain or yum on n2: {:?}", cluster.actions_on("n2"));
+    // The 3.11 sequence, as the docs and openshift-ansible have it.
+    let on_m1: Vec<String> = cluster.actions_on("m1").into_iter().filter(|a| a != "get-node").collect();
+    assert_eq!(
+        on_m1,
+        [
+            "cordon",
+            "drain",
+            "unexclude",
+            "unexclude",
+            "yum",
+            "exclude",
+            "exclude",
+            "master-restart-api",
+            "master-restart-controllers",
+            "daemon-reload",
+            "restart",
+            "uncordon"
+        ]
+    );
+    // Merged with the kubeadm steps: none of kubeadm's preflight checks ran, and the control-plane health gate asked
+    // OpenShift's /healthz/ready (the 3.11 fake answers NotFound to /readyz, as Kubernetes 1.11 does).
+    assert!(!first.text().contains("package manager"), "no package manager detection on OpenShift hosts");
+    assert!(!first.text().contains("kubeadm"), "no kubeadm upgrade plan on OpenShift");
+    assert!(first.text().contains("control-plane-health ok"), "the health gate ran after m1");
+    let api_reads = cluster.actions_on("-");
+    assert!(!api_reads.iter().any(|a| a == "readyz"), "{api_reads:?}");
+    assert!(api_reads.iter().filter(|a| *a == "healthz").count() >= 2, "restart wait and health gate: {api_reads:?}");
+    // Readiness reads only the node in question, as in the kubeadm steps: the whole node list is read only by
+    // preflight and verify.
+    assert!(cluster.actions_on("n1").contains(&"get-node".to_string()), "{:?}", cluster.actions_on("n1"));
+    assert_eq!(api_reads.iter().filter(|a| *a == "get-nodes").count(), 2, "{api_reads:?}");
+    let drain = cluster.fake.calls().into_iter().find(|c| c.action == "drain" && c.node == "n1").expect("n1 drained");
+    assert!(drain.argv.starts_with("oc adm drain n1 --delete-local-data --ignore-daemonsets --force"), "{drain:?}");
+
+    // A second run finds every host at the target by what it has installed.
+    cluster
+        .upgrade(&[])
+        .expect_code(0)
+        .expect("[m1] skipped: upgraded by an earlier run (has v3.11.248 installed)")
+        .expect("[n1] skipped: upgraded by an earlier run (has v3.11.248 installed)")
+        .expect("nothing to upgrade");
+    assert_eq!(cluster.fake.upgrades("n1"), 1, "not upgraded again");
+}
+
+#[test]
+fn a_host_that_fails_after_the_unexclude_is_excluded_again_and_the_run_stops_on_the_threshold() {
+    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD])
+        .var("openshift_upgrade_nodes_serial=1")
+        .var("openshift_upgrade_nodes_max_fail_percentage=0");
+    cluster.fake.set_cue("n1", "yum_fail", "");
+    cluster
+        .upgrade(&["--phase", "nodes,verify"])
+        .expect_code(1)
+        .expect("[n1] FAILED at upgrade")
+        .expect("transaction check error")
+        .expect("not started");
+
+    assert_eq!(cluster.actions_on("n1"), ["cordon", "drain", "unexclude", "unexclude", "yum", "exclude", "exclude"]);
+    for excluder in EXCLUDERS {
+        assert_eq!(
+            cluster.fake.excluder("n1", excluder),
+            "excluded",
+            "n1: {excluder} excludes again after the failure"
+        );
+    }
+    assert_eq!(cluster.fake.package_version("n1"), OLD, "nothing was installed on n1");
+    assert!(
+        cluster.actions_on("n2").is_empty(),
+        "the threshold stopped the run before n2: {:?}",
+        cluster.actions_on("n2")
+    );
+}
+
+#[test]
+fn a_certificate_expiring_within_the_warning_window_stops_preflight_naming_host_file_and_date() {
+    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]);
+    cluster.certificate("m1", "etc/origin/master/master.server.crt", 30);
+    let file = root_file(&cluster, "m1", "etc/origin/master/master.server.crt");
+    let run = cluster.upgrade(&["--phase", "nodes"]).expect_code(1).expect("1 certificate(s) expire within 365 days");
+    let text = run.text();
+    let line = format!("m1: {file} expires ");
+    let Some(at) = text.find(&line) else { run.explain(&format!("the report lacks `{line}`")) };
+    let date = &text[at + line.len()..].chars().take(23).collect::<String>();
+    assert!(date.ends_with(" UTC") && date.starts_with("20"), "an expiry date follows: {date:?}\n{text}");
+    assert!(text.contains("(in 29 days)") || text.contains("(in 30 days)"), "{text}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
+
+    // Within openshift-ansible's year but beyond a shorter window: the operator's setting decides.
+    cluster.upgrade(&["--phase", "nodes", "-e", "openshift_certificate_expiry_warning_days=20"]).expect_code(0);
+    assert_eq!(cluster.fake.package_version("n1"), TARGET);
+}
+
+#[test]
+fn an_expiring_certificate_only_warns_when_fail_on_warn_is_false() {
+    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]).var("openshift_certificate_expiry_fail_on_warn=False");
+    cluster.certificate("n2", "etc/origin/node/client-ca.crt", 10);
+    cluster
+        .upgrade(&["--phase", "nodes"])
+        .expect_code(0)
+        .expect("upgrade_certificate_expiry_fail_on_warn is false: going on");
+    assert_eq!(cluster.fake.package_version("n2"), TARGET);
+}
+
+#[test]
+fn docker_upgrade_upgrades_the_container_runtime_inside_the_drained_window_and_only_then() {
+    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]).var("docker_upgrade=true");
+    // The default also restarts docker with systemctl, which the test hosts do not have.
+    let yum = cluster.fake.tool("yum");
+    let cluster = cluster
+        .var(&format!("upgrade_container_runtime_command=\"{yum} --node {{{{ node_name }}}} install -y docker\""));
+    cluster.upgrade(&["--phase", "nodes"]).expect_code(0);
+    let calls: Vec<_> = cluster.fake.calls().into_iter().filter(|c| c.node == "n1").collect();
+    let at = |what: &dyn Fn(&crate::support::fake_cluster::Call) -> bool| calls.iter().position(what);
+    let drained = at(&|c| c.action == "drain").expect("n1 drained");
+    let runtime = at(&|c| c.action == "yum" && c.argv.contains("install -y docker")).expect("docker upgraded");
+    let uncordoned = at(&|c| c.action == "uncordon").expect("n1 uncordoned");
+    assert!(drained < runtime && runtime < uncordoned, "inside the drained window: {calls:?}");
+
+    let without = OpenShiftCluster::new([TARGET, OLD, OLD]);
+    without.upgrade(&["--phase", "nodes"]).expect_code(0);
+    assert!(
+        without.fake.calls().iter().all(|c| !c.argv.contains("docker &&") && !c.argv.ends_with("-y docker")),
+        "no runtime upgrade unless asked"
+    );
+}
