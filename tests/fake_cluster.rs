@@ -423,6 +423,7 @@ fn pods_and_budgets_follow_the_cues() {
     );
     let actions: Vec<String> = cluster.calls().into_iter().map(|c| c.action).collect();
     assert_eq!(actions, ["get-pods", "get-pdbs"]);
+}
 
 /// An OpenShift 3.11 host as the openshift flavour sees it: yum refuses while excluded, rpm reports what yum
 /// installed, master-restart and the API health endpoint answer, and 3.11's oc knows only --delete-local-data.
