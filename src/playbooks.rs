@@ -40,6 +40,10 @@ const FILES: &[(&str, &str)] = &[
     // The openshift flavour (OpenShift 3.11 as openshift-ansible upgrades it).
     ("openshift/defaults.yml", include_str!("../playbooks/openshift/defaults.yml")),
     ("openshift/cluster_state.yml", include_str!("../playbooks/openshift/cluster_state.yml")),
+    ("openshift/cluster_lock.yml", include_str!("../playbooks/openshift/cluster_lock.yml")),
+    ("openshift/cluster_workloads.yml", include_str!("../playbooks/openshift/cluster_workloads.yml")),
+    ("openshift/host_facts.yml", include_str!("../playbooks/openshift/host_facts.yml")),
+    ("openshift/node_poll.yml", include_str!("../playbooks/openshift/node_poll.yml")),
     ("openshift/certificate_expiry.yml", include_str!("../playbooks/openshift/certificate_expiry.yml")),
     ("openshift/control_plane_health.yml", include_str!("../playbooks/openshift/control_plane_health.yml")),
     ("openshift/cordon.yml", include_str!("../playbooks/openshift/cordon.yml")),
