@@ -16,6 +16,7 @@ use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
 use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
 use crate::plan::{Phase, Plan, render::plan_text};
+use crate::redact::{Redacting, Redactor};
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
@@ -57,26 +58,31 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
+        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let redactor = Arc::new(Redactor::from_hosts(&hosts));
     let stdout = OutputQueue::stdout();
     let primary: SharedSink = match args.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            let _ = write!(stdout.writer(), "{}", plan_text(&plan, &inventory));
+            let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(&plan, &inventory)));
             Arc::new(HumanReporter::for_terminal(args.run.verbose, &stdout))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
     };
     let (stop_handle, stop) = stop_signal();
     let stop_handle = Arc::new(stop_handle);
-    let write_failures = Arc::new(WriteFailures::new(stop_handle.clone(), primary.clone()));
+    // Secrets are masked before any reporter sees an event, the state directory's failure notices included (they
+    // go to the primary reporter alone: the host logs may be what cannot be written).
+    let say_failures: SharedSink = Arc::new(Redacting { redactor: redactor.clone(), inner: primary.clone() });
+    let write_failures = Arc::new(WriteFailures::new(stop_handle.clone(), say_failures));
     let log_failures = write_failures.clone();
     let host_logs: SharedSink = Arc::new(HostLogReporter::new(
         &state_dir.join("logs"),
         Box::new(move |path, error| log_failures.failed("the host log", path, error)),
     ));
-    let sink: SharedSink = Arc::new(FanOut(vec![primary, host_logs]));
-    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
-        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let sink: SharedSink =
+        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
     let connect = ConnectOptions {
         connect_timeout: Duration::from_secs(args.run.connect_timeout),
         accept_new_host_keys: args.run.accept_new_host_keys,
@@ -109,6 +115,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
                 state_dir: state_dir.canonicalize().unwrap_or_else(|_| state_dir.clone()),
             },
             write_failures,
+            redactor: redactor.clone(),
         }));
         let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, stdout.clone()));
         let result = run_phases(&run, &stop).await;
@@ -118,11 +125,11 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     });
     drop(lock);
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
-    let junit = args.junit.as_ref().map(|path| write_junit(path, &summary)).transpose();
+    let junit = args.junit.as_ref().map(|path| write_junit(path, &redactor.summary(&summary))).transpose();
     drain_output(&stdout, OUTPUT_DRAIN_IDLE);
-    junit?;
+    junit.map_err(|e| redactor.error(e))?;
     match error {
-        Some(e) => Err(e),
+        Some(e) => Err(redactor.error(e)),
         None => Ok(summary.exit_code()),
     }
 }

@@ -45,7 +45,8 @@ const SETTINGS: [(&str, Kind, &str); 7] = [
     ("upgrade_kubeadm_plan_check", Kind::Flag, "true"),
     ("upgrade_control_plane_ready_timeout", Kind::Seconds { min: 0 }, "300"),
     ("upgrade_control_plane_ready_delay", Kind::Seconds { min: 1 }, "5"),
-    ("upgrade_node_ready_timeout", Kind::Seconds { min: 0 }, "600"),
+    // At least 1, as builtin_vars checks it for every host first: a zero timeout gives up before the node is read.
+    ("upgrade_node_ready_timeout", Kind::Seconds { min: 1 }, "600"),
 ];
 
 /// The settings only the kubeadm flavour reads: the openshift flavour installs with yum between its excluders and

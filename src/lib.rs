@@ -1,5 +1,6 @@
 //! `upgrade`: reads an Ansible inventory, plans an upgrade, and carries it out over SSH, phase by phase.
 
+pub mod builtin_vars;
 pub mod cli;
 pub mod cluster;
 pub mod connection;
@@ -14,6 +15,7 @@ pub mod journal;
 pub mod phase;
 pub mod plan;
 pub mod playbooks;
+pub mod redact;
 pub mod report;
 pub mod session;
 pub mod settings;

@@ -54,6 +54,7 @@ impl Session {
             accept_new_host_keys: args.run.accept_new_host_keys,
             command_timeout: None,
         };
+        let redactor = Arc::new(crate::redact::Redactor::from_hosts(&hosts));
         let (stop_handle, stop) = stop_signal();
         let write_failures = Arc::new(WriteFailures::new(Arc::new(stop_handle), sink.clone()));
         let inventory = Arc::new(inventory);
@@ -81,6 +82,7 @@ impl Session {
                 state_dir: state_dir.canonicalize().unwrap_or(state_dir),
             },
             write_failures,
+            redactor,
         }));
         Ok(Session { runtime, run, inventory, target, _playbooks: playbooks_dir })
     }

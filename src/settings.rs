@@ -526,6 +526,19 @@ impl TargetVersion {
     fn key(&self) -> (u64, u64, u64) {
         (self.major, self.minor, self.patch)
     }
+
+    /// Whether a kubelet that reports `reported` runs this release. The one comparison of a node's version with a
+    /// target, in every phase: major.minor.patch only, so a distribution suffix (`v1.29.1-eks-123`,
+    /// `v1.29.1-gke.1589018`, `v1.29.1+k3s1`) does not make a node differ from `1.29.1` (wait_ready.yml strips it
+    /// the same way, with `upgrade_target_release`).
+    pub fn is_reported_by(&self, reported: &str) -> bool {
+        TargetVersion::parse(reported).is_ok_and(|v| v == *self)
+    }
+
+    /// `v1.29.1` without the suffix: how versions that differ only by a distribution suffix are grouped.
+    pub fn release(&self) -> String {
+        format!("v{}.{}.{}", self.major, self.minor, self.patch)
+    }
 }
 
 impl PartialEq for TargetVersion {
@@ -1225,6 +1238,19 @@ mod tests {
         assert!(v < TargetVersion::parse("1.29.10").unwrap());
         for bad in ["", "1.29", "v1.x.1", "1.29.1.2", "latest", "v-1.2.3"] {
             assert!(TargetVersion::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn distribution_suffixes_do_not_make_a_node_differ_from_its_target() {
+        let target = TargetVersion::parse("1.29.1").unwrap();
+        for reported in ["v1.29.1", "1.29.1", "v1.29.1-eks-123", "v1.29.1-gke.1589018", "v1.29.1+k3s1"] {
+            assert!(target.is_reported_by(reported), "{reported}");
+            assert_eq!(TargetVersion::parse(reported).unwrap().release(), "v1.29.1", "{reported}");
+        }
+        assert!(TargetVersion::parse("v1.11.0").unwrap().is_reported_by("v1.11.0+d4cacc0"));
+        for other in ["v1.29.10", "v1.29.0-eks-1", "v1.30.1+k3s1", "1.29", "garbage", ""] {
+            assert!(!target.is_reported_by(other), "{other}");
         }
     }
 

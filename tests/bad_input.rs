@@ -77,6 +77,35 @@ const CASES: &[Case] = &[
         says: &["hosts.ini:6:", "upgrade_nodes_serial", "`abc`"],
     },
     Case {
+        name: "upgrade_node_ready_delay 0",
+        files: &[("hosts.ini", Text("[masters]\nm1\n[nodes]\nn1\n[all:vars]\nupgrade_node_ready_delay=0\n"))],
+        args: &["-i", "hosts.ini", "--plan"],
+        says: &["hosts.ini:6:", "upgrade_node_ready_delay", "at least 1"],
+    },
+    Case {
+        name: "negative upgrade_node_ready_timeout",
+        files: &[(
+            "hosts.yml",
+            Text(
+                "all:\n  vars:\n    upgrade_node_ready_timeout: -5\n  children:\n    masters:\n      hosts:\n        m1:\n",
+            ),
+        )],
+        args: &["-i", "hosts.yml", "--plan"],
+        says: &["hosts.yml:3:", "upgrade_node_ready_timeout", "`-5`"],
+    },
+    Case {
+        name: "upgrade_reboot_timeout 0 with -e",
+        files: &[("hosts.ini", Text(HOSTS))],
+        args: &["-i", "hosts.ini", "--plan", "-e", "upgrade_reboot_timeout=0"],
+        says: &["upgrade_reboot_timeout", "from -e"],
+    },
+    Case {
+        name: "an SSH password",
+        files: &[("hosts.ini", Text("[masters]\nm1 ansible_host=127.0.0.1 ansible_password=hunter2\n"))],
+        args: &["-i", "hosts.ini", "--plan"],
+        says: &["hosts.ini:2:", "ansible_password", "SSH password logins are not supported", "key"],
+    },
+    Case {
         name: "max-fail-percentage 101",
         files: &[("hosts.ini", Text(HOSTS))],
         args: &["-i", "hosts.ini", "--plan", "--max-fail-percentage", "101"],
@@ -352,4 +381,42 @@ fn a_mistyped_flag_exits_2_and_suggests_the_right_one() {
         .failure(2)
         .stderr_has("'--seriall'")
         .stderr_has("'--serial'");
+}
+
+/// A delay of 0 cannot work (wait-ready would give up at once with the node cordoned): `upgrade check` says so at its
+/// line, and a run refuses before it connects to anything.
+#[test]
+fn a_zero_ready_delay_is_refused_by_check_and_by_a_run_before_anything_is_touched() {
+    let hosts = format!("{HOSTS}upgrade_node_ready_delay=0\n");
+    Scenario::new()
+        .file("hosts.ini", &hosts)
+        .args(["check", "-i", "hosts.ini"])
+        .failure(2)
+        .stderr_has("hosts.ini:8:")
+        .stderr_has("upgrade_node_ready_delay is `0`");
+    Scenario::new()
+        .file("hosts.ini", &hosts)
+        .args(["-i", "hosts.ini"])
+        .failure(2)
+        .stderr_has("hosts.ini:8:")
+        .stderr_has("hint:")
+        .check("nothing was contacted", |o| !o.stderr.contains("refused") && !o.stderr.contains("unreachable"))
+        .check("no state was written", |o| !o.dir().join(".upgrade-state").exists());
+}
+
+/// `ansible_password` is refused at load time (no sshpass), for run-tasks too, and the password is never shown.
+#[test]
+fn an_ssh_password_is_refused_at_load_time_without_showing_it() {
+    Scenario::new()
+        .file(
+            "hosts.ini",
+            "[masters]\nm1 ansible_host=127.0.0.1 ansible_port=1\n[all:vars]\nansible_ssh_pass=hunter2\n",
+        )
+        .file("tasks.yml", "- command: \"true\"\n")
+        .args(["run-tasks", "tasks.yml", "-i", "hosts.ini"])
+        .failure(2)
+        .stderr_has("hosts.ini:4:")
+        .stderr_has("ansible_ssh_pass is set")
+        .check("the password is not shown", |o| !o.stderr.contains("hunter2") && !o.stdout.contains("hunter2"))
+        .check("nothing was contacted", |o| !o.stdout.contains("refused"));
 }

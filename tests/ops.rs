@@ -2,11 +2,11 @@
 //! and the JUnit report, on a copy of the demo cluster (local connections, the scripted fake cluster API).
 
 use std::process::Output;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::demo::{Demo, HOSTS, NODES, lock_is_free, signal, text};
+use crate::support::demo::{Demo, HOSTS, NODES, lock_is_free, signal, text, wait_at_most};
 use crate::support::describe;
 
 #[test]
@@ -275,4 +275,157 @@ fn attr(xml: &str, element: &str, attribute: &str) -> Option<String> {
     let key = format!(" {attribute}=\"");
     let from = tag.find(&key)? + key.len();
     Some(tag[from..from + tag[from..].find('"')?].to_string())
+}
+
+/// A hook that never ends does not hold the run past the grace period: its command is killed, the host stops
+/// there, and its node (cordoned by this run, not upgraded) is uncordoned again.
+#[test]
+fn a_hook_that_never_ends_is_cut_when_the_grace_period_is_over_and_its_node_uncordoned() {
+    let demo = Demo::new();
+    let pids = demo.path("pids");
+    std::fs::create_dir_all(&pids).expect("pid dir");
+    let hang = format!(
+        "- name: a hook that never ends\n  shell: echo $$ > {}/{{{{ inventory_hostname }}}}; exec sleep 600\n",
+        pids.display()
+    );
+    std::fs::write(demo.path("hooks/hang.yml"), hang).expect("write the hook");
+    let child = demo.spawn(&["--grace-period", "3", "-e", "upgrade_node_pre_hook=hooks/hang.yml"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let hanging = loop {
+        let found: Vec<String> = std::fs::read_dir(&pids)
+            .expect("pid dir")
+            .flatten()
+            .filter(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        if !found.is_empty() {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "no node reached its pre hook within 60 s; calls: {:?}", demo.calls());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let interrupted = Instant::now();
+    signal(&child, libc::SIGINT);
+    // 3 s of grace, then the uncordon: far from the hook's 600 s (a bound, not a benchmark).
+    let out = wait_at_most(child, Duration::from_secs(30));
+    let took = interrupted.elapsed();
+    let described = describe(&out);
+    assert!(took < Duration::from_secs(30), "still running {took:?} after SIGINT (killed)\n{described}");
+    assert_eq!(out.status.code(), Some(130), "an interrupted run exits 130\n{described}");
+    for node in &hanging {
+        assert!(!demo.is_cordoned(node), "{node} uncordoned after its hook was cut\n{described}");
+        assert_eq!(demo.upgrades(node), 0, "{node} was not upgraded\n{described}");
+        let gone = crate::support::process_ends_within(&pids.join(node), Duration::from_secs(5));
+        assert!(gone, "the hook's command of {node} still runs\n{described}");
+    }
+    for node in NODES {
+        assert!(!(demo.is_cordoned(node) && demo.upgrades(node) == 0), "{node} left cordoned\n{described}");
+    }
+}
+
+/// A hook that prints 200 MB: the orchestrator keeps the first and last part of it (saying how much it dropped) in
+/// the events, the JSON stream and the host log, and its own memory stays bounded. A correctness bound read from
+/// the kernel's accounting of the finished process (wait4's ru_maxrss), not a timing benchmark.
+#[test]
+fn a_hook_printing_200_mb_keeps_the_orchestrator_under_100_mb() {
+    use std::io::Read;
+    let demo = Demo::new();
+    let hook = "- name: print 200 MB\n  shell: head -c 200000000 /dev/zero | tr '\\0' x\n  \
+                when: inventory_hostname == 'node-1'\n";
+    std::fs::write(demo.path("hooks/big.yml"), hook).expect("write the hook");
+    let mut child = demo.spawn(&["--output", "json", "-e", "upgrade_node_pre_hook=hooks/big.yml"]);
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    let reader = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = reader(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = reader(Box::new(child.stderr.take().expect("stderr")));
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; status and usage point to live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    let (stdout, stderr) = (stdout.join().expect("stdout"), stderr.join().expect("stderr"));
+    let described = format!(
+        "exit status {status}\n--- stderr\n{stderr}\n--- stdout (first 3000 bytes)\n{}",
+        &stdout[..stdout.len().min(3000)]
+    );
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the run succeeds\n{described}");
+    let peak_mb = usage.ru_maxrss / 1024;
+    assert!(peak_mb < 100, "peak RSS {peak_mb} MB\n{described}");
+    assert!(stdout.len() < 20_000_000, "the JSON stream is bounded too: {} bytes", stdout.len());
+    let hook_line = stdout
+        .lines()
+        .find(|l| {
+            l.contains("\"event\":\"task-finished\"") && l.contains("print 200 MB") && l.contains("\"host\":\"node-1\"")
+        })
+        .unwrap_or_else(|| panic!("no task-finished event for the hook\n{described}"));
+    let shown = &hook_line[..hook_line.len().min(600)];
+    assert!(hook_line.contains("bytes of output dropped"), "the event says what was dropped: {shown}");
+    assert!(hook_line.contains("xxxxxxxx"), "the event keeps the output's start and end");
+    let log = std::fs::read_to_string(demo.path(".upgrade-state/logs/node-1.log")).expect("host log");
+    assert!(log.contains("bytes of output dropped"), "the host log keeps the bounded output");
+    drop(child);
+}
+
+/// The values of `upgrade_secret_vars` show nowhere: not in the JSON events, the host logs, the journal, the human
+/// output nor the summary's fix command, though the token sits inside `upgrade_kubectl`. With `upgrade_no_log`, the
+/// built-in steps' results are censored as no_log does.
+#[test]
+fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_builtin_steps() {
+    const TOKEN: &str = "tok-9f8e7d6c5b4a";
+    let demo = Demo::new();
+    // node-3 was cordoned before the run: the summary lists it with the command that uncordons it.
+    demo.set_cue("node-3", "unschedulable", "true");
+    std::fs::write(
+        demo.path("hooks/show.yml"),
+        "- name: a hook that prints the token\n  shell: echo \"token is {{ demo_token }}\"\n",
+    )
+    .expect("hook");
+    let extra = serde_json::json!({
+        "demo_token": TOKEN,
+        "upgrade_secret_vars": ["demo_token"],
+        "upgrade_kubectl": "DEMO_TOKEN={{ demo_token }} {{ demo_fake_cluster }}/kubectl {{ demo_fake }}",
+        "upgrade_node_post_hook": "hooks/show.yml",
+        "upgrade_no_log": true,
+    })
+    .to_string();
+    let out = demo.run(&["--output", "json", "-e", &extra]);
+    let described = describe(&out);
+    assert_eq!(out.status.code(), Some(0), "{described}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("token is ********"), "the hook's output is masked, not dropped\n{described}");
+    let fix = stdout
+        .lines()
+        .find(|l| l.contains("\"event\":\"summary\""))
+        .and_then(|l| l.split("\"fix\":\"").nth(1))
+        .unwrap_or_else(|| panic!("no fix command in the summary\n{described}"));
+    assert!(fix.starts_with("DEMO_TOKEN=******** "), "{fix}");
+    let cordon = stdout
+        .lines()
+        .find(|l| l.contains("\"event\":\"task-finished\"") && l.contains("\"task\":\"cordon node-1\""))
+        .unwrap_or_else(|| panic!("no cordon task\n{described}"));
+    assert!(cordon.contains("\"censored\":"), "upgrade_no_log censors the built-in steps: {cordon}");
+    let mut everything = format!("{stdout}{}", text(&out.stderr));
+    for entry in std::fs::read_dir(demo.path(".upgrade-state/logs")).expect("logs").flatten() {
+        everything.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+    }
+    everything.push_str(&std::fs::read_to_string(demo.path(".upgrade-state/journal.jsonl")).expect("journal"));
+
+    // Again in text mode: nothing left to upgrade, the summary still names node-3 with its fix command.
+    let again = demo.run(&["-e", &extra]);
+    let human = text(&again.stdout);
+    assert!(human.contains("run `DEMO_TOKEN=******** "), "{}", describe(&again));
+    everything.push_str(&human);
+    everything.push_str(&text(&again.stderr));
+    if let Some(at) = everything.find(TOKEN) {
+        let around = &everything[at.saturating_sub(300)..(at + 100).min(everything.len())];
+        panic!("the token shows: ...{around}...");
+    }
 }

@@ -162,7 +162,7 @@ fn bad_settings_in_the_inventory_name_the_line_and_exit_2() {
         ("upgrade_node_pre_hook=hooks/missing.yml", "does not exist"),
         ("upgrade_package_manager=zypper", "upgrade_package_manager `zypper`"),
         ("upgrade_control_plane_ready_timeout=-1", "upgrade_control_plane_ready_timeout is -1"),
-        ("upgrade_node_ready_timeout=-30", "upgrade_node_ready_timeout is -30"),
+        ("upgrade_node_ready_timeout=-30", "upgrade_node_ready_timeout is `-30`"),
         ("upgrade_kubernetes_repo_manage=perhaps", "upgrade_kubernetes_repo_manage `perhaps` is not a boolean"),
     ] {
         cluster_with(line).failure(2).stderr_has("hosts.ini:11").stderr_has(message).stderr_has("hint:");

@@ -292,3 +292,114 @@ async fn ssh_config_files_apply_as_with_the_ssh_client() {
     let conn = open("node1", &vars, &options()).await.unwrap_or_else(|e| panic!("{e}\n{}", sshd.log()));
     assert_eq!(text(&conn.exec("echo via-alias", None, None).await.unwrap().stdout), "via-alias\n");
 }
+
+/// A throw-away account whose sudo rule asks for its password: created for one test (a unique name, so tests run in
+/// parallel), removed on drop with its sudoers drop-in.
+struct PasswordSudoUser {
+    name: String,
+    password: String,
+    sudoers: std::path::PathBuf,
+}
+
+impl PasswordSudoUser {
+    fn create() -> PasswordSudoUser {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!("upgsudo{}x{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+        let password = format!("pw-{name}-S3cret");
+        let run = |program: &str, args: &[&str], stdin: Option<&str>| {
+            use std::io::Write;
+            let mut child = std::process::Command::new(program)
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{program}: {e}"));
+            if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+                input.write_all(text.as_bytes()).expect("stdin");
+            }
+            let out = child.wait_with_output().expect("wait");
+            assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        run("useradd", &["-M", "-d", "/", "-s", "/bin/sh", &name], None);
+        let user = PasswordSudoUser {
+            sudoers: std::path::PathBuf::from(format!("/etc/sudoers.d/upgrade-test-{name}")),
+            name,
+            password,
+        };
+        run("chpasswd", &[], Some(&format!("{}:{}\n", user.name, user.password)));
+        // No NOPASSWD: sudo asks this user for their password, and remembers nothing between commands.
+        std::fs::write(&user.sudoers, format!("Defaults:{0} timestamp_timeout=0\n{0} ALL=(ALL) ALL\n", user.name))
+            .expect("sudoers drop-in");
+        std::fs::set_permissions(&user.sudoers, std::os::unix::fs::PermissionsExt::from_mode(0o440)).expect("chmod");
+        user
+    }
+}
+
+impl Drop for PasswordSudoUser {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.sudoers);
+        let _ = std::process::Command::new("userdel").arg(&self.name).output();
+    }
+}
+
+/// `ansible_become_password` reaches a sudo that really asks for it (a real account, a real sudoers rule, over a
+/// real sshd): the command runs as root, and the password shows nowhere in the output; a wrong one fails.
+#[test]
+fn the_become_password_is_fed_to_a_sudo_that_asks_for_it_and_never_shown() {
+    let sshd = TestSshd::start();
+    let user = PasswordSudoUser::create();
+    let host = sshd.ini_host("h1").replace(
+        &format!("ansible_user={}", crate::support::sshd::current_user()),
+        &format!("ansible_user={}", user.name),
+    );
+    assert!(host.contains(&user.name), "{host}");
+    let tasks = "- name: who\n  command: id -un\n  become: true\n  register: who\n\
+                 - name: stdin stays the command's\n  shell: cat\n  become: true\n  register: input\n\
+                 - debug: var=who.stdout\n";
+    let inventory = |password: &str| format!("[masters]\n{host} ansible_become_password='{password}'\n");
+
+    let out = crate::support::Scenario::new()
+        .file("hosts.ini", &inventory(&user.password))
+        .file("tasks.yml", tasks)
+        .args(["run-tasks", "tasks.yml", "-i", "hosts.ini", "-v"])
+        .success()
+        .stdout_has("who.stdout: \"root\"")
+        .check("no stderr of its own", |o| !o.stdout.contains("stderr:"))
+        .check("the password is not shown", |o| {
+            !o.stdout.contains(&user.password) && !o.stderr.contains(&user.password)
+        })
+        .check("sudo's prompt is not in the output", |o| !o.stdout.contains("sudo password"));
+    drop(out);
+
+    crate::support::Scenario::new()
+        .file("hosts.ini", &inventory("not-the-password"))
+        .file("tasks.yml", tasks)
+        .args(["run-tasks", "tasks.yml", "-i", "hosts.ini", "-v"])
+        .failure(1)
+        .stdout_has("incorrect password")
+        .check("no password is shown", |o| {
+            !o.stdout.contains("not-the-password") && !o.stdout.contains(&user.password)
+        });
+}
+
+/// A command whose future is dropped (a step cut at the end of an interrupt's grace period) is killed on the host,
+/// with the children it started, as the local connection kills its process group.
+#[test]
+fn a_dropped_ssh_command_is_killed_on_the_host() {
+    let sshd = TestSshd::start();
+    let pid_file = sshd.host_root("h1").join("pid");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let conn = connect(&sshd, "h1").await;
+        let command = format!("sh -c 'echo $$ > {}; exec sleep 600'; true", pid_file.display());
+        let cut = tokio::time::timeout(Duration::from_millis(1500), conn.exec(&command, None, None)).await;
+        assert!(cut.is_err(), "the command was still running when dropped");
+        upgrade::connection::ssh::finish_pending_kills(Duration::from_secs(10)).await;
+
+        conn.close().await;
+    });
+    let gone = crate::support::process_ends_within(&pid_file, Duration::from_secs(10));
+    assert!(gone, "sleep 600 still runs on the host");
+}

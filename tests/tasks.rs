@@ -949,3 +949,77 @@ fn with_delegate_to_hostvars_of_inventory_hostname_are_the_delegating_host_s() {
     );
     assert_eq!(run.fact("h1", "delegated")["stdout"], "h1 h1-fact h1-fact");
 }
+
+#[test]
+fn a_task_timeout_cuts_the_command_and_fails_with_ansibles_message() {
+    let s = Scenario::new(&["h1"]);
+    let pid_file = s.host_dir("h1").join("pid");
+    let started = std::time::Instant::now();
+    let run = s.run(&format!(
+        "- name: hangs\n  shell: echo $$ > {}; exec sleep 30\n  timeout: 2\n- name: never reached\n  debug: msg=x\n",
+        pid_file.display()
+    ));
+    let took = started.elapsed();
+    let result = run.result("h1", "hangs");
+    assert_eq!(result["msg"], "Timed out after 2 second(s).", "{result}");
+    assert_eq!(result["timedout"]["period"], 2, "{result}");
+    assert_eq!(result["failed"], true);
+    assert!(run.outcome("h1").failed);
+    assert!(took < std::time::Duration::from_secs(20), "the task ran {took:?}, not ~2 s");
+    // The command is gone, not left running.
+    let gone = crate::support::process_ends_within(&pid_file, std::time::Duration::from_secs(5));
+    assert!(gone, "sleep 30 still runs");
+}
+
+#[test]
+fn a_task_timeout_is_templated_bypasses_retries_and_can_be_ignored() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        "- name: slow\n  command: sleep 5\n  timeout: \"{{ 1 }}\"\n  retries: 3\n  delay: 0\n  until: false\n  \
+         ignore_errors: true\n  register: slow\n- name: quick enough\n  command: \"true\"\n  timeout: 10\n",
+    );
+    let slow = run.fact("h1", "slow");
+    assert_eq!(slow["msg"], "Timed out after 1 second(s).", "{slow}");
+    assert!(slow.get("attempts").is_none(), "no retry after a timeout, as Ansible: {slow}");
+    assert!(!run.outcome("h1").failed);
+    assert_eq!(run.result("h1", "quick enough")["rc"], 0);
+}
+
+#[test]
+fn a_negative_task_timeout_is_refused_by_check() {
+    let s = Scenario::new(&["h1"]);
+    let bad = s.write("bad.yml", "- name: x\n  command: \"true\"\n  timeout: -1\n");
+    let errors: Vec<String> = check_task_file(&bad).iter().map(|e| e.to_string()).collect();
+    assert!(errors.iter().any(|e| e.contains("bad.yml:3") && e.contains("timeout")), "{errors:?}");
+}
+
+#[test]
+fn a_become_password_never_reaches_a_command_when_sudo_does_not_ask_for_it() {
+    let mut s = Scenario::new(&["h1"]);
+    // Root's sudo asks for no password: the password must not be written to the command's stdin instead.
+    s.set_host_var("h1", "ansible_become_password", json!("pw-that-must-stay-hidden"));
+    let run = s.run("- shell: cat; id -un\n  become: true\n  register: out\n");
+    let out = run.fact("h1", "out");
+    assert_eq!(out["stdout"], "root", "{out}");
+    let events = format!("{:?}", run.log.results("h1"));
+    assert!(!events.contains("pw-that-must-stay-hidden"), "{events}");
+}
+
+#[test]
+fn fetch_reads_a_file_whole_though_command_output_is_bounded() {
+    let s = Scenario::new(&["h1"]);
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| b'a' + (i % 23) as u8).collect();
+    let src = s.host_dir("h1").join("snapshot.db");
+    std::fs::write(&src, &big).expect("write");
+    let dest = s.path().join("fetched").join("snapshot.db");
+    let run = s.run(&format!(
+        "- fetch:\n    src: {}\n    dest: {}\n    flat: true\n- shell: cat {}\n  register: printed\n",
+        src.display(),
+        dest.display(),
+        src.display()
+    ));
+    assert!(!run.outcome("h1").failed, "{:?}", run.log.results("h1"));
+    assert_eq!(std::fs::read(&dest).expect("fetched"), big, "the fetched file is whole");
+    let printed = run.fact("h1", "printed")["stdout"].as_str().unwrap_or_default().to_string();
+    assert!(printed.len() < 1_200_000 && printed.contains("bytes of output dropped"), "{}", printed.len());
+}

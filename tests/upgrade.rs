@@ -530,3 +530,52 @@ fn kubeadm_certificates_expiring_within_30_days_stop_preflight_before_anything_m
     cluster.upgrade(&["-e", "upgrade_certificate_expiry_warning_days=7"]).expect_code(0);
     assert_eq!(cluster.version("n1"), TARGET);
 }
+
+#[test]
+fn kubelet_versions_with_a_distribution_suffix_count_as_the_target_from_preflight_to_verify() {
+    for suffix in ["-eks-123", "-gke.1589018", "+k3s1"] {
+        let cluster = TestCluster::new(&[("n1", "region=a")]);
+        // The kubelet "package" the distribution ships reports its own suffix, as EKS, GKE and k3s kubelets do.
+        let package = format!("{} --node {{{{ node_name }}}} upgrade {TARGET}{suffix}", cluster.fake.tool("fake-node"));
+        let extra = serde_json::json!({ "upgrade_kubelet_package_command": package }).to_string();
+        cluster.upgrade(&["-e", &extra]).expect_code(0).expect_stdout("result: success");
+        for host in MASTERS.into_iter().chain(["n1"]) {
+            assert_eq!(cluster.version(host), format!("{TARGET}{suffix}"), "{host}");
+            assert_eq!(cluster.fake.upgrades(host), 1, "{host} upgraded once ({suffix})");
+            assert!(!cluster.fake.is_cordoned(host), "{host} schedulable again ({suffix})");
+        }
+        // A re-run sees every node at the target: nothing is upgraded again.
+        cluster.upgrade(&["-e", &extra]).expect_code(0).expect_stdout("nothing to upgrade");
+        assert_eq!(cluster.fake.upgrades("n1"), 1, "n1 not upgraded again ({suffix})");
+    }
+}
+
+#[test]
+fn wait_ready_polls_again_after_an_answer_that_is_not_json() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    // A kubectl that, once after each upgrade, answers the first poll of wait-ready (`get node NAME`) with a
+    // warning instead of JSON, and exits 0.
+    let flag = cluster.path("answer-garbage-once");
+    let wrapper = cluster.path("flaky-kubectl");
+    cluster.write(
+        "flaky-kubectl",
+        &format!(
+            "#!/bin/sh\nif [ -e {flag} ] && [ \"$1 $2\" = \"get node\" ]; then rm -f {flag}; \
+             echo 'W1123 10:00:00 warning: the server is shutting down'; exit 0; fi\nexec {kubectl} \"$@\"\n",
+            flag = flag.display(),
+            kubectl = cluster.fake.kubectl_command()
+        ),
+    );
+    let package = format!("touch {} && {}", flag.display(), cluster.fake.kubelet_package_command());
+    let extra = serde_json::json!({
+        "upgrade_kubectl": format!("sh {}", wrapper.display()),
+        "upgrade_kubelet_package_command": package,
+    })
+    .to_string();
+    cluster.upgrade(&["-e", &extra]).expect_code(0).expect_stdout("result: success");
+    assert!(!flag.exists(), "the last wait-ready was given the non-JSON answer");
+    for host in MASTERS.into_iter().chain(["n1"]) {
+        assert_eq!(cluster.version(host), TARGET, "{host}");
+        assert!(!cluster.fake.is_cordoned(host), "{host} schedulable again");
+    }
+}

@@ -27,13 +27,13 @@ impl Drop for GroupGuard {
     }
 }
 
-#[async_trait::async_trait]
-impl Connection for LocalConnection {
-    async fn exec(
+impl LocalConnection {
+    async fn run(
         &self,
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
+        whole_stdout: bool,
     ) -> Result<ExecOutput, ConnectionError> {
         let mut child = Command::new("/bin/sh")
             .arg("-c")
@@ -46,6 +46,8 @@ impl Connection for LocalConnection {
             .spawn()
             .map_err(|e| ConnectionError::Transport(format!("cannot start /bin/sh: {e}")))?;
         let input = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
         // Kills the command's whole process group if this exec ends before the command does: on a timeout, and
         // when the caller drops the future (a drain cut short by an interrupt), so no grandchild is left behind.
         let mut group = GroupGuard(child.id().and_then(|p| libc::pid_t::try_from(p).ok()).filter(|p| *p > 1));
@@ -57,7 +59,28 @@ impl Connection for LocalConnection {
                 let _ = pipe.write_all(data).await;
             }
         };
-        let wait = async move { tokio::join!(write, child.wait_with_output()).1 };
+        // Bounded: a command that prints 200 MB keeps its first and last part (super::capture).
+        let read_out = async move {
+            match stdout {
+                Some(mut pipe) if whole_stdout => {
+                    let mut buf = Vec::new();
+                    let _ = tokio::io::AsyncReadExt::read_to_end(&mut pipe, &mut buf).await;
+                    buf
+                }
+                Some(pipe) => super::capture::read_bounded(pipe).await,
+                None => Vec::new(),
+            }
+        };
+        let read_err = async move {
+            match stderr {
+                Some(pipe) => super::capture::read_bounded(pipe).await,
+                None => Vec::new(),
+            }
+        };
+        let wait = async move {
+            let ((), stdout, stderr, status) = tokio::join!(write, read_out, read_err, child.wait());
+            status.map(|status| std::process::Output { status, stdout, stderr })
+        };
         let output = match timeout {
             Some(limit) => match tokio::time::timeout(limit, wait).await {
                 Ok(out) => out,
@@ -72,6 +95,27 @@ impl Connection for LocalConnection {
             128 + output.status.signal().unwrap_or(0)
         });
         Ok(ExecOutput { status, stdout: output.stdout, stderr: output.stderr })
+    }
+}
+
+#[async_trait::async_trait]
+impl Connection for LocalConnection {
+    async fn exec(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.run(command, stdin, timeout, false).await
+    }
+
+    async fn exec_whole_stdout(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.run(command, stdin, timeout, true).await
     }
 
     async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {

@@ -1,6 +1,7 @@
 //! Connections move bytes to and from one host: run a command, put a file, fetch a file, close.
 //! They know nothing of tasks; become (sudo), templating and retries live above them.
 
+pub mod capture;
 pub mod local;
 mod open;
 pub mod ssh;
@@ -51,6 +52,15 @@ pub trait Connection: Send + Sync {
     /// Runs a shell command line (`sh -c`) with the given stdin. The timeout, when given, is enforced on the host
     /// too, so nothing keeps running there.
     async fn exec(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError>;
+
+    /// Like `exec`, but stdout is read whole rather than within the bound of command output (`capture`): for a
+    /// command that prints a file's content (`fetch`), however large.
+    async fn exec_whole_stdout(
         &self,
         command: &str,
         stdin: Option<&[u8]>,

@@ -107,6 +107,14 @@ impl<C: Connection> Connection for DefaultTimeout<C> {
     ) -> Result<ExecOutput, ConnectionError> {
         self.inner.exec(command, stdin, timeout.or(Some(self.limit))).await
     }
+    async fn exec_whole_stdout(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.inner.exec_whole_stdout(command, stdin, timeout.or(Some(self.limit))).await
+    }
     async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {
         self.inner.put(data, path, mode).await
     }

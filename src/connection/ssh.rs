@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
 use serde_json::{Map, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{Mutex, Semaphore};
 
 use super::{Connection, ConnectionError, ExecOutput, shell_quote};
@@ -309,8 +309,21 @@ impl SshConnection {
         }
     }
 
-    async fn run(&self, remote: String, stdin: Option<&[u8]>) -> Result<ExecOutput, ConnectionError> {
+    /// Runs the wrapped command. `whole_stdout` reads stdout to its end (a fetched file) instead of keeping it within
+    /// the bound of command output.
+    async fn run(
+        &self,
+        remote: String,
+        stdin: Option<&[u8]>,
+        whole_stdout: bool,
+    ) -> Result<ExecOutput, ConnectionError> {
+        // The marker is the wrapper's `$0`: it stays in the wrapper's argv whichever shell execs what.
+        let marker = command_marker();
+        let remote = format!("{remote} {marker}");
         let (session, mut child) = self.spawn(&remote, stdin.is_some()).await?;
+        // Dropped before the command ends (a step cut at the end of an interrupt's grace period, a local timeout):
+        // the command is killed on the host, as the local connection kills its process group.
+        let mut kill_on_drop = RemoteKill { session: Some(Arc::clone(&session)), marker };
         let input = child.stdin().take();
         let mut out_pipe = child.stdout().take();
         let mut err_pipe = child.stderr().take();
@@ -321,22 +334,28 @@ impl SshConnection {
                 let _ = pipe.shutdown().await;
             }
         };
+        // Bounded: a command that prints 200 MB keeps its first and last part (super::capture).
         let read_out = async {
-            let mut buf = Vec::new();
-            if let Some(pipe) = out_pipe.as_mut() {
-                let _ = pipe.read_to_end(&mut buf).await;
+            match out_pipe.as_mut() {
+                Some(pipe) if whole_stdout => {
+                    let mut buf = Vec::new();
+                    let _ = tokio::io::AsyncReadExt::read_to_end(pipe, &mut buf).await;
+                    buf
+                }
+                Some(pipe) => super::capture::read_bounded(pipe).await,
+                None => Vec::new(),
             }
-            buf
         };
         let read_err = async {
-            let mut buf = Vec::new();
-            if let Some(pipe) = err_pipe.as_mut() {
-                let _ = pipe.read_to_end(&mut buf).await;
+            match err_pipe.as_mut() {
+                Some(pipe) => super::capture::read_bounded(pipe).await,
+                None => Vec::new(),
             }
-            buf
         };
         let ((), stdout, stderr) = tokio::join!(write, read_out, read_err);
-        let status = match child.wait().await {
+        let waited = child.wait().await;
+        kill_on_drop.session = None;
+        let status = match waited {
             Ok(status) => {
                 use std::os::unix::process::ExitStatusExt;
                 status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
@@ -362,13 +381,13 @@ impl SshConnection {
     }
 }
 
-#[async_trait::async_trait]
-impl Connection for SshConnection {
-    async fn exec(
+impl SshConnection {
+    async fn exec_as(
         &self,
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
+        whole_stdout: bool,
     ) -> Result<ExecOutput, ConnectionError> {
         let _permit = self
             .sessions
@@ -379,15 +398,40 @@ impl Connection for SshConnection {
         let remote = wrap_command(command, limit);
         let started = Instant::now();
         let Some(limit) = limit else {
-            return self.run(remote, stdin).await;
+            return self.run(remote, stdin, whole_stdout).await;
         };
-        match tokio::time::timeout(remote_limit(limit).saturating_add(REMOTE_KILL_GRACE), self.run(remote, stdin)).await
+        match tokio::time::timeout(
+            remote_limit(limit).saturating_add(REMOTE_KILL_GRACE),
+            self.run(remote, stdin, whole_stdout),
+        )
+        .await
         {
             // `timeout -s KILL` on the host: the wrapper shell reports 137 once the limit has passed.
             Ok(Ok(out)) if out.status == 137 && started.elapsed() >= limit => Err(ConnectionError::Timeout(limit)),
             Ok(result) => result,
             Err(_) => Err(ConnectionError::Timeout(limit)),
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl Connection for SshConnection {
+    async fn exec(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.exec_as(command, stdin, timeout, false).await
+    }
+
+    async fn exec_whole_stdout(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.exec_as(command, stdin, timeout, true).await
     }
 
     async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {
@@ -413,7 +457,8 @@ impl Connection for SshConnection {
     }
 
     async fn fetch(&self, path: &str) -> Result<Vec<u8>, ConnectionError> {
-        let out = self.exec(&format!("cat -- {}", shell_quote(path)), None, None).await?;
+        // A file, not command output: read whole, however large (an etcd snapshot).
+        let out = self.exec_as(&format!("cat -- {}", shell_quote(path)), None, None, true).await?;
         if out.status != 0 {
             return Err(ConnectionError::Transport(format!(
                 "{}: cannot read {path}: {}",
@@ -505,6 +550,65 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// A word given to each command's wrapper shell as its `$0` (`/bin/sh -c '...' upgrade-cmd-PID-N`), so the
+/// command's processes can be found on the host to kill them.
+fn command_marker() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    format!("upgrade-cmd-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Kills, on the host, the session of a command whose future was dropped before it ended. sshd starts each
+/// command in a session of its own, and nothing in our wrapper leaves it (GNU `timeout` makes a process group, not
+/// a session), so killing the session kills the command and every child it started. The processes are found by
+/// the marker in the command line; `[u]` keeps the kill script from matching its own.
+fn kill_script(marker: &str) -> String {
+    let pattern = format!("[{}]{}", &marker[..1], &marker[1..]);
+    format!(
+        "for f in $(grep -la '{pattern}' /proc/[0-9]*/cmdline 2>/dev/null); do \
+         s=$(cut -d' ' -f6 \"${{f%/cmdline}}/stat\" 2>/dev/null); \
+         if [ -n \"$s\" ] && [ \"$s\" -gt 1 ]; then pkill -KILL -s \"$s\"; fi; done; exit 0"
+    )
+}
+
+/// The kills started by dropped commands, so a run can let them reach the hosts before it closes its connections.
+static PENDING_KILLS: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>> = std::sync::Mutex::new(Vec::new());
+
+struct RemoteKill {
+    session: Option<Arc<Session>>,
+    marker: String,
+}
+
+impl Drop for RemoteKill {
+    fn drop(&mut self) {
+        let Some(session) = self.session.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let script = kill_script(&self.marker);
+        let kill = runtime.spawn(async move {
+            let command = Session::to_raw_command(session, script);
+            let _ = tokio::time::timeout(Duration::from_secs(10), async move {
+                let mut command = command;
+                command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().await
+            })
+            .await;
+        });
+        if let Ok(mut pending) = PENDING_KILLS.lock() {
+            pending.retain(|k| !k.is_finished());
+            pending.push(kill);
+        }
+    }
+}
+
+/// Waits (at most `limit`) for the kills of dropped commands to reach their hosts.
+pub async fn finish_pending_kills(limit: Duration) {
+    let pending: Vec<_> = PENDING_KILLS.lock().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default();
+    let _ = tokio::time::timeout(limit, async {
+        for kill in pending {
+            let _ = kill.await;
+        }
+    })
+    .await;
 }
 
 fn unique_suffix() -> String {

@@ -422,10 +422,13 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
     // Masters run one version.
     let mut master_versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for m in &plan.masters {
-        master_versions.entry(text_of(m)).or_default().push(m.clone());
+        // Grouped by release: masters at v1.29.1-eks-1 and v1.29.1-eks-2 run one version.
+        let text = text_of(m);
+        let version = TargetVersion::parse(&text).map(|v| v.release()).unwrap_or(text);
+        master_versions.entry(version).or_default().push(m.clone());
     }
     // Masters split between the target and one older version: a control-plane upgrade an earlier run did not finish.
-    let target_text = master_versions.keys().find(|v| TargetVersion::parse(v).ok().as_ref() == Some(target)).cloned();
+    let target_text = master_versions.keys().find(|v| target.is_reported_by(v)).cloned();
     if master_versions.len() == 2 && plan.has_phase(Phase::ControlPlane) {
         if let Some(at_target) = target_text {
             let done = master_versions.remove(&at_target).unwrap_or_default();

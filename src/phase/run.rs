@@ -57,6 +57,7 @@ pub struct UpgradeRun {
     /// One timestamp for the whole run (etcd backup directories).
     pub run_timestamp: String,
     pub options: RunOptions,
+    redactor: Arc<crate::redact::Redactor>,
     extra: Map<String, Value>,
     task_vars: HostVarsTable,
     templar: Arc<Templar>,
@@ -154,6 +155,8 @@ pub struct RunParts {
     pub stop: StopSignal,
     pub options: RunOptions,
     pub write_failures: Arc<WriteFailures>,
+    /// Masks `upgrade_secret_vars` values; events are masked by the sink already, journal entries here.
+    pub redactor: Arc<crate::redact::Redactor>,
 }
 
 impl UpgradeRun {
@@ -186,6 +189,7 @@ impl UpgradeRun {
             stop: parts.stop,
             history: parts.history,
             options: parts.options,
+            redactor: parts.redactor,
         }
     }
 
@@ -197,9 +201,10 @@ impl UpgradeRun {
         self.event(Event::Notice { host: host.map(str::to_string), message: message.into() });
     }
 
-    /// Appends to the journal; false when it could not be written (then the run stops: see `WriteFailures`) or the
-    /// run has ended (`end_now`).
+    /// Appends to the journal, its secrets masked; false when it could not be written (then the run stops: see
+    /// `WriteFailures`) or the run has ended (`end_now`).
     pub fn record(&self, entry: JournalEntry) -> bool {
+        let entry = self.redactor.serialized(entry);
         let (result, path) = match self.journal.lock().as_deref_mut() {
             Ok(Some(journal)) => (journal.record(&entry), journal.path().to_path_buf()),
             Ok(None) | Err(_) => return false,
@@ -409,7 +414,16 @@ impl UpgradeRun {
         timeout: Option<Duration>,
     ) -> Result<Map<String, Value>, StepFailure> {
         let fail = |reason: String| StepFailure { step, reason, unreachable: false, interrupted: false };
-        let tasks = self.load(file).map_err(fail)?;
+        let mut tasks = self.load(file).map_err(fail)?;
+        // `upgrade_no_log: true`: the built-in steps' results are censored as `no_log` censors a task's (hooks keep
+        // their own `no_log`).
+        if file.starts_with(&self.playbooks) && self.host_flag(host, "upgrade_no_log", false) {
+            let mut hidden = (*tasks).clone();
+            for task in &mut hidden {
+                task.no_log = Some(Value::Bool(true));
+            }
+            tasks = Arc::new(hidden);
+        }
         let mut step_vars = Map::new();
         let own = self.task_vars.own(host);
         for (k, v) in self.step_vars(host) {
@@ -520,6 +534,8 @@ impl UpgradeRun {
     }
 
     pub async fn close(&self) {
+        // Commands cut at the end of the grace period are killed on their hosts before the masters close.
+        crate::connection::ssh::finish_pending_kills(Duration::from_secs(10)).await;
         self.pool.close_all().await;
     }
 }

@@ -9,7 +9,7 @@ use super::run::{StepFailure, UpgradeRun};
 use super::{HostOutcome, HostReport, Step};
 use crate::events::Event;
 use crate::plan::Phase;
-use crate::settings::{HookPoint, TargetVersion};
+use crate::settings::HookPoint;
 
 /// Whether the host is a master (control-plane phase) or a node (nodes phase): the hooks and files differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
     }
     // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
     // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
-    let at_target = run.version_before(host).and_then(|v| TargetVersion::parse(&v).ok()).as_ref() == Some(&run.target);
+    let at_target = run.version_before(host).is_some_and(|v| run.target.is_reported_by(&v));
     let mut progress = Progress { cordoned: was_cordoned, upgraded: false };
     let outcome = match steps(run, host, role, was_cordoned, at_target, &mut progress).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
@@ -88,7 +88,7 @@ async fn hook(run: &UpgradeRun, phase: Phase, host: &str, point: HookPoint, step
         return Ok(());
     }
     safe_point(run, step)?;
-    run.run_hook(phase, host, point, step).await
+    cut_at_abort(run, phase, host, step, run.run_hook(phase, host, point, step)).await
 }
 
 /// Runs a built-in step after the safe-point check.
@@ -101,7 +101,45 @@ async fn step(
     more: &[(&str, Value)],
 ) -> Result<(), StepFailure> {
     safe_point(run, step)?;
-    run.run_step(phase, host, step, &run.playbook(file), more, None).await.map(|_| ())
+    let file = run.playbook(file);
+    let work = run.run_step(phase, host, step, &file, more, None);
+    // An uncordon that has started is let finish: it gives the node's capacity back, the very thing the clean-up
+    // after an interrupt would do next.
+    if step == Step::Uncordon {
+        return work.await.map(|_| ());
+    }
+    cut_at_abort(run, phase, host, step, work).await.map(|_| ())
+}
+
+/// Runs a hook or a built-in step until it ends or the grace period of an interrupt runs out, whichever comes
+/// first. A hook can run for ever (`sleep 600`, a drain waiting on a PodDisruptionBudget): past the grace period
+/// the step is dropped, which kills its command (the connection kills what it started when dropped), and the host
+/// stops there as at a safe point; the caller's clean-up then uncordons a node this run cordoned and did not
+/// upgrade.
+async fn cut_at_abort<T>(
+    run: &UpgradeRun,
+    phase: Phase,
+    host: &str,
+    step: Step,
+    work: impl std::future::Future<Output = Result<T, StepFailure>>,
+) -> Result<T, StepFailure> {
+    let started = Instant::now();
+    let mut stop = run.stop.clone();
+    tokio::select! {
+        result = work => result,
+        _ = stop.aborted() => {
+            let failure = StepFailure::interrupted(step);
+            run.event(Event::StepFinished {
+                phase: phase.name().into(),
+                host: host.into(),
+                step,
+                ok: false,
+                duration: started.elapsed(),
+                error: Some(failure.reason.clone()),
+            });
+            Err(failure)
+        }
+    }
 }
 
 /// The node Ready at the target, read by the run's one poller (poller.rs), told as a step like the others.
@@ -179,6 +217,8 @@ async fn steps(
             );
         }
         run.record_step_started(phase, host, Step::Upgrade);
+        // Not cut at the end of the grace period: a package swap or `kubeadm upgrade apply` killed half-way can
+        // leave the host worse off than either version. It is bounded by the commands' own `timeout:` instead.
         run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
     }
     progress.upgraded = true;
@@ -220,24 +260,10 @@ fn control_plane_etcd_host(run: &UpgradeRun, master: &str) -> String {
 async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
     safe_point(run, Step::Drain)?;
     let limit = run.plan.settings.drain_timeout.value.limit();
-    let started = Instant::now();
-    let mut stop = run.stop.clone();
     let file = run.playbook("drain.yml");
-    tokio::select! {
-        result = run.run_step(phase, host, Step::Drain, &file, &[], limit) => result.map(|_| ()),
-        _ = stop.aborted() => {
-            let failure = StepFailure::interrupted(Step::Drain);
-            run.event(Event::StepFinished {
-                phase: phase.name().into(),
-                host: host.into(),
-                step: Step::Drain,
-                ok: false,
-                duration: started.elapsed(),
-                error: Some(failure.reason.clone()),
-            });
-            Err(failure)
-        }
-    }
+    cut_at_abort(run, phase, host, Step::Drain, run.run_step(phase, host, Step::Drain, &file, &[], limit))
+        .await
+        .map(|_| ())
 }
 
 /// Past the grace period, a node this run cordoned and did not upgrade gets its capacity back.
@@ -278,15 +304,13 @@ async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
         let phase = if run.plan.masters.iter().any(|m| m == host) { Phase::ControlPlane } else { Phase::Nodes };
         return super::preflight::read_host_version(run, phase, host)
             .await
-            .is_ok_and(|v| TargetVersion::parse(&v).is_ok_and(|v| v == run.target));
+            .is_ok_and(|v| run.target.is_reported_by(&v));
     }
     let node = run.node_name(host);
     match super::preflight::read_cluster(run, Phase::Nodes).await {
-        Ok(nodes) => nodes
-            .iter()
-            .find(|n| n.name == node)
-            .and_then(|n| TargetVersion::parse(&n.kubelet_version).ok())
-            .is_some_and(|v| v == run.target),
+        Ok(nodes) => {
+            nodes.iter().find(|n| n.name == node).is_some_and(|n| run.target.is_reported_by(&n.kubelet_version))
+        }
         Err(_) => false,
     }
 }

@@ -10,7 +10,6 @@ use super::{CordonedNode, HostOutcome, HostReport, Step};
 use crate::cluster::ClusterNode;
 use crate::error::Result;
 use crate::plan::Phase;
-use crate::settings::TargetVersion;
 
 /// What the upgraded hosts whose flavour probes them have installed now (`host_version.yml`), by host.
 pub async fn installed_versions(run: &UpgradeRun, upgraded: &[String]) -> HashMap<String, Result<String, String>> {
@@ -39,12 +38,12 @@ pub fn check_upgraded(
                 Some(n) if !n.ready => failed(format!("node {node} is not Ready")),
                 Some(_) if installed.contains_key(host) => match &installed[host] {
                     Err(reason) => failed(format!("cannot read what {host} has installed: {reason}")),
-                    Ok(v) if TargetVersion::parse(v).ok().as_ref() != Some(&run.target) => {
+                    Ok(v) if !run.target.is_reported_by(v) => {
                         failed(format!("{host} has {v} installed, not {}", run.target))
                     }
                     Ok(_) => HostOutcome::Upgraded { left_cordoned: false },
                 },
-                Some(n) if TargetVersion::parse(&n.kubelet_version).ok().as_ref() != Some(&run.target) => {
+                Some(n) if !run.target.is_reported_by(&n.kubelet_version) => {
                     failed(format!("node {node} runs {}, not {}", n.kubelet_version, run.target))
                 }
                 Some(_) => HostOutcome::Upgraded { left_cordoned: false },

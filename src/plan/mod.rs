@@ -210,6 +210,9 @@ impl Plan {
             hosts.iter().filter_map(|h| host_vars.get_key_value(h).map(|(k, v)| (k.as_str(), v))).collect()
         };
         let node_vars = vars_of(&candidates);
+        for (host, vars) in &host_vars {
+            crate::builtin_vars::check_host(host, vars)?;
+        }
 
         let mut hosts: Vec<String> = masters.clone();
         let mut seen: HashSet<String> = hosts.iter().cloned().collect();
@@ -594,6 +597,8 @@ pub fn plan_command(args: &UpgradeArgs) -> Result<i32> {
             text
         }
     };
+    // `-e` arguments are shown with their origins: a secret given there is masked.
+    let out = crate::redact::Redactor::for_inventory(&inventory, &extra).text(&out);
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not a failure of the plan.

@@ -286,6 +286,17 @@ fn unreachable(msg: String) -> Map<String, Value> {
     r
 }
 
+/// A module run cut by the task's `timeout:`.
+struct TaskTimedOut;
+
+/// Ansible's (2.19) result for a task that outlasted its `timeout:`.
+fn timed_out(limit: Duration) -> Map<String, Value> {
+    let seconds = limit.as_secs();
+    let mut r = failed(format!("Timed out after {seconds} second(s)."));
+    r.insert("timedout".into(), json!({ "period": seconds }));
+    r
+}
+
 fn skipped(false_condition: &str) -> Map<String, Value> {
     let mut r = Map::new();
     r.insert("changed".into(), Value::Bool(false));
@@ -778,21 +789,47 @@ impl HostRun<'_> {
             }
             (Err(e), _) | (_, Err(e)) => return failed(format!("{}: {e}", Self::place(task))),
         };
-        let module_ctx = match self.module_context(task, scope, &ctx).await {
+        // `timeout:` bounds one run of the module, as Ansible's alarm does; the command is stopped on the host too.
+        let task_limit = match render_num(&task.timeout, 0) {
+            Ok(t) if t < 0 => {
+                return failed(format!("{}: `timeout` must be 0 or more seconds, not {t}", Self::place(task)));
+            }
+            Ok(t) => (t > 0).then(|| Duration::from_secs(t as u64)),
+            Err(e) => return failed(format!("{}: {e}", Self::place(task))),
+        };
+        let mut module_ctx = match self.module_context(task, scope, &ctx).await {
             Ok(m) => m,
             Err(result) => return result,
         };
+        if let Some(limit) = task_limit {
+            module_ctx.timeout = Some(module_ctx.timeout.map_or(limit, |t| t.min(limit)));
+        }
         let mut vars = ctx;
         let mut result = Map::new();
         let mut exhausted = true;
         for attempt in 1..=retries {
-            result = match render_args(&templar, call, &vars) {
-                Ok(args) => match modules::run(&module_ctx, call.module, &args, &vars).await {
-                    Ok(r) => r,
-                    Err(ConnectionError::Timeout(d)) => failed(format!("command timed out after {}s", d.as_secs())),
-                    Err(e) => return unreachable(e.to_string()),
-                },
-                Err(msg) => failed(format!("{}: {msg}", Self::place(task))),
+            let run = async {
+                match render_args(&templar, call, &vars) {
+                    Ok(args) => match modules::run(&module_ctx, call.module, &args, &vars).await {
+                        Ok(r) => Ok(Ok(r)),
+                        Err(ConnectionError::Timeout(d)) if Some(d) == task_limit => Err(TaskTimedOut),
+                        Err(ConnectionError::Timeout(d)) => {
+                            Ok(Ok(failed(format!("command timed out after {}s", d.as_secs()))))
+                        }
+                        Err(e) => Ok(Err(unreachable(e.to_string()))),
+                    },
+                    Err(msg) => Ok(Ok(failed(format!("{}: {msg}", Self::place(task))))),
+                }
+            };
+            let outcome = match task_limit {
+                Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or(Err(TaskTimedOut)),
+                None => run.await,
+            };
+            result = match outcome {
+                Ok(Ok(r)) => r,
+                Ok(Err(unreachable)) => return unreachable,
+                // As Ansible: the timeout ends the task at once, past failed_when and any retries left.
+                Err(TaskTimedOut) => return timed_out(task_limit.unwrap_or_default()),
             };
             if !result.contains_key("failed") {
                 let rc_failed = result.get("rc").is_some_and(|rc| rc != &json!(0) && rc != &json!("0"));
@@ -933,6 +970,17 @@ impl HostRun<'_> {
         } else {
             None
         };
+        // Ansible's names for the sudo password; templated like any variable (a vault-decrypted `-e @file` value).
+        let become_password =
+            match (&become_user, var("ansible_become_password").or_else(|| var("ansible_become_pass"))) {
+                (Some(_), Some(v)) if !v.is_null() => match templar.render_value(&v, ctx) {
+                    Ok(Value::String(p)) if !p.is_empty() => Some(modules::BecomePassword::new(&p)),
+                    Ok(Value::String(_)) => None,
+                    Ok(other) => Some(modules::BecomePassword::new(&other.to_string())),
+                    Err(e) => return Err(failed(format!("{place}: ansible_become_password: {}", e.message))),
+                },
+                _ => None,
+            };
         let mut environment: Vec<(String, String)> = Vec::new();
         for env in scope.environment.iter().chain(task.environment.iter()) {
             match templar.render_value(env, ctx) {
@@ -967,6 +1015,7 @@ impl HostRun<'_> {
         Ok(ModuleContext {
             connection,
             become_user,
+            become_password,
             environment,
             timeout: self.engine.options.command_timeout,
             task_file: task.location.file.clone(),

@@ -124,6 +124,10 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
     if hosts.is_empty() {
         return Err(Error::input("no hosts selected").hint("check --limit against the inventory"));
     }
+    // A password login the run could not use is refused before any host is touched.
+    for host in &hosts {
+        crate::builtin_vars::check_no_ssh_password(host, &inventory.host_vars(host, &extra))?;
+    }
     let tasks = model::load_task_file(&args.file)?;
     let prompter = terminal_prompter();
     let options =
@@ -138,7 +142,10 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
         .enable_all()
         .build()
         .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
-    let sink: SharedSink = reporter.clone();
+    let host_vars: std::collections::HashMap<String, serde_json::Map<String, Value>> =
+        hosts.iter().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let redactor = Arc::new(crate::redact::Redactor::from_hosts(&host_vars));
+    let sink: SharedSink = Arc::new(crate::redact::Redacting { redactor, inner: reporter.clone() });
     let outcomes = runtime.block_on(run_tasks(&inventory, &extra, &hosts, &tasks, args.forks, options, connect, sink));
     reporter.print_recap();
     let bad = outcomes.iter().any(|(_, o)| o.failed || o.unreachable);

@@ -41,6 +41,8 @@ pub struct Task {
     /// `loop_control.index_var`: the name the item's 0-based position goes by.
     pub index_var: Option<String>,
     pub no_log: Option<Value>,
+    /// `timeout:` seconds for one run of the module (Ansible's task keyword); 0 or unset: no limit.
+    pub timeout: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -249,6 +251,7 @@ const TASK_KEYS: &[&str] = &[
     "no_log",
     "tags",
     "args",
+    "timeout",
 ];
 
 const BLOCK_KEYS: &[&str] = &[
@@ -365,6 +368,7 @@ impl Parser {
             loop_label: None,
             index_var: None,
             no_log: None,
+            timeout: None,
         };
         let is_block = node.get("block").is_some();
         let mut action: Option<(Action, &Node)> = None;
@@ -394,6 +398,17 @@ impl Parser {
                 "become_user" => task.become_user = self.string(value, &label, "become_user").map(Value::String),
                 "retries" => task.retries = self.intish(value, &label, "retries"),
                 "delay" => task.delay = self.intish(value, &label, "delay"),
+                "timeout" => {
+                    task.timeout = self.intish(value, &label, "timeout");
+                    if task.timeout.as_ref().and_then(Value::as_i64).is_some_and(|t| t < 0) {
+                        self.error(
+                            value,
+                            &label,
+                            "`timeout` must be 0 or more seconds".to_string(),
+                            "write `timeout: 30` (seconds; 0 means no limit)".to_string(),
+                        );
+                    }
+                }
                 "delegate_to" => task.delegate_to = self.string(value, &label, "delegate_to"),
                 "environment" => match &value.value {
                     NodeValue::Map(_) | NodeValue::Str(_) => task.environment = Some(value.to_json()),
@@ -950,6 +965,7 @@ impl Task {
             &self.environment,
             &self.loop_items,
             &self.no_log,
+            &self.timeout,
         ]
         .into_iter()
         .flatten()

@@ -120,6 +120,16 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Waits for the run to end; past `limit` it is killed (so a hang fails the test instead of holding it).
+pub fn wait_at_most(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("poll upgrade").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("wait for upgrade")
+}
+
 pub fn signal(child: &Child, signal: i32) {
     let pid = libc::pid_t::try_from(child.id()).expect("pid");
     // SAFETY: kill only sends a signal to our own child process.

@@ -223,3 +223,22 @@ pub fn describe(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Whether the process whose pid a command wrote to `pid_file` has ended (or is a zombie), waiting up to `limit`:
+/// a command that must have been killed.
+pub fn process_ends_within(pid_file: &Path, limit: std::time::Duration) -> bool {
+    let pid = std::fs::read_to_string(pid_file).unwrap_or_default().trim().to_string();
+    assert!(!pid.is_empty(), "{} holds no pid", pid_file.display());
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'));
+        if !alive {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
