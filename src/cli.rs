@@ -30,6 +30,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Run one Ansible task file on inventory hosts (for hook authors), and print a recap.
     RunTasks(RunTasksArgs),
+    /// List the versions the update graph (upgrade_update_graph) offers from the running version, and the path of
+    /// hops to each. Reads the cluster on the first master unless --from is given; changes nothing.
+    Versions(VersionsArgs),
     /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
     Plan(UpgradeArgs),
     /// Remove the cluster-wide lock a run left behind (after confirmation; --yes for scripts).
@@ -54,6 +57,7 @@ impl UpgradeArgs {
             run,
             state_dir: None,
             fresh: false,
+            rollback_blue_green: false,
             grace_period: 300,
             junit: None,
         }
@@ -144,6 +148,10 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub fresh: bool,
 
+    /// Blue-green: make the blue (old) nodes schedulable and the green (new) ones unschedulable again.
+    #[arg(long)]
+    pub rollback_blue_green: bool,
+
     /// After a first SIGINT/SIGTERM, how long hosts in flight may take to finish their sequence; past it they stop at
     /// the next safe point (between steps, never inside the upgrade step) and nodes cordoned but not yet upgraded are
     /// uncordoned.
@@ -197,6 +205,23 @@ pub struct RunTasksArgs {
     /// How many hosts run at once.
     #[arg(short, long, default_value_t = 20)]
     pub forks: usize,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct VersionsArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// The running version to start from, instead of reading it from the cluster.
+    #[arg(long, value_name = "VERSION")]
+    pub from: Option<String>,
+
+    /// Output format: text for people, json for CI (one JSON document).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -12,6 +12,8 @@ pub struct ClusterNode {
     pub unschedulable: bool,
     pub kubelet_version: String,
     pub ready: bool,
+    /// `metadata.creationTimestamp` (RFC 3339, UTC, as the API server writes it); empty when not reported.
+    pub created: String,
 }
 
 #[derive(Deserialize)]
@@ -34,6 +36,8 @@ struct Metadata {
     name: String,
     #[serde(default)]
     labels: BTreeMap<String, String>,
+    #[serde(default, rename = "creationTimestamp")]
+    created: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -84,6 +88,7 @@ impl NodeItem {
         ClusterNode {
             ready: self.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
             name: self.metadata.name,
+            created: self.metadata.created,
             labels: self.metadata.labels,
             unschedulable: self.spec.unschedulable,
             kubelet_version: self.status.node_info.kubelet_version,

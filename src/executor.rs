@@ -11,7 +11,7 @@ use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
 use crate::events::{Event, SharedSink};
 use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
-use crate::journal::{DEFAULT_STATE_DIR, Journal, JournalEntry, RunLock, utc_timestamp};
+use crate::journal::{DEFAULT_STATE_DIR, History, Journal, JournalEntry, RunLock, utc_timestamp};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
 use crate::phase::{HostOutcome, HostReport, Summary, control_plane, etcd_backup, nodes, preflight, verify};
@@ -19,6 +19,8 @@ use crate::plan::{Phase, Plan, render::plan_text};
 use crate::redact::{Redacting, Redactor};
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
+use crate::settings::TargetVersion;
+use crate::strategy::{blue_green, hops};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
 
@@ -29,23 +31,29 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
     let plan = Plan::build_for_run(&inventory, &extra, args)?;
-    let target = plan.settings.target_version.value.clone().ok_or_else(|| {
-        let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
-            let passed = if plan.target_passed_over.is_empty() {
-                String::new()
+    let target = match plan.settings.target_version.value.clone() {
+        Some(target) => target,
+        // A rollback goes back to what ran before: it needs no target (journal entries say v0.0.0).
+        None if args.rollback_blue_green => TargetVersion { major: 0, minor: 0, patch: 0, suffix: String::new() },
+        None => {
+            let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
+                let passed = if plan.target_passed_over.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} names no 3.11.z)", plan.target_passed_over.join(", "))
+                };
+                format!(
+                    "set upgrade_target_version (or openshift_pkg_version=-3.11.z, openshift_image_tag=v3.11.z) in \
+                     the inventory, or pass --target-version{passed}"
+                )
             } else {
-                format!(" ({} names no 3.11.z)", plan.target_passed_over.join(", "))
+                "set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)".to_string()
             };
-            format!(
-                "set upgrade_target_version (or openshift_pkg_version=-3.11.z, openshift_image_tag=v3.11.z) in the \
-                 inventory, or pass --target-version{passed}"
-            )
-        } else {
-            "set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)".to_string()
-        };
-        Error::input("no target version").in_file(&inventory.path).hint(hint)
-    })?;
+            return Err(Error::input("no target version").in_file(&inventory.path).hint(hint));
+        }
+    };
     check_hook_files(&plan)?;
+    blue_green::check_surge_hooks(&plan)?;
 
     let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
     let mut lock = RunLock::acquire(&state_dir)?;
@@ -65,7 +73,9 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let primary: SharedSink = match args.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(&plan, &inventory)));
+            if !args.rollback_blue_green {
+                let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(&plan, &inventory)));
+            }
             Arc::new(HumanReporter::for_terminal(args.run.verbose, &stdout))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
@@ -96,31 +106,49 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     };
 
     let grace = Duration::from_secs(args.grace_period);
+    let base = RunBase {
+        inventory: Arc::new(inventory),
+        plan,
+        extra,
+        pool: Arc::new(ConnectionPool::new(hosts, connect.clone())),
+        engine_options,
+        sink: sink.clone(),
+        playbooks,
+        options: RunOptions {
+            allow_skip_minor: args.allow_skip_minor,
+            connect_timeout: connect.connect_timeout,
+            state_dir: state_dir.canonicalize().unwrap_or_else(|_| state_dir.clone()),
+        },
+        write_failures,
+        redactor: redactor.clone(),
+    };
     let (summary, error) = runtime.block_on(async {
-        let run = Arc::new(UpgradeRun::new(RunParts {
-            inventory: Arc::new(inventory),
-            plan,
-            target,
-            extra,
-            pool: Arc::new(ConnectionPool::new(hosts, connect.clone())),
-            engine_options,
-            sink: sink.clone(),
-            playbooks,
-            journal,
-            history,
-            stop: stop.clone(),
-            options: RunOptions {
-                allow_skip_minor: args.allow_skip_minor,
-                connect_timeout: connect.connect_timeout,
-                state_dir: state_dir.canonicalize().unwrap_or_else(|_| state_dir.clone()),
-            },
-            write_failures,
-            redactor: redactor.clone(),
-        }));
-        let signals = tokio::spawn(watch_signals(stop_handle, run.clone(), grace, stdout.clone()));
-        let result = run_phases(&run, &stop).await;
+        // One watcher for the whole invocation (every hop of an update path, or the rollback): it speaks through the
+        // run context in progress, and its stop is the one every hop and the write failures share.
+        let current = Arc::new(CurrentRun::default());
+        let signals = tokio::spawn(watch_signals(stop_handle, current.clone(), grace, stdout.clone()));
+        let result = if args.rollback_blue_green {
+            match base.run(target.clone(), &journal, history, stop.clone()) {
+                Ok(run) => {
+                    let run = current.set(run);
+                    let (mut summary, error) = blue_green::rollback(&run).await;
+                    summary.interrupted |= run.was_interrupted();
+                    if let Some(failure) = run.write_failures.failure() {
+                        summary.state_error = Some(failure.clone());
+                    }
+                    (summary, error)
+                }
+                Err(e) => (Summary { error_code: Some(e.exit_code()), ..Summary::empty(target.to_string()) }, Some(e)),
+            }
+        } else {
+            run_hops(&base, &journal, history, &target, &stop, &current).await
+        };
         signals.abort();
-        run.close().await;
+        match current.get() {
+            // Also kills the commands cut at the end of the grace period before the connections close.
+            Some(run) => run.close().await,
+            None => base.pool.close_all().await,
+        }
         result
     });
     drop(lock);
@@ -148,6 +176,182 @@ fn drain_output(stdout: &OutputQueue, idle: Duration) {
             idle.as_secs()
         );
     }
+}
+
+/// What every run context of one invocation shares (one per hop of an update path).
+struct RunBase {
+    inventory: Arc<Inventory>,
+    plan: Plan,
+    extra: crate::inventory::Vars,
+    pool: Arc<ConnectionPool>,
+    engine_options: EngineOptions,
+    sink: SharedSink,
+    playbooks: PathBuf,
+    options: RunOptions,
+    /// One for the invocation: a journal or log write that fails in one hop stops the hops after it.
+    write_failures: Arc<WriteFailures>,
+    redactor: Arc<Redactor>,
+}
+
+impl RunBase {
+    fn run(&self, target: TargetVersion, journal: &Journal, history: History, stop: StopSignal) -> Result<UpgradeRun> {
+        let mut extra = self.extra.clone();
+        if self.plan.settings.target_version.value.as_ref() != Some(&target) {
+            // A hop of an update path: its own target, not the final one a `-e` gave, is what its steps see.
+            extra.shift_remove("upgrade_target_version");
+        }
+        Ok(UpgradeRun::new(RunParts {
+            inventory: self.inventory.clone(),
+            plan: self.plan.clone(),
+            target,
+            extra,
+            pool: self.pool.clone(),
+            engine_options: self.engine_options.clone(),
+            sink: self.sink.clone(),
+            playbooks: self.playbooks.clone(),
+            journal: journal.try_clone()?,
+            history,
+            stop,
+            options: self.options.clone(),
+            write_failures: self.write_failures.clone(),
+            redactor: self.redactor.clone(),
+        }))
+    }
+}
+
+/// The run context in progress (the update path's probe, a hop, the rollback), for the signal watcher, which lives
+/// as long as the invocation. An interrupt is remembered, so a context made after it (the next hop is not started,
+/// but the probe's successor may be) still says the run was interrupted.
+#[derive(Default)]
+struct CurrentRun {
+    run: std::sync::Mutex<Option<Arc<UpgradeRun>>>,
+    interrupted: std::sync::atomic::AtomicBool,
+}
+
+impl CurrentRun {
+    fn set(&self, run: UpgradeRun) -> Arc<UpgradeRun> {
+        let run = Arc::new(run);
+        if self.interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            run.mark_interrupted();
+        }
+        if let Ok(mut slot) = self.run.lock() {
+            *slot = Some(run.clone());
+        }
+        run
+    }
+
+    fn get(&self) -> Option<Arc<UpgradeRun>> {
+        self.run.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    fn mark_interrupted(&self) {
+        self.interrupted.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(run) = self.get() {
+            run.mark_interrupted();
+        }
+    }
+}
+
+/// Runs the phases once per hop: once for the target, or, with an update graph, once per edge of the path to it.
+/// A hop that does not succeed ends the run; a re-run continues in that hop. Every hop shares the invocation's stop:
+/// a signal or a state directory that cannot be written, even between two hops, starts no further hop.
+async fn run_hops(
+    base: &RunBase,
+    journal: &Journal,
+    history: History,
+    target: &TargetVersion,
+    stop: &StopSignal,
+    current: &CurrentRun,
+) -> (Summary, Option<Error>) {
+    let failed = |e: Error| {
+        let summary = Summary {
+            stopped: Some(format!("preflight: {}", e.message)),
+            error_code: Some(e.exit_code()),
+            ..Summary::empty(target.to_string())
+        };
+        (summary, Some(e))
+    };
+    let hops = match &base.plan.strategy.update_graph {
+        None => None,
+        Some(graph) => {
+            let probe = match base.run(target.clone(), journal, history.clone(), stop.clone()) {
+                Ok(probe) => current.set(probe),
+                Err(e) => return failed(e),
+            };
+            match hops::decide(&probe, &graph.value, target).await {
+                Ok(hops) => Some(hops),
+                Err(e) => return failed(e),
+            }
+        }
+    };
+    let hops = hops.filter(|h| h.len() > 1 || h.first().is_some_and(|h| h.total > 1));
+    if hops.as_ref().is_some_and(|h| h.len() > 1)
+        && base.plan.strategy.blue_green.enabled()
+        && base.plan.has_phase(Phase::Nodes)
+    {
+        return failed(
+            Error::input(format!("blue-green nodes cannot follow an update path of several hops to {target}"))
+                .in_file(&base.inventory.path)
+                .hint(
+                    "walk the path with the control plane first (--phase etcd-backup,control-plane,verify), then run \
+                     the blue-green nodes phase at the final target",
+                ),
+        );
+    }
+    let Some(hops) = hops else {
+        let run = match base.run(target.clone(), journal, history, stop.clone()) {
+            Ok(run) => current.set(run),
+            Err(e) => return failed(e),
+        };
+        return run_phases(&run, stop).await;
+    };
+    let mut all: Option<Summary> = None;
+    let mut history = Some(history);
+    for hop in hops {
+        if let Some(mut done) = all.take().filter(|_| stop.is_stopping()) {
+            // The hops before succeeded, then a signal or a failed write asked the run to stop: it ends here, and a
+            // re-run starts at this hop.
+            let last = current.get();
+            let reason = last.as_ref().map_or_else(|| "the run was interrupted".to_string(), |run| run.stop_reason());
+            let message = format!(
+                "{reason} between two hops: the hop to {} and the later ones were not started; re-run the same \
+                 command to continue the update path to {target}",
+                hop.target
+            );
+            if let Some(run) = &last {
+                run.notice(None, message.clone());
+                done.interrupted |= run.was_interrupted();
+            }
+            done.state_error = base.write_failures.failure().cloned();
+            done.stopped = Some(message);
+            return (done, None);
+        }
+        // Each hop reads the journal as the hops before it left it.
+        let known = match history.take().map_or_else(|| journal.history(), Ok) {
+            Ok(known) => known,
+            Err(e) => return failed(e),
+        };
+        let run = match base.run(hop.target.clone(), journal, known, stop.clone()) {
+            Ok(run) => current.set(run),
+            Err(e) => return failed(e),
+        };
+        run.record(hop.journal_entry(&run, target));
+        run.notice(None, format!("update path to {target}: {}", hop.describe()));
+        let (summary, error) = run_phases(&run, stop).await;
+        let ok = error.is_none() && summary.exit_code() == 0;
+        let merged = match all.take() {
+            None => summary,
+            Some(mut earlier) => {
+                earlier.hosts.extend(summary.hosts);
+                Summary { hosts: earlier.hosts, target: target.to_string(), ..summary }
+            }
+        };
+        if !ok {
+            return (merged, error);
+        }
+        all = Some(merged);
+    }
+    (all.unwrap_or_else(|| failed(Error::internal("the update path has no hop")).0), None)
 }
 
 /// Every hook file must be a valid task list before anything is touched.
@@ -179,7 +383,7 @@ fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
 /// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence, for at most `grace`:
 /// then they stop at their next safe point. A second signal exits at once: the journal is already on disk, entry by
 /// entry, and gets a last line saying the run was interrupted.
-async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Duration, stdout: OutputQueue) {
+async fn watch_signals(stop: Arc<StopHandle>, current: Arc<CurrentRun>, grace: Duration, stdout: OutputQueue) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         return;
@@ -193,14 +397,14 @@ async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Durat
             _ = term.recv() => {},
             _ = &mut grace_over, if received == 1 => {
                 stop.abort();
-                run.notice(
+                if let Some(run) = current.get() { run.notice(
                     None,
                     format!(
                         "the grace period ({}s) is over: hosts in flight stop at their next safe point; nodes cordoned \
                          but not yet upgraded are uncordoned",
                         grace.as_secs()
                     ),
-                );
+                ); }
                 // Only once.
                 grace_over.as_mut().reset(tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
                 continue;
@@ -208,19 +412,23 @@ async fn watch_signals(stop: Arc<StopHandle>, run: Arc<UpgradeRun>, grace: Durat
         }
         received += 1;
         if received == 1 {
-            run.mark_interrupted();
+            current.mark_interrupted();
             stop.stop();
             grace_over.as_mut().reset(tokio::time::Instant::now() + grace);
-            run.notice(
-                None,
-                format!(
-                    "interrupted: no new host starts; hosts in flight finish their sequence within {}s \
+            if let Some(run) = current.get() {
+                run.notice(
+                    None,
+                    format!(
+                        "interrupted: no new host starts; hosts in flight finish their sequence within {}s \
                      (--grace-period), then stop at a safe point (interrupt again to exit at once)",
-                    grace.as_secs()
-                ),
-            );
+                        grace.as_secs()
+                    ),
+                );
+            }
         } else {
-            run.end_now("interrupted again: exiting now; re-run the same command to resume");
+            if let Some(run) = current.get() {
+                run.end_now("interrupted again: exiting now; re-run the same command to resume");
+            }
             // What the reporters queued is written first, in order, unless the reader has stopped reading. The wait
             // blocks this thread for up to OUTPUT_DRAIN_IDLE_ON_EXIT: the runtime is told, so the tasks queued on this
             // worker move to another one instead of stalling with it (they start nothing new: see `end_now`).
@@ -242,17 +450,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         time: utc_timestamp(std::time::SystemTime::now()),
         target: run.target.to_string(),
     });
-    let mut summary = Summary {
-        target: run.target.to_string(),
-        hosts: Vec::new(),
-        stopped: None,
-        left_cordoned: Vec::new(),
-        cluster_read_error: None,
-        interrupted: false,
-        resumed: None,
-        error_code: None,
-        state_error: None,
-    };
+    let mut summary = Summary::empty(run.target.to_string());
 
     let started = phase_started(run, Phase::Preflight);
     let pre = match preflight::run(run).await {
@@ -343,7 +541,11 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
             summary.hosts.extend(skipped_now(run));
         } else if summary.stopped.is_none() {
             let started = phase_started(run, Phase::Nodes);
-            let (reports, stopped) = nodes::run(run, &pre.node_batches, &pre.nodes_skipped, stop).await;
+            let (reports, stopped) = if run.plan.strategy.blue_green.enabled() {
+                blue_green::run(run, &pre.node_batches, stop).await
+            } else {
+                nodes::run(run, &pre.node_batches, &pre.nodes_skipped, stop).await
+            };
             summary.hosts.extend(reports);
             phase_finished(run, Phase::Nodes, stopped.is_none(), started);
             summary.stopped = stopped;
@@ -365,6 +567,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                     .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }) && r.phase != "etcd-backup")
                     .map(|r| r.host.clone())
                     .collect();
+                let upgraded = blue_green::to_verify(run, upgraded);
                 let installed = verify::installed_versions(run, &upgraded).await;
                 let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());

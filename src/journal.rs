@@ -185,6 +185,16 @@ pub enum JournalEntry {
         time: String,
         status: String,
     },
+    /// A hop of an update-graph path starts (its own run-started/run-finished follow): `hop` of `hops`.
+    HopStarted {
+        run: String,
+        time: String,
+        hop: usize,
+        hops: usize,
+        from: String,
+        target: String,
+        final_target: String,
+    },
 }
 
 /// How a host's sequence ended, as recorded.
@@ -231,6 +241,20 @@ pub struct History {
     /// The target of the last recorded run.
     pub target: Option<String>,
     pub runs: usize,
+    /// The last hop of an update-graph path recorded, if any.
+    pub hop: Option<HopHistory>,
+}
+
+/// The last hop of an update-graph path an earlier run started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HopHistory {
+    pub hop: usize,
+    pub hops: usize,
+    pub from: String,
+    pub target: String,
+    pub final_target: String,
+    /// Its run finished with success.
+    pub finished: bool,
 }
 
 impl History {
@@ -280,7 +304,21 @@ impl History {
                 }
                 h.steps_cut_short.clear();
             }
-            JournalEntry::RunFinished { .. } => {}
+            JournalEntry::RunFinished { status, .. } => {
+                if let Some(hop) = &mut self.hop {
+                    hop.finished |= status == "success";
+                }
+            }
+            JournalEntry::HopStarted { hop, hops, from, target, final_target, .. } => {
+                self.hop = Some(HopHistory {
+                    hop: *hop,
+                    hops: *hops,
+                    from: from.clone(),
+                    target: target.clone(),
+                    final_target: final_target.clone(),
+                    finished: false,
+                });
+            }
         }
     }
 }
@@ -325,6 +363,17 @@ impl Journal {
 
     pub fn run_id(&self) -> &str {
         &self.run
+    }
+
+    /// Another handle on the same journal and run (each hop of an update path has its own run context).
+    pub fn try_clone(&self) -> Result<Journal> {
+        let file = self.file.try_clone().map_err(|e| refused_start(&self.path, e))?;
+        Ok(Journal { file, path: self.path.clone(), run: self.run.clone() })
+    }
+
+    /// What the journal holds now, this run's entries included.
+    pub fn history(&self) -> Result<History> {
+        read_history(&self.path)
     }
 
     pub fn path(&self) -> &Path {

@@ -19,6 +19,7 @@ pub mod redact;
 pub mod report;
 pub mod session;
 pub mod settings;
+pub mod strategy;
 pub mod tasks;
 pub mod unlock;
 pub mod yaml;
@@ -51,6 +52,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         None if cli.upgrade.live && !cli.upgrade.plan => Err(error::Error::input("--live is a kind of plan").hint(
             "write `upgrade plan --live --inventory X` (or --plan --live): it reads the cluster and changes nothing",
         )),
+        Some(Command::Versions(args)) => strategy::versions::versions_command(args),
         None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
         None => executor::upgrade_command(&cli.upgrade),
     };

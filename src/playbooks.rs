@@ -14,10 +14,12 @@ const FILES: &[(&str, &str)] = &[
     ("control_plane_health.yml", include_str!("../playbooks/control_plane_health.yml")),
     ("cordon.yml", include_str!("../playbooks/cordon.yml")),
     ("defaults.yml", include_str!("../playbooks/defaults.yml")),
+    ("delete_node.yml", include_str!("../playbooks/delete_node.yml")),
     ("drain.yml", include_str!("../playbooks/drain.yml")),
     ("etcd_backup.yml", include_str!("../playbooks/etcd_backup.yml")),
     ("etcdctl_check.yml", include_str!("../playbooks/etcdctl_check.yml")),
     ("host_facts.yml", include_str!("../playbooks/host_facts.yml")),
+    ("label.yml", include_str!("../playbooks/label.yml")),
     ("master_restart.yml", include_str!("../playbooks/master_restart.yml")),
     ("node_poll.yml", include_str!("../playbooks/node_poll.yml")),
     ("node_restart.yml", include_str!("../playbooks/node_restart.yml")),
@@ -47,9 +49,11 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/certificate_expiry.yml", include_str!("../playbooks/openshift/certificate_expiry.yml")),
     ("openshift/control_plane_health.yml", include_str!("../playbooks/openshift/control_plane_health.yml")),
     ("openshift/cordon.yml", include_str!("../playbooks/openshift/cordon.yml")),
+    ("openshift/delete_node.yml", include_str!("../playbooks/openshift/delete_node.yml")),
     ("openshift/drain.yml", include_str!("../playbooks/openshift/drain.yml")),
     ("openshift/etcd_backup.yml", include_str!("../playbooks/openshift/etcd_backup.yml")),
     ("openshift/host_version.yml", include_str!("../playbooks/openshift/host_version.yml")),
+    ("openshift/label.yml", include_str!("../playbooks/openshift/label.yml")),
     ("openshift/master_restart.yml", include_str!("../playbooks/openshift/master_restart.yml")),
     ("openshift/master_upgrade.yml", include_str!("../playbooks/openshift/master_upgrade.yml")),
     ("openshift/node_restart.yml", include_str!("../playbooks/openshift/node_restart.yml")),
@@ -110,6 +114,11 @@ mod tests {
         assert_eq!(super::for_flavor(Flavor::Custom, "certificate_expiry.yml"), "custom/certificate_expiry.yml");
         assert_eq!(super::for_flavor(Flavor::Custom, "node_upgrade.yml"), "custom/node_upgrade.yml");
         assert_eq!(super::for_flavor(Flavor::Custom, "wait_ready.yml"), "wait_ready.yml");
+        // Blue-green's steps: shared, with oc for openshift.
+        assert_eq!(super::for_flavor(Flavor::Kubeadm, "label.yml"), "label.yml");
+        assert_eq!(super::for_flavor(Flavor::Custom, "delete_node.yml"), "delete_node.yml");
+        assert_eq!(super::for_flavor(Flavor::Openshift, "label.yml"), "openshift/label.yml");
+        assert_eq!(super::for_flavor(Flavor::Openshift, "delete_node.yml"), "openshift/delete_node.yml");
     }
 
     /// Every step the executor runs resolves, for every flavour, to a built-in file; the kubeadm preflight checks
@@ -131,6 +140,8 @@ mod tests {
             "wait_ready.yml",
             "control_plane_health.yml",
             "uncordon.yml",
+            "label.yml",
+            "delete_node.yml",
         ];
         let names: Vec<&str> = super::names().collect();
         for flavor in Flavor::ALL {

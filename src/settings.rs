@@ -671,7 +671,7 @@ pub fn resolve_hooks(host: &str, vars: &Vars, points: &[HookPoint], base_dir: &P
     Ok(hooks)
 }
 
-fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
+pub(crate) fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
     if let Some(rest) = text.strip_prefix("~/") {
         if let Some(home) = std::env::var_os("HOME") {
             return PathBuf::from(home).join(rest);
@@ -744,7 +744,7 @@ pub fn resolve(
     all_hosts: HostVarsRef<'_>,
     extra: &Vars,
 ) -> Result<Settings> {
-    let serial = run_wide(
+    let serial = match run_wide(
         "--serial",
         args.serial.as_deref(),
         ("upgrade_nodes_serial", "openshift_upgrade_nodes_serial"),
@@ -752,7 +752,19 @@ pub fn resolve(
         extra,
         Serial::parse,
         Serial::from_value,
-    )?
+    )? {
+        Some(serial) => Some(serial),
+        // The Machine Config Operator's name for the same thing (nodes upgraded at once); serial wins over it.
+        None => run_wide(
+            "--serial",
+            None,
+            ("upgrade_nodes_max_unavailable", "upgrade_nodes_max_unavailable"),
+            node_hosts,
+            extra,
+            Serial::parse,
+            Serial::from_value,
+        )?,
+    }
     .unwrap_or_else(|| Setting::default(Serial::one()));
     let label = run_wide(
         "--label",
@@ -893,7 +905,7 @@ pub fn resolve_certificate_expiry(
 }
 
 /// How a setting's value reads in a message.
-trait Shown {
+pub(crate) trait Shown {
     fn shown(&self) -> String;
 }
 
@@ -936,7 +948,7 @@ fn optional_value<T>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_wide<T: PartialEq + Shown>(
+pub(crate) fn run_wide<T: PartialEq + Shown>(
     flag: &str,
     flag_value: Option<&str>,
     (canonical, alias): (&str, &str),

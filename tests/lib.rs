@@ -18,5 +18,6 @@ mod poller;
 mod reboot;
 mod reliability;
 mod ssh;
+mod strategies;
 mod tasks;
 mod upgrade;

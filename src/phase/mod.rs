@@ -47,6 +47,13 @@ pub enum Step {
     Uncordon,
     PostHook,
     Verify,
+    /// Blue-green: a node labelled blue or green.
+    Label,
+    /// Blue-green: an evacuated blue node's object deleted from the cluster.
+    DeleteNode,
+    /// Blue-green: the controller-side hooks that add a new node before an old one is drained, and remove the old one.
+    SurgeAddHook,
+    SurgeRemoveHook,
 }
 
 impl Step {
@@ -73,6 +80,10 @@ impl Step {
             Step::Uncordon => "uncordon",
             Step::PostHook => "post-hook",
             Step::Verify => "verify",
+            Step::Label => "label",
+            Step::DeleteNode => "delete-node",
+            Step::SurgeAddHook => "surge-add-hook",
+            Step::SurgeRemoveHook => "surge-remove-hook",
         }
     }
 }
@@ -156,6 +167,21 @@ pub struct CordonedNode {
 }
 
 impl Summary {
+    /// A summary of nothing done yet, for `target`.
+    pub fn empty(target: String) -> Summary {
+        Summary {
+            target,
+            hosts: Vec::new(),
+            stopped: None,
+            left_cordoned: Vec::new(),
+            cluster_read_error: None,
+            interrupted: false,
+            resumed: None,
+            error_code: None,
+            state_error: None,
+        }
+    }
+
     pub fn failed(&self) -> bool {
         self.stopped.is_some() || self.state_error.is_some() || self.hosts.iter().any(|h| h.outcome.is_failure())
     }

@@ -20,6 +20,45 @@ pub async fn run(
 ) -> (Vec<HostReport>, Option<String>) {
     let skip = Arc::new(skip.clone());
     let max_fail = run.plan.settings.max_fail_percentage.value;
+    let (reports, stopped) = run_in_batches(run, batches, stop, |run, host| {
+        let skip = skip.clone();
+        async move {
+            match skip.get(&host) {
+                // Already at the target: it keeps its place in the batch and is said to be skipped there.
+                Some(reason) => run.host_completed(
+                    Phase::Nodes,
+                    &host,
+                    HostOutcome::Skipped { reason: reason.clone() },
+                    std::time::Instant::now(),
+                ),
+                None => upgrade_host(&run, &host, Role::Node).await,
+            }
+        }
+    })
+    .await;
+    let stopped = stopped.map(|stop| match stop {
+        BatchStop::Threshold { batch, failed, size } => format!(
+            "batch {batch}: {failed} of {size} nodes failed, more than max-fail-percentage {max_fail} allows; \
+             the later batches were not started"
+        ),
+        BatchStop::Interrupted => format!("{}; nodes not yet started were left alone", run.stop_reason()),
+    });
+    (reports, stopped)
+}
+
+/// Runs `per_host` for every host of the nodes phase, batch by batch, with the batch events and the failure
+/// threshold after each batch. Hosts never started are reported here.
+pub(crate) async fn run_in_batches<F, Fut>(
+    run: &Arc<UpgradeRun>,
+    batches: &[Vec<String>],
+    stop: &StopSignal,
+    per_host: F,
+) -> (Vec<HostReport>, Option<BatchStop>)
+where
+    F: Fn(Arc<UpgradeRun>, String) -> Fut,
+    Fut: std::future::Future<Output = HostReport> + Send + 'static,
+{
+    let max_fail = run.plan.settings.max_fail_percentage.value;
     let total = batches.len();
     let phase = Phase::Nodes.name().to_string();
     let finished: Arc<Mutex<HashMap<String, HostReport>>> = Arc::default();
@@ -35,18 +74,9 @@ pub async fn run(
             run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() })
         },
         |host| {
-            let (run, finished, skip) = (run.clone(), finished.clone(), skip.clone());
+            let (finished, report) = (finished.clone(), per_host(run.clone(), host.clone()));
             async move {
-                let report = match skip.get(&host) {
-                    // Already at the target: it keeps its place in the batch and is said to be skipped there.
-                    Some(reason) => run.host_completed(
-                        Phase::Nodes,
-                        &host,
-                        HostOutcome::Skipped { reason: reason.clone() },
-                        std::time::Instant::now(),
-                    ),
-                    None => upgrade_host(&run, &host, Role::Node).await,
-                };
+                let report = report.await;
                 let outcome = report.outcome.clone();
                 if let Ok(mut finished) = finished.lock() {
                     finished.insert(host, report);
@@ -75,12 +105,5 @@ pub async fn run(
             }
         }
     }
-    let stopped = result.stopped.map(|stop| match stop {
-        BatchStop::Threshold { batch, failed, size } => format!(
-            "batch {batch}: {failed} of {size} nodes failed, more than max-fail-percentage {max_fail} allows; \
-             the later batches were not started"
-        ),
-        BatchStop::Interrupted => format!("{}; nodes not yet started were left alone", run.stop_reason()),
-    });
-    (reports, stopped)
+    (reports, result.stopped)
 }

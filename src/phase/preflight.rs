@@ -66,6 +66,7 @@ pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
         *before = by_name.clone();
     }
     read_host_versions(run).await?;
+    crate::strategy::blue_green::check_green(run, &by_name)?;
     let decided = decide(run, &by_name)?;
     let upgrading: Vec<(String, Phase)> = decided
         .masters
@@ -293,8 +294,11 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
 /// OpenShift 3.11.z releases all report one kubelet version, so the package decides "at the target".
 async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
     let nodes = run.plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
+    // Blue-green's green nodes must already run the target: read by the same rule as the hosts upgraded in place.
+    let bg = &run.plan.strategy.blue_green;
+    let green = if bg.enabled() && run.plan.has_phase(Phase::Nodes) { bg.green.as_slice() } else { &[] };
     let hosts: Vec<String> =
-        run.plan.masters.iter().chain(&nodes).filter(|h| run.probes_host_version(h)).cloned().collect();
+        run.plan.masters.iter().chain(&nodes).chain(green).filter(|h| run.probes_host_version(h)).cloned().collect();
     let reads = hosts.iter().map(|host| async move { (host, read_host_version(run, Phase::Preflight, host).await) });
     let mut versions = HashMap::new();
     for (host, result) in super::join_all(reads).await {
@@ -456,9 +460,12 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
             "the target {target} skips a minor version (the control plane runs {current})"
         ))
         .hint(format!(
-            "upgrade one minor at a time (next: v{}.{}.x), or pass --allow-skip-minor if your distribution supports it",
+            "upgrade one minor at a time (next: v{}.{}.x; the hops to {target}: {}), give an update graph \
+             (upgrade_update_graph) to walk the path in one run, or pass --allow-skip-minor if your distribution \
+             supports it",
             current.major,
-            current.minor + 1
+            current.minor + 1,
+            crate::strategy::graph::minor_hops(&current, target).join(" -> ")
         )));
     }
     if plan.has_phase(Phase::Nodes) && !plan.has_phase(Phase::ControlPlane) && current < *target {
@@ -506,7 +513,8 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
         };
         for h in &selected {
             match version_of(h) {
-                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) => {
+                // Blue nodes are evacuated whatever version they run.
+                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) && !plan.strategy.blue_green.enabled() => {
                     let report = skipped(run, Phase::Nodes, h, &v);
                     if let HostOutcome::Skipped { reason } = report.outcome {
                         result.nodes_skipped.insert(h.clone(), reason);
@@ -515,6 +523,7 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
                 _ => {}
             }
         }
+        let selected = crate::strategy::order::for_run(run, selected, cluster);
         // A percentage of serial is of all the nodes selected for the phase, as in the plan.
         result.node_batches = batch_hosts(&selected, &plan.settings.serial.value);
     }

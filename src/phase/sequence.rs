@@ -78,12 +78,18 @@ fn cordoned_by_earlier_run(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
 }
 
 /// Before each step: past the grace period of an interrupt, the host stops here, between steps.
-fn safe_point(run: &UpgradeRun, step: Step) -> Result<(), StepFailure> {
+pub(crate) fn safe_point(run: &UpgradeRun, step: Step) -> Result<(), StepFailure> {
     if run.stop.is_aborting() { Err(StepFailure::interrupted(step)) } else { Ok(()) }
 }
 
 /// Runs the host's hook at `point` after the safe-point check.
-async fn hook(run: &UpgradeRun, phase: Phase, host: &str, point: HookPoint, step: Step) -> Result<(), StepFailure> {
+pub(crate) async fn hook(
+    run: &UpgradeRun,
+    phase: Phase,
+    host: &str,
+    point: HookPoint,
+    step: Step,
+) -> Result<(), StepFailure> {
     if !run.has_hook(host, point) {
         return Ok(());
     }
@@ -257,7 +263,7 @@ fn control_plane_etcd_host(run: &UpgradeRun, master: &str) -> String {
 
 /// The drain, bounded by the drain timeout, and cut short when the grace period of an interrupt runs out (a drain
 /// can wait for ever on a PodDisruptionBudget; stopping it changes nothing on the node).
-async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
+pub(crate) async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
     safe_point(run, Step::Drain)?;
     let limit = run.plan.settings.drain_timeout.value.limit();
     let file = run.playbook("drain.yml");

@@ -119,6 +119,8 @@ pub struct Plan {
     pub target_passed_over: Vec<String>,
     /// The certificate expiry check of preflight.
     pub certificate_expiry: settings::CertificateExpiry,
+    /// The update graph (and the other strategies): how the nodes are upgraded and along which versions.
+    pub strategy: crate::strategy::Strategy,
 }
 
 impl Plan {
@@ -273,6 +275,7 @@ impl Plan {
                 hosts_needing(&candidates, "upgrade_node_upgrade_command")?;
             }
         }
+        let strategy = crate::strategy::Strategy::resolve(&node_vars, &vars_of(&provisional_all), extra, inventory)?;
 
         let mut node_labels = IndexMap::new();
         let mut groups_cache = NodeGroupsCache::default();
@@ -293,7 +296,9 @@ impl Plan {
             }
             None => (candidates.clone(), Vec::new()),
         };
+        let nodes = strategy.order_offline(strategy.blue_green.blue(nodes), &node_labels);
         if wants(Phase::Nodes) {
+            strategy.blue_green.check(&nodes, inventory)?;
             hosts.extend(nodes.iter().filter(|h| seen.insert((*h).clone())).cloned());
         }
 
@@ -356,6 +361,7 @@ impl Plan {
             openshift_packages,
             target_passed_over,
             certificate_expiry,
+            strategy,
         })
     }
 }

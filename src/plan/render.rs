@@ -45,7 +45,7 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
             (host.clone(), Value::Object(by_point))
         })
         .collect();
-    json!({
+    let mut document = json!({
         "inventory": inventory.path.display().to_string(),
         "phases": phases,
         "settings": {
@@ -83,7 +83,14 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
         "nodes_not_selected": plan.nodes_not_selected,
         "limit": plan.limit,
         "hooks": hooks,
-    })
+    });
+    // The strategies add keys of their own; every key above keeps its meaning.
+    if let (Value::Object(doc), Value::Object(more)) =
+        (&mut document, plan.strategy.plan_json(s.target_version.value.as_ref()))
+    {
+        doc.extend(more);
+    }
+    document
 }
 
 pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
@@ -182,6 +189,13 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
                     }
                 }
             }
+        }
+    }
+    let strategy = plan.strategy.plan_text(s.target_version.value.as_ref());
+    if !strategy.is_empty() {
+        let _ = writeln!(out);
+        for line in strategy {
+            let _ = writeln!(out, "{line}");
         }
     }
     if plan.has_phase(Phase::Nodes) && s.label.value.is_some() {

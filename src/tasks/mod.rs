@@ -41,6 +41,8 @@ pub const HOOK_VARIABLES: &[&str] = &[
     "openshift_node_upgrade_pre_hook",
     "openshift_node_upgrade_hook",
     "openshift_node_upgrade_post_hook",
+    "upgrade_node_surge_add_hook",
+    "upgrade_node_surge_remove_hook",
 ];
 
 /// Runs `tasks` on `hosts` concurrently (at most `forks` at once), sending events to `sink`.

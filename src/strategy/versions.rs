@@ -1,0 +1,152 @@
+//! `upgrade versions --inventory X [--from VERSION]`: the targets the update graph offers from the running version
+//! (read from the cluster on the first master, or given), and the path of hops to each. Changes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cli::{OutputFormat, VersionsArgs};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventSink};
+use crate::inventory::{Inventory, Vars, parse_extra_vars};
+use crate::settings::TargetVersion;
+use crate::strategy::{Strategy, UpdateGraph};
+use crate::tasks::connect::ConnectOptions;
+use crate::tasks::engine::EngineOptions;
+
+pub fn versions_command(args: &VersionsArgs) -> Result<i32> {
+    let path = args.inventory.inventory.as_ref().ok_or_else(|| Error::input("--inventory is required"))?;
+    let inventory = Inventory::load(path)?;
+    let extra = parse_extra_vars(&args.inventory.extra_vars, &std::env::current_dir().unwrap_or_default())?;
+    let all: Vec<(String, Vars)> =
+        inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, &extra))).collect();
+    let refs: Vec<(&str, &Vars)> = all.iter().map(|(h, v)| (h.as_str(), v)).collect();
+    let strategy = Strategy::resolve(&[], &refs, &extra, &inventory)?;
+    let graph = strategy.update_graph.map(|g| g.value).ok_or_else(|| {
+        Error::input("the inventory sets no update graph")
+            .in_file(&inventory.path)
+            .hint("set upgrade_update_graph to the update service's graph (a JSON file), e.g. in [all:vars]")
+    })?;
+    let (from, read_from) = match &args.from {
+        Some(text) => (
+            TargetVersion::parse(text).map_err(|e| Error { message: format!("--from: {}", e.message), ..e })?,
+            "--from",
+        ),
+        None => (read_running_version(&inventory, &extra, args)?, "the masters, read from the cluster"),
+    };
+    let targets = offered(&graph, &from)?;
+    let out = match args.output {
+        OutputFormat::Json => {
+            let list: Vec<Value> = targets
+                .iter()
+                .map(|(v, path)| json!({"version": v.to_string(), "path": path.iter().map(ToString::to_string).collect::<Vec<_>>()}))
+                .collect();
+            let doc = json!({"graph": graph.path.display().to_string(), "from": from.to_string(), "targets": list});
+            format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default())
+        }
+        OutputFormat::Text => {
+            let mut text = format!("Update graph: {}\nRunning version: {from} ({read_from})\n", graph.path.display());
+            if targets.is_empty() {
+                text.push_str("No newer version is offered from it.\n");
+            } else {
+                text.push_str("Targets offered:\n");
+                for (version, path) in &targets {
+                    let hops: Vec<String> = path.iter().map(ToString::to_string).collect();
+                    let count = if path.len() == 1 { "1 hop".to_string() } else { format!("{} hops", path.len()) };
+                    text.push_str(&format!("  {:<12} {} ({count})\n", version.to_string(), hops.join(" -> ")));
+                }
+            }
+            text
+        }
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
+    Ok(0)
+}
+
+fn offered(graph: &UpdateGraph, from: &TargetVersion) -> Result<Vec<(TargetVersion, Vec<TargetVersion>)>> {
+    if !graph.contains(from) {
+        let known: Vec<String> = graph.versions().iter().map(ToString::to_string).collect();
+        return Err(Error::input(format!("{from} is not a version of the update graph"))
+            .in_file(&graph.path)
+            .hint(format!("the graph knows: {}", known.join(", "))));
+    }
+    Ok(graph.targets(from))
+}
+
+/// Events of the cluster read are not shown: the command prints only its answer (errors say what failed).
+struct Quiet;
+
+impl EventSink for Quiet {
+    fn event(&self, _: &Event) {}
+}
+
+/// The oldest version the masters report, through `cluster_state.yml` on the first master.
+fn read_running_version(inventory: &Inventory, extra: &Vars, args: &VersionsArgs) -> Result<TargetVersion> {
+    let masters = inventory.group_hosts("masters").filter(|m| !m.is_empty()).ok_or_else(|| {
+        Error::input("the inventory has no `masters` group to read the cluster from")
+            .in_file(&inventory.path)
+            .hint("list the control-plane hosts in `masters`, or give the running version with --from")
+    })?;
+    let scratch = tempfile::tempdir().map_err(|e| Error::internal(format!("cannot create a temp directory: {e}")))?;
+    let playbooks = crate::playbooks::materialize(scratch.path())?;
+    // The flavour's own cluster read (openshift: `oc`), as the upgrade itself would run it.
+    let host_vars: Vec<(String, Vars)> =
+        inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, extra))).collect();
+    let all_vars: Vec<(&str, &Vars)> = host_vars.iter().map(|(h, v)| (h.as_str(), v)).collect();
+    let flavor = crate::flavor::choose(inventory, &all_vars)?.flavor;
+    let file = playbooks.join(crate::playbooks::for_flavor(flavor, "cluster_state.yml"));
+    let tasks = crate::tasks::model::load_task_file(&file)?;
+    let options = EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None };
+    let connect = ConnectOptions {
+        connect_timeout: Duration::from_secs(args.run.connect_timeout),
+        accept_new_host_keys: args.run.accept_new_host_keys,
+        command_timeout: None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let first = masters[0].clone();
+    let outcomes = runtime.block_on(crate::tasks::run_tasks(
+        inventory,
+        extra,
+        std::slice::from_ref(&first),
+        &tasks,
+        1,
+        options,
+        connect,
+        Arc::new(Quiet),
+    ));
+    let cannot = |why: String| {
+        Error::hosts_failed(format!("cannot read the cluster's nodes on {first}: {why}")).hint(
+            "check upgrade_kubectl and the connection to the first master, or give the running version with --from",
+        )
+    };
+    let facts = match outcomes.into_iter().next() {
+        Some((_, o)) if !o.failed && !o.unreachable => o.facts,
+        Some((_, o)) if o.unreachable => return Err(cannot("unreachable".into())),
+        _ => return Err(cannot("`get nodes -o json` failed".into())),
+    };
+    let stdout =
+        facts.get("upgrade_cluster_nodes").and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default();
+    let nodes = crate::cluster::parse_node_list(stdout).map_err(cannot)?;
+    let names: Vec<String> = masters
+        .iter()
+        .map(|m| {
+            inventory
+                .host_vars(m, extra)
+                .get("node_name")
+                .and_then(|v| v.value.as_str().map(str::to_string))
+                .unwrap_or_else(|| m.clone())
+        })
+        .collect();
+    nodes
+        .iter()
+        .filter(|n| names.contains(&n.name))
+        .filter_map(|n| TargetVersion::parse(&n.kubelet_version).ok())
+        .min()
+        .ok_or_else(|| cannot("no master is a node of the cluster".into()))
+}
