@@ -36,6 +36,44 @@ pub enum Command {
     /// List the versions the update graph (upgrade_update_graph) offers from the running version, and the path of
     /// hops to each. Reads the cluster on the first master unless --from is given; changes nothing.
     Versions(VersionsArgs),
+    /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
+    Plan(UpgradeArgs),
+    /// Remove the cluster-wide lock a run left behind (after confirmation; --yes for scripts).
+    Unlock(UnlockArgs),
+}
+
+impl UpgradeArgs {
+    /// The arguments of an upgrade with nothing but an inventory and connection settings (`upgrade unlock`).
+    pub fn for_inventory(inventory: InventoryArgs, run: RunArgs) -> UpgradeArgs {
+        UpgradeArgs {
+            inventory,
+            phase: Vec::new(),
+            serial: None,
+            label: None,
+            max_fail_percentage: None,
+            drain_timeout: None,
+            target_version: None,
+            allow_skip_minor: false,
+            plan: false,
+            live: false,
+            output: OutputFormat::Text,
+            run,
+            state_dir: None,
+            fresh: false,
+            rollback_blue_green: false,
+            grace_period: 300,
+            junit: None,
+        }
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct UnlockArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -115,6 +153,12 @@ pub struct UpgradeArgs {
     #[arg(long)]
     pub plan: bool,
 
+    /// With --plan (or `upgrade plan`): connect and read the cluster (nodes, versions, cordons, PodDisruptionBudgets,
+    /// pods) and the hosts, changing nothing, and say per node what the run would do and what would block its
+    /// drain. Exit 1 when something would block or fail.
+    #[arg(long)]
+    pub live: bool,
+
     /// Output format: text for people, json for CI (with --plan one JSON document, otherwise JSON lines).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -156,8 +200,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub connect_timeout: u64,
 
-    /// Answer yes to `pause` prompts (needed to run prompting hooks without a terminal); `restore`: carry out the
-    /// plan.
+    /// Answer yes to `pause` prompts (needed to run prompting hooks without a terminal), and to `upgrade unlock`;
+    /// `restore`: carry out the plan.
     #[arg(long)]
     pub yes: bool,
 

@@ -73,18 +73,27 @@ struct Condition {
 pub fn parse_node_list(json: &str) -> Result<Vec<ClusterNode>, String> {
     let list: NodeList =
         serde_json::from_str(json).map_err(|e| format!("the cluster's node list is not a Kubernetes NodeList: {e}"))?;
-    Ok(list
-        .items
-        .into_iter()
-        .map(|item| ClusterNode {
-            ready: item.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
-            name: item.metadata.name,
-            created: item.metadata.created,
-            labels: item.metadata.labels,
-            unschedulable: item.spec.unschedulable,
-            kubelet_version: item.status.node_info.kubelet_version,
-        })
-        .collect())
+    Ok(list.items.into_iter().map(NodeItem::into_node).collect())
+}
+
+/// Reads the output of `kubectl get node NAME -o json`: one Node object.
+pub fn parse_node(json: &str) -> Result<ClusterNode, String> {
+    let item: NodeItem =
+        serde_json::from_str(json).map_err(|e| format!("the cluster's answer is not a Kubernetes Node: {e}"))?;
+    Ok(item.into_node())
+}
+
+impl NodeItem {
+    fn into_node(self) -> ClusterNode {
+        ClusterNode {
+            ready: self.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
+            name: self.metadata.name,
+            created: self.metadata.created,
+            labels: self.metadata.labels,
+            unschedulable: self.spec.unschedulable,
+            kubelet_version: self.status.node_info.kubelet_version,
+        }
+    }
 }
 
 /// A certificate signing request neither approved nor denied.
@@ -202,19 +211,6 @@ pub fn control_plane_pods_problem(json: &str, masters: &[String]) -> Result<(), 
         }
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
-}
-
-/// From `get node NAME -o json` (one Node): whether it is Ready, and its kubelet version.
-pub fn parse_node(json: &str) -> Result<ClusterNode, String> {
-    let item: NodeItem = serde_json::from_str(json).map_err(|e| format!("not a Kubernetes Node: {e}"))?;
-    Ok(ClusterNode {
-        ready: item.status.conditions.iter().any(|c| c.kind == "Ready" && c.status == "True"),
-        created: item.metadata.created,
-        name: item.metadata.name,
-        labels: item.metadata.labels,
-        unschedulable: item.spec.unschedulable,
-        kubelet_version: item.status.node_info.kubelet_version,
-    })
 }
 
 #[cfg(test)]

@@ -116,7 +116,11 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         engine_options,
         sink: sink.clone(),
         playbooks,
-        options: RunOptions { allow_skip_minor: args.allow_skip_minor, connect_timeout: connect.connect_timeout },
+        options: RunOptions {
+            allow_skip_minor: args.allow_skip_minor,
+            connect_timeout: connect.connect_timeout,
+            state_dir: state_dir.canonicalize().unwrap_or_else(|_| state_dir.clone()),
+        },
         write_failures,
         redactor: redactor.clone(),
     };
@@ -458,6 +462,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
             summary.stopped = Some(format!("preflight: {}", e.message));
             summary.error_code = Some(e.exit_code());
             summary.interrupted = run.was_interrupted();
+            release_cluster_lock(run).await;
             finish(run, &mut summary);
             return (summary, Some(e));
         }
@@ -601,6 +606,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         }
     }
     summary.interrupted = run.was_interrupted();
+    release_cluster_lock(run).await;
     finish(run, &mut summary);
     (summary, None)
 }
@@ -632,6 +638,15 @@ fn phase_started(run: &UpgradeRun, phase: Phase) -> Instant {
 
 fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
     run.event(Event::PhaseFinished { phase: phase.name().into(), ok, duration: started.elapsed() });
+}
+
+/// The cluster-wide lock goes before the summary: the run is over for whoever waits for it.
+async fn release_cluster_lock(run: &UpgradeRun) {
+    let held = run.cluster_lock.lock().ok().and_then(|mut slot| slot.take());
+    if let Some((me, renewer)) = held {
+        renewer.abort();
+        crate::phase::cluster_lock::release(run, &me).await;
+    }
 }
 
 fn finish(run: &UpgradeRun, summary: &mut Summary) {

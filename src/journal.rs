@@ -120,7 +120,7 @@ impl Drop for RunLock {
     }
 }
 
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer.
     if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
@@ -364,6 +364,15 @@ impl Journal {
         }
         let run = format!("{}-{}", compact_timestamp(now), std::process::id());
         Ok((Journal { file, path, run }, history))
+    }
+
+    /// A journal that keeps nothing, for commands that change nothing to resume (`upgrade plan --live`,
+    /// `upgrade unlock`): they run the built-in step files through the same run context as an upgrade.
+    pub fn detached() -> Result<Journal> {
+        let path = PathBuf::from("/dev/null");
+        let file = OpenOptions::new().append(true).open(&path).map_err(|e| refused_start(&path, e))?;
+        let run = format!("{}-{}", compact_timestamp(SystemTime::now()), std::process::id());
+        Ok(Journal { file, path, run })
     }
 
     pub fn run_id(&self) -> &str {

@@ -4,6 +4,7 @@ pub mod builtin_vars;
 pub mod cli;
 pub mod cluster;
 pub mod connection;
+pub mod drain_blockers;
 pub mod error;
 pub mod events;
 pub mod executor;
@@ -17,9 +18,11 @@ pub mod playbooks;
 pub mod redact;
 pub mod report;
 pub mod restore;
+pub mod session;
 pub mod settings;
 pub mod strategy;
 pub mod tasks;
+pub mod unlock;
 pub mod yaml;
 
 #[cfg(test)]
@@ -29,7 +32,7 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, UpgradeArgs};
 use crate::error::Error;
 
 /// Runs the command line and returns the process exit code. Errors are rendered here, once.
@@ -46,6 +49,11 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Some(Command::Check(args)) => tasks::check_command(args),
         Some(Command::RunTasks(args)) => tasks::run_tasks_command(args),
         Some(Command::Restore(args)) => restore::restore_command(args),
+        Some(Command::Plan(args)) => plan::plan_command(&UpgradeArgs { plan: true, ..args.clone() }),
+        Some(Command::Unlock(args)) => unlock::unlock_command(args),
+        None if cli.upgrade.live && !cli.upgrade.plan => Err(error::Error::input("--live is a kind of plan").hint(
+            "write `upgrade plan --live --inventory X` (or --plan --live): it reads the cluster and changes nothing",
+        )),
         Some(Command::Versions(args)) => strategy::versions::versions_command(args),
         None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
         None => executor::upgrade_command(&cli.upgrade),

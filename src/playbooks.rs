@@ -9,7 +9,9 @@ use crate::flavor::Flavor;
 // Shared by every flavour (a flavour's own file may include or replace one).
 const FILES: &[(&str, &str)] = &[
     ("cluster_csrs.yml", include_str!("../playbooks/cluster_csrs.yml")),
+    ("cluster_lock.yml", include_str!("../playbooks/cluster_lock.yml")),
     ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
+    ("cluster_workloads.yml", include_str!("../playbooks/cluster_workloads.yml")),
     ("config_backup.yml", include_str!("../playbooks/config_backup.yml")),
     ("control_plane_pods.yml", include_str!("../playbooks/control_plane_pods.yml")),
     ("control_plane_health.yml", include_str!("../playbooks/control_plane_health.yml")),
@@ -19,9 +21,11 @@ const FILES: &[(&str, &str)] = &[
     ("drain.yml", include_str!("../playbooks/drain.yml")),
     ("etcd_backup.yml", include_str!("../playbooks/etcd_backup.yml")),
     ("etcdctl_check.yml", include_str!("../playbooks/etcdctl_check.yml")),
+    ("host_facts.yml", include_str!("../playbooks/host_facts.yml")),
     ("label.yml", include_str!("../playbooks/label.yml")),
     ("master_restart.yml", include_str!("../playbooks/master_restart.yml")),
     ("node_ready_poll.yml", include_str!("../playbooks/node_ready_poll.yml")),
+    ("node_poll.yml", include_str!("../playbooks/node_poll.yml")),
     ("node_restart.yml", include_str!("../playbooks/node_restart.yml")),
     ("reboot.yml", include_str!("../playbooks/reboot.yml")),
     ("restore.yml", include_str!("../playbooks/restore.yml")),
@@ -43,6 +47,10 @@ const FILES: &[(&str, &str)] = &[
     // The openshift flavour (OpenShift 3.11 as openshift-ansible upgrades it).
     ("openshift/defaults.yml", include_str!("../playbooks/openshift/defaults.yml")),
     ("openshift/cluster_state.yml", include_str!("../playbooks/openshift/cluster_state.yml")),
+    ("openshift/cluster_lock.yml", include_str!("../playbooks/openshift/cluster_lock.yml")),
+    ("openshift/cluster_workloads.yml", include_str!("../playbooks/openshift/cluster_workloads.yml")),
+    ("openshift/host_facts.yml", include_str!("../playbooks/openshift/host_facts.yml")),
+    ("openshift/node_poll.yml", include_str!("../playbooks/openshift/node_poll.yml")),
     ("openshift/certificate_expiry.yml", include_str!("../playbooks/openshift/certificate_expiry.yml")),
     ("openshift/control_plane_health.yml", include_str!("../playbooks/openshift/control_plane_health.yml")),
     ("openshift/cordon.yml", include_str!("../playbooks/openshift/cordon.yml")),

@@ -367,6 +367,64 @@ fn the_fake_answers_readyz_kubeadm_plan_and_daemon_reload_for_the_kubeadm_steps(
     assert_eq!(cluster.actions_on("-"), ["readyz", "readyz"]);
 }
 
+#[test]
+fn configmaps_are_created_once_even_by_racing_callers_then_read_annotated_and_deleted() {
+    let cluster = cluster();
+    let create = |value: &str| {
+        let literal = format!("--from-literal=run={value}");
+        cluster.command("kubectl", &["-n", "kube-system", "create", "configmap", "lock", &literal]).output().unwrap()
+    };
+    // Twenty creates at once: exactly one wins, the others get AlreadyExists.
+    let racers: Vec<std::process::Child> = (0..20)
+        .map(|i| {
+            let literal = format!("--from-literal=run=r{i}");
+            let mut command =
+                cluster.command("kubectl", &["-n", "kube-system", "create", "configmap", "lock", &literal]);
+            command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+            command.spawn().unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = racers.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    assert_eq!(outputs.iter().filter(|o| o.status.success()).count(), 1);
+    assert!(outputs.iter().filter(|o| !o.status.success()).all(|o| failed(o).contains("AlreadyExists")));
+    assert!(failed(&create("again")).contains("already exists"));
+
+    ok(&cluster
+        .run("kubectl", &["-n", "kube-system", "annotate", "configmap", "lock", "--overwrite", "upgrade/renewed=5"]));
+    let object: Value = serde_json::from_str(&ok(
+        &cluster.run("kubectl", &["-n", "kube-system", "get", "configmap", "lock", "-o", "json"])
+    ))
+    .unwrap();
+    assert_eq!(object["metadata"]["annotations"]["upgrade/renewed"], "5");
+    assert!(object["data"]["run"].as_str().unwrap().starts_with('r'));
+    assert!(
+        failed(&cluster.run("kubectl", &["get", "configmap", "lock", "-o", "json"])).contains("NotFound"),
+        "another namespace"
+    );
+    ok(&cluster.run("kubectl", &["-n", "kube-system", "delete", "configmap", "lock"]));
+    ok(&create("after"));
+}
+
+#[test]
+fn pods_and_budgets_follow_the_cues() {
+    let cluster = cluster();
+    cluster.set_cue("node-1", "pdb_pod", "guarded");
+    cluster.set_cue("node-2", "unmanaged_pod", "bare");
+    cluster.set_cue("node-2", "emptydir_pod", "cache");
+    let pods: Value = serde_json::from_str(&ok(&cluster.run("kubectl", &["get", "pods", "-A", "-o", "json"]))).unwrap();
+    let pdbs: Value = serde_json::from_str(&ok(&cluster.run("kubectl", &["get", "pdb", "-A", "-o", "json"]))).unwrap();
+    let blockers = upgrade::drain_blockers::find(&pods.to_string(), &pdbs.to_string()).unwrap();
+    let said: Vec<String> = blockers.values().flatten().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert!(said[0].starts_with("PodDisruptionBudget default/guarded-pdb allows 0 disruptions"), "{said:?}");
+    assert!(
+        said[1].starts_with("pod default/bare has no controller")
+            && said[2].starts_with("pod default/cache has an emptyDir")
+    );
+    let actions: Vec<String> = cluster.calls().into_iter().map(|c| c.action).collect();
+    assert_eq!(actions, ["get-pods", "get-pdbs"]);
+}
+
 /// An OpenShift 3.11 host as the openshift flavour sees it: yum refuses while excluded, rpm reports what yum
 /// installed, master-restart and the API health endpoint answer, and 3.11's oc knows only --delete-local-data.
 #[test]
@@ -410,4 +468,31 @@ fn kubeadm_certs_check_expiration_prints_kubeadms_table() {
     assert!(table.contains("CERTIFICATE AUTHORITY"), "{table}");
     let apiserver = table.lines().find(|l| l.starts_with("apiserver ")).expect("an apiserver row");
     assert!(apiserver.contains(" UTC ") && apiserver.contains("12d"), "{apiserver}");
+}
+
+#[test]
+fn one_configmap_store_serves_the_lock_and_kubeadm_config_and_both_pod_listings() {
+    let cluster = cluster();
+    ok(&cluster.run("kubectl", &["-n", "kube-system", "create", "configmap", "upgrade-lock", "--from-literal=run=r1"]));
+    let kubeadm: Value = serde_json::from_str(&ok(
+        &cluster.run("kubectl", &["get", "configmap", "kubeadm-config", "-n", "kube-system", "-o", "json"])
+    ))
+    .unwrap();
+    assert!(kubeadm["data"]["ClusterConfiguration"].as_str().unwrap().contains("kubernetesVersion: v"), "{kubeadm}");
+    assert!(failed(&cluster.run("kubectl", &["get", "configmap", "kubeadm-config", "-o", "json"])).contains("NotFound"));
+    let lock: Value = serde_json::from_str(&ok(
+        &cluster.run("kubectl", &["-n", "kube-system", "get", "configmap", "upgrade-lock", "-o", "json"])
+    ))
+    .unwrap();
+    assert_eq!(lock["data"]["run"], "r1");
+    // The control-plane pods of one namespace, and every namespace's workloads.
+    let control_plane: Value = serde_json::from_str(&ok(&cluster.run(
+        "kubectl",
+        &["get", "pods", "-n", "kube-system", "-l", "component=etcd", "-o", "json"],
+    )))
+    .unwrap();
+    let items = control_plane["items"].as_array().unwrap();
+    assert!(!items.is_empty() && items.iter().all(|p| p["metadata"]["labels"]["component"] == "etcd"), "{items:?}");
+    let all: Value = serde_json::from_str(&ok(&cluster.run("kubectl", &["get", "pods", "-A", "-o", "json"]))).unwrap();
+    assert!(all["items"].as_array().unwrap().iter().any(|p| p["metadata"]["namespace"] == "default"), "{all}");
 }

@@ -8,9 +8,11 @@ use serde::Serialize;
 pub mod batches;
 pub mod certificates;
 pub mod cluster_hooks;
+pub mod cluster_lock;
 pub mod control_plane;
 pub mod etcd_backup;
 pub mod nodes;
+pub mod poller;
 pub mod preflight;
 pub mod run;
 pub mod sequence;
@@ -21,6 +23,8 @@ pub mod verify;
 #[serde(rename_all = "kebab-case")]
 pub enum Step {
     Connect,
+    /// The cluster-wide lock taken, renewed or released (cluster_lock.yml).
+    ClusterLock,
     ReadCluster,
     /// Preflight per host: the package manager found and the repository file read.
     HostCheck,
@@ -65,6 +69,7 @@ impl Step {
     pub fn name(self) -> &'static str {
         match self {
             Step::Connect => "connect",
+            Step::ClusterLock => "cluster-lock",
             Step::ReadCluster => "read-cluster",
             Step::HostCheck => "host-check",
             Step::KubeadmPlan => "kubeadm-plan",

@@ -55,8 +55,10 @@ impl Resume {
     }
 }
 
-pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
+pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
+    let ttl = super::cluster_lock::ttl(run)?;
     check_reachable(run).await?;
+    take_cluster_lock(run, ttl).await?;
     super::certificates::check(run).await?;
     let cluster = read_cluster(run, Phase::Preflight).await?;
     let by_name: HashMap<String, ClusterNode> = cluster.iter().map(|n| (n.name.clone(), n.clone())).collect();
@@ -89,6 +91,7 @@ pub async fn run(run: &UpgradeRun) -> Result<Preflight> {
     // The package manager, the repository switch and kubeadm's plan are the kubeadm flow's: the openshift flavour
     // installs with yum between its excluders, the custom flavour runs only the operator's commands.
     let kubeadm = run.plan.flavor.flavor == Flavor::Kubeadm;
+    check_drain_blockers(run, &upgrading).await?;
     if kubeadm {
         check_hosts(run, &upgrading).await?;
         if stopped_between_checks(run) {
@@ -220,6 +223,67 @@ pub async fn pending_csrs(
     crate::cluster::parse_pending_csrs(&text("stdout"))
 }
 
+/// What would block the drains of the hosts to upgrade (drain_blockers.rs): said as warnings, or fatal with
+/// `upgrade_fail_on_drain_blockers: true` (then a cluster whose pods cannot be read is fatal too).
+async fn check_drain_blockers(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> {
+    let fatal = run.host_flag(&run.first_master, "upgrade_fail_on_drain_blockers", false);
+    let found = match read_drain_blockers(run, Phase::Preflight).await {
+        Ok(found) => found,
+        Err(why) if fatal => {
+            return Err(Error::hosts_failed(format!("preflight: cannot check the drains: {why}"))
+                .hint("fix the reads, or set upgrade_fail_on_drain_blockers: false; nothing was changed"));
+        }
+        Err(why) => {
+            run.notice(None, format!("warning: drain blockers not checked: {why}"));
+            return Ok(());
+        }
+    };
+    let mut blocked = Vec::new();
+    for (host, _) in hosts {
+        let Some(blockers) = found.get(&run.node_name(host)) else { continue };
+        let list: Vec<String> = blockers.iter().map(ToString::to_string).collect();
+        let verdict = if fatal { "" } else { "warning: " };
+        run.notice(Some(host), format!("{verdict}its drain would meet: {}", list.join("; ")));
+        blocked.push(host.clone());
+    }
+    if fatal && !blocked.is_empty() {
+        return Err(Error::hosts_failed(format!("preflight: drain blockers on {}", blocked.join(", "))).hint(
+            "resolve them (relax the PodDisruptionBudgets, give the pods controllers, move local data) or set \
+             upgrade_fail_on_drain_blockers: false to go on with warnings; `upgrade plan --live` lists them; nothing was \
+             changed",
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the cluster's pods and PodDisruptionBudgets (cluster_workloads.yml) and finds the drain blockers by node.
+pub async fn read_drain_blockers(
+    run: &UpgradeRun,
+    phase: Phase,
+) -> std::result::Result<BTreeMap<String, Vec<crate::drain_blockers::DrainBlocker>>, String> {
+    let facts = run
+        .run_step(phase, &run.first_master, Step::ReadCluster, &run.playbook("cluster_workloads.yml"), &[], None)
+        .await
+        .map_err(|f| format!("cannot read the pods and PodDisruptionBudgets on {}: {}", run.first_master, f.reason))?;
+    let stdout = |name: &str| {
+        facts.get(name).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
+    };
+    crate::drain_blockers::find(&stdout("upgrade_cluster_pods"), &stdout("upgrade_cluster_pdbs"))
+}
+
+/// The cluster-wide lock, before the cluster is read; renewed from now on (released by the executor at the end).
+async fn take_cluster_lock(run: &std::sync::Arc<UpgradeRun>, ttl: std::time::Duration) -> Result<()> {
+    use super::cluster_lock;
+    let state_dir = run.options.state_dir.display().to_string();
+    let me = cluster_lock::Holder::this_run(&run.run_id(), &state_dir);
+    cluster_lock::take(run, &me, ttl).await?;
+    let renewer = tokio::spawn(cluster_lock::keep_renewed(run.clone(), me.clone(), ttl));
+    if let Ok(mut slot) = run.cluster_lock.lock() {
+        *slot = Some((me, renewer));
+    }
+    Ok(())
+}
+
 /// A stop asked for while preflight runs (a signal, a state directory that cannot be written) ends preflight at the
 /// next check: the run starts no later phase, so the checks left could only delay the exit, and one of them is not
 /// read-only (the kubeadm plan check installs kubeadm on the first master). What was decided so far is returned, so
@@ -267,7 +331,7 @@ fn custom_upgrade(run: &UpgradeRun, host: &str, phase: Phase) -> bool {
 }
 
 /// "package manager apt (detected); /etc/apt/sources.list.d/kubernetes.list: v1.28 -> v1.29 at the upgrade ...".
-fn describe_host_check(run: &UpgradeRun, host: &str, facts: &serde_json::Map<String, Value>) -> String {
+pub(crate) fn describe_host_check(run: &UpgradeRun, host: &str, facts: &serde_json::Map<String, Value>) -> String {
     let text = |name: &str| facts.get(name).and_then(Value::as_str).map(str::trim).unwrap_or_default().to_string();
     let resolved = text("upgrade_package_manager_resolved");
     let how = if text("upgrade_package_manager") == "auto" { "detected" } else { "upgrade_package_manager" };
@@ -389,7 +453,7 @@ pub async fn read_host_version(run: &UpgradeRun, phase: Phase, host: &str) -> st
 
 /// Opens a connection to every host of the plan, at once, and runs `true`. Any host that does not answer stops the
 /// run here, before anything is touched.
-async fn check_reachable(run: &UpgradeRun) -> Result<()> {
+pub(crate) async fn check_reachable(run: &UpgradeRun) -> Result<()> {
     let started = Instant::now();
     let hosts = run.plan.hosts.clone();
     let probes = hosts.iter().map(|host| async move {
@@ -441,7 +505,7 @@ pub async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterN
     })
 }
 
-fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Preflight> {
+pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Preflight> {
     let target = &run.target;
     let plan = &run.plan;
     let mut result = Preflight::default();

@@ -81,6 +81,10 @@ pub struct UpgradeRun {
     pub write_failures: Arc<WriteFailures>,
     /// A SIGINT or SIGTERM arrived (a stop for a state directory that cannot be written is not an interrupt).
     interrupted: AtomicBool,
+    /// The cluster-wide lock this run holds, and the task that renews it (cluster_lock.rs).
+    pub cluster_lock: Mutex<Option<(super::cluster_lock::Holder, tokio::task::JoinHandle<()>)>>,
+    /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
+    pub poller: super::poller::NodePoller,
 }
 
 /// Failures to write the state directory (the journal, the host logs): ENOSPC, EROFS, EIO. The first one stops the
@@ -135,6 +139,8 @@ impl WriteFailures {
 pub struct RunOptions {
     pub allow_skip_minor: bool,
     pub connect_timeout: Duration,
+    /// The state directory, as the cluster lock names it.
+    pub state_dir: PathBuf,
 }
 
 /// Parts of the run context built by the executor before any phase starts.
@@ -176,6 +182,8 @@ impl UpgradeRun {
             cluster_before: Mutex::new(HashMap::new()),
             write_failures: parts.write_failures,
             interrupted: AtomicBool::new(false),
+            cluster_lock: Mutex::new(None),
+            poller: super::poller::NodePoller::default(),
             host_versions: Mutex::new(HashMap::new()),
             run_once: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
@@ -459,8 +467,8 @@ impl UpgradeRun {
     }
 
     /// Runs a task file on a host without step events or journal entries: one attempt of a step the caller
-    /// reports itself (a poll).
-    pub async fn run_quiet(
+    /// reports itself (a poll), or a call outside any host's sequence (the lock's renewals).
+    pub async fn run_step_quietly(
         &self,
         host: &str,
         step: Step,

@@ -148,6 +148,27 @@ async fn cut_at_abort<T>(
     }
 }
 
+/// The node Ready at the target, read by the run's one poller (poller.rs), told as a step like the others.
+async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
+    safe_point(run, Step::WaitReady)?;
+    let started = Instant::now();
+    let event = |ok: bool, error: Option<String>| Event::StepFinished {
+        phase: phase.name().into(),
+        host: host.into(),
+        step: Step::WaitReady,
+        ok,
+        duration: started.elapsed(),
+        error,
+    };
+    run.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step: Step::WaitReady });
+    let result = super::poller::wait_ready(run, host).await;
+    run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
+    if result.is_ok() {
+        run.record_step_done(phase, host, Step::WaitReady);
+    }
+    result
+}
+
 async fn steps(
     run: &UpgradeRun,
     host: &str,
@@ -260,7 +281,7 @@ async fn control_plane_pods(run: &UpgradeRun, phase: Phase, host: &str) -> Resul
 async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
     let node = run.node_name(host);
     if !run.host_flag(host, "upgrade_approve_node_csrs", false) {
-        let Err(mut failure) = step(run, phase, host, Step::WaitReady, "wait_ready.yml", &[]).await else {
+        let Err(mut failure) = wait_ready_polled(run, phase, host).await else {
             return Ok(());
         };
         if !failure.interrupted && !failure.unreachable {
@@ -288,7 +309,7 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
     let mut to_approve: Vec<String> = Vec::new();
     let result = loop {
         let more = [("upgrade_csrs_to_approve", Value::from(to_approve.clone()))];
-        let why = match run.run_quiet(host, Step::WaitReady, &file, &more).await {
+        let why = match run.run_step_quietly(host, Step::WaitReady, &file, &more).await {
             Err(f) => f.reason,
             Ok(facts) => {
                 if !to_approve.is_empty() {

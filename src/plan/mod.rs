@@ -1,6 +1,7 @@
 //! The plan: a pure function from inventory and settings to phases and batches. Nothing here connects; `--plan`
 //! prints it and the executor only carries it out.
 
+pub mod live;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -631,6 +632,9 @@ fn offline_labels(host: &str, vars: &Vars, groups: &mut NodeGroupsCache) -> Resu
 
 /// `upgrade --plan`: prints what an upgrade would do, without contacting any host.
 pub fn plan_command(args: &UpgradeArgs) -> Result<i32> {
+    if args.live {
+        return live::live_plan_command(args);
+    }
     let path = args
         .inventory
         .inventory

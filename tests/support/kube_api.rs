@@ -69,6 +69,8 @@ struct State {
     /// Nodes still to answer NotReady, with the reads left.
     not_ready_reads_left: HashMap<String, u32>,
     requests: Vec<Request>,
+    /// ConfigMaps by (namespace, name), as stored objects (the cluster-wide lock).
+    configmaps: HashMap<(String, String), Value>,
 }
 
 /// One request as the server saw it: method, path (no query) and query.
@@ -374,8 +376,9 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 json!({"name": "pods/eviction", "singularName": "", "namespaced": true, "group": "policy",
                        "version": "v1", "kind": "Eviction", "verbs": ["create"]}),
                 resource("namespaces", "Namespace", false, &["get", "list"], &["ns"]),
-                // None are served: `get configmap kubeadm-config` answers NotFound, as on a cluster without kubeadm.
-                resource("configmaps", "ConfigMap", true, &["get", "list"], &["cm"]),
+                // Stored objects (the cluster-wide lock); `get configmap kubeadm-config` answers NotFound unless a
+                // test created it, as on a cluster without kubeadm.
+                resource("configmaps", "ConfigMap", true, &["create", "get", "list", "patch", "delete"], &["cm"]),
             ]}),
         ),
         ("GET", ["apis", "policy", "v1"]) => json_response(
@@ -475,6 +478,68 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                    "spec": {"selector": {"matchLabels": {"app": name}}, "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}},
                    "status": {"currentNumberScheduled": 1, "desiredNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": 1}}),
         ),
+        // One budget per DisruptionBudget pod, selecting it by its `app` label, allowing no disruption.
+        ("GET", ["apis", "policy", "v1", "poddisruptionbudgets"]) => {
+            let items: Vec<Value> = state
+                .pods
+                .iter()
+                .filter(|p| p.kind == PodKind::DisruptionBudget && !p.evicted)
+                .map(|p| {
+                    json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                           "metadata": {"name": format!("{}-pdb", p.name), "namespace": p.namespace},
+                           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": p.name}}},
+                           "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}})
+                })
+                .collect();
+            json_response(
+                200,
+                json!({"kind": "PodDisruptionBudgetList", "apiVersion": "policy/v1", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
+        }
+        // ConfigMaps: create is atomic (409 AlreadyExists), patch is a JSON merge patch, delete removes.
+        ("POST", ["api", "v1", "namespaces", ns, "configmaps"]) => {
+            let mut object: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let key = (ns.to_string(), name.clone());
+            if state.configmaps.contains_key(&key) {
+                let mut response = status(409, "AlreadyExists", &format!("configmaps \"{name}\" already exists"));
+                response.body = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 409,
+                    "reason": "AlreadyExists", "message": format!("configmaps \"{name}\" already exists"),
+                    "details": {"name": name, "kind": "configmaps"}})
+                .to_string();
+                return response;
+            }
+            object["metadata"]["namespace"] = json!(ns);
+            object["metadata"]["uid"] = json!(format!("cm-{name}"));
+            object["metadata"]["resourceVersion"] = json!("1");
+            state.configmaps.insert(key, object.clone());
+            json_response(201, object)
+        }
+        ("GET", ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            match state.configmaps.get(&(ns.to_string(), name.to_string())) {
+                Some(object) => json_response(200, object.clone()),
+                None => status(404, "NotFound", &format!("configmaps \"{name}\" not found")),
+            }
+        }
+        ("PATCH", ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            let patch: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            match state.configmaps.get_mut(&(ns.to_string(), name.to_string())) {
+                Some(object) => {
+                    merge_patch(object, &patch);
+                    json_response(200, object.clone())
+                }
+                None => status(404, "NotFound", &format!("configmaps \"{name}\" not found")),
+            }
+        }
+        ("DELETE", ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            match state.configmaps.remove(&(ns.to_string(), name.to_string())) {
+                Some(_) => json_response(
+                    200,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "details": {"name": name, "kind": "configmaps"}}),
+                ),
+                None => status(404, "NotFound", &format!("configmaps \"{name}\" not found")),
+            }
+        }
         // The host-side stand-ins: a kubelet restarted at a version.
         ("POST", ["_test", "kubelet", name]) => {
             let version = query_param(query, "version").unwrap_or_default();
@@ -496,6 +561,24 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
             json_response(200, json!({"restarted": name}))
         }
         _ => status(404, "NotFound", &format!("the server could not find the requested resource ({method} {path})")),
+    }
+}
+
+/// RFC 7386: objects merge key by key, null removes, anything else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    for (key, value) in fields {
+        if value.is_null() {
+            target.as_object_mut().map(|t| t.remove(key));
+        } else {
+            merge_patch(&mut target[key], value);
+        }
     }
 }
 
@@ -531,7 +614,7 @@ fn pod_json(pod: &Pod) -> Value {
                      "uid": format!("rs-{}", pod.name), "controller": true}]),
     };
     let mut metadata = json!({"name": pod.name, "namespace": pod.namespace, "uid": pod.uid, "resourceVersion": "1",
-                              "ownerReferences": owner});
+                              "labels": {"app": pod.name}, "ownerReferences": owner});
     if pod.evicted {
         metadata["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         metadata["deletionGracePeriodSeconds"] = json!(30);

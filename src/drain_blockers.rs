@@ -1,0 +1,165 @@
+//! What would stop or hurt a node's drain, found in the cluster's pods and PodDisruptionBudgets (`get pods -A -o json`,
+//! `get pdb -A -o json`) before anything moves:
+//! - a PodDisruptionBudget that allows no disruption over a pod of the node: its eviction is refused until the
+//!   drain timeout;
+//! - a pod no controller owns: `drain --force` deletes it and nothing brings it back;
+//! - a pod with an emptyDir volume: `--delete-emptydir-data` deletes its data.
+//!
+//! DaemonSet pods, mirror (static) pods and finished pods are not blockers: drain leaves or ignores them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One thing that would block or hurt the drain of a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DrainBlocker {
+    /// `namespace/name` of the budget and of the pod it guards.
+    DisruptionBudget {
+        pdb: String,
+        pod: String,
+    },
+    Unmanaged {
+        pod: String,
+    },
+    EmptyDir {
+        pod: String,
+    },
+}
+
+impl fmt::Display for DrainBlocker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DrainBlocker::DisruptionBudget { pdb, pod } => {
+                write!(f, "PodDisruptionBudget {pdb} allows 0 disruptions (guards pod {pod})")
+            }
+            DrainBlocker::Unmanaged { pod } => {
+                write!(f, "pod {pod} has no controller (drain --force deletes it for good)")
+            }
+            DrainBlocker::EmptyDir { pod } => write!(f, "pod {pod} has an emptyDir volume (its data is lost on drain)"),
+        }
+    }
+}
+
+struct Budget {
+    namespace: String,
+    name: String,
+    match_labels: BTreeMap<String, String>,
+    selects_all: bool,
+}
+
+/// The drain blockers of every node, by node name (nodes without any are absent). The message of the error says
+/// which list could not be read.
+pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<DrainBlocker>>, String> {
+    let pods: Value =
+        serde_json::from_str(pods_json).map_err(|e| format!("the cluster's pod list is not a Kubernetes list: {e}"))?;
+    let pdbs: Value = serde_json::from_str(pdbs_json)
+        .map_err(|e| format!("the cluster's PodDisruptionBudget list is not a Kubernetes list: {e}"))?;
+    let text = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_str).unwrap_or_default().to_string();
+    let budgets: Vec<Budget> = items(&pdbs)
+        .filter(|pdb| pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64) == Some(0))
+        .map(|pdb| {
+            let match_labels: BTreeMap<String, String> = pdb
+                .pointer("/spec/selector/matchLabels")
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+                .unwrap_or_default();
+            let has_expressions =
+                pdb.pointer("/spec/selector/matchExpressions").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            Budget {
+                namespace: text(pdb, "/metadata/namespace"),
+                name: text(pdb, "/metadata/name"),
+                // An empty selector selects every pod of the namespace (policy/v1).
+                selects_all: match_labels.is_empty() && !has_expressions,
+                match_labels,
+            }
+        })
+        .collect();
+
+    let mut found: BTreeMap<String, Vec<DrainBlocker>> = BTreeMap::new();
+    for pod in items(&pods) {
+        let node = text(pod, "/spec/nodeName");
+        let phase = text(pod, "/status/phase");
+        if node.is_empty() || phase == "Succeeded" || phase == "Failed" {
+            continue;
+        }
+        let owners = pod.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+        let controller = owners.iter().find(|o| o.get("controller").and_then(Value::as_bool) == Some(true));
+        if controller.is_some_and(|o| o.get("kind").and_then(Value::as_str) == Some("DaemonSet")) {
+            continue;
+        }
+        if pod.pointer("/metadata/annotations/kubernetes.io~1config.mirror").is_some() {
+            continue;
+        }
+        let namespace = text(pod, "/metadata/namespace");
+        let name = format!("{namespace}/{}", text(pod, "/metadata/name"));
+        let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
+        let blockers = found.entry(node).or_default();
+        for budget in budgets.iter().filter(|b| b.namespace == namespace) {
+            let selected = budget.selects_all
+                || (!budget.match_labels.is_empty()
+                    && budget
+                        .match_labels
+                        .iter()
+                        .all(|(k, v)| labels.and_then(|l| l.get(k)).and_then(Value::as_str) == Some(v.as_str())));
+            if selected {
+                let pdb = format!("{}/{}", budget.namespace, budget.name);
+                blockers.push(DrainBlocker::DisruptionBudget { pdb, pod: name.clone() });
+            }
+        }
+        if controller.is_none() {
+            blockers.push(DrainBlocker::Unmanaged { pod: name.clone() });
+        }
+        let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array).cloned().unwrap_or_default();
+        if volumes.iter().any(|v| v.get("emptyDir").is_some()) {
+            blockers.push(DrainBlocker::EmptyDir { pod: name.clone() });
+        }
+    }
+    found.retain(|_, b| !b.is_empty());
+    Ok(found)
+}
+
+fn items(list: &Value) -> impl Iterator<Item = &Value> {
+    list.get("items").and_then(Value::as_array).map(|a| a.iter()).into_iter().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_budgets_at_zero_bare_pods_and_local_storage_but_not_daemonsets() {
+        let pods = r#"{"items":[
+          {"metadata":{"name":"ds","namespace":"kube-system","ownerReferences":[{"kind":"DaemonSet","controller":true}]},
+           "spec":{"nodeName":"n1","volumes":[{"name":"x","emptyDir":{}}]},"status":{"phase":"Running"}},
+          {"metadata":{"name":"web","namespace":"default","labels":{"app":"web"},
+                       "ownerReferences":[{"kind":"ReplicaSet","controller":true}]},
+           "spec":{"nodeName":"n1"},"status":{"phase":"Running"}},
+          {"metadata":{"name":"db","namespace":"default","labels":{"app":"db"},
+                       "ownerReferences":[{"kind":"StatefulSet","controller":true}]},
+           "spec":{"nodeName":"n2"},"status":{"phase":"Running"}},
+          {"metadata":{"name":"bare","namespace":"default"},"spec":{"nodeName":"n2","volumes":[{"name":"c","emptyDir":{}}]},
+           "status":{"phase":"Running"}},
+          {"metadata":{"name":"done","namespace":"default"},"spec":{"nodeName":"n3"},"status":{"phase":"Succeeded"}}]}"#;
+        let pdbs = r#"{"items":[
+          {"metadata":{"name":"db-pdb","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"db"}}},
+           "status":{"disruptionsAllowed":0}},
+          {"metadata":{"name":"web-pdb","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"web"}}},
+           "status":{"disruptionsAllowed":1}}]}"#;
+        let found = find(pods, pdbs).unwrap();
+        assert!(!found.contains_key("n1"), "a DaemonSet pod and a budget with room block nothing: {found:?}");
+        assert!(!found.contains_key("n3"), "a finished pod blocks nothing");
+        assert_eq!(
+            found["n2"],
+            [
+                DrainBlocker::DisruptionBudget { pdb: "default/db-pdb".into(), pod: "default/db".into() },
+                DrainBlocker::Unmanaged { pod: "default/bare".into() },
+                DrainBlocker::EmptyDir { pod: "default/bare".into() },
+            ]
+        );
+        assert!(find("Error from server", pdbs).is_err());
+    }
+}

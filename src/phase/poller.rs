@@ -1,0 +1,215 @@
+//! One reader of the cluster per run: every node waiting to be Ready at the target (after its restart) is served by
+//! the same reads, at most one per `upgrade_node_ready_delay`, whatever the number of nodes in flight. With one node
+//! waiting a read is `get node NAME -o json`; with several it is `get nodes -o json`, once (node_poll.yml holds both
+//! shapes). Before, each node in flight polled on its own: reads grew with nodes in flight.
+//!
+//! There is no background task: the waiters take turns as the reader. Whoever holds the read lock sleeps until the
+//! interval since the last read is over, reads, publishes what it read and wakes the others; the others wait for that.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::Step;
+use super::run::{StepFailure, UpgradeRun};
+use crate::cluster::{ClusterNode, parse_node, parse_node_list};
+use crate::settings::TargetVersion;
+
+/// What the last read said about one node.
+#[derive(Debug, Clone)]
+enum Seen {
+    Node(ClusterNode),
+    /// The read failed (the cluster's own words), or the node was not in its answer.
+    Failed(String),
+}
+
+#[derive(Default)]
+struct State {
+    /// Nodes waiting, with how many waiters each (a node name may be waited for once per host, normally once).
+    waiting: BTreeMap<String, usize>,
+    /// Per node: when the read that saw it started, and what it saw.
+    seen: HashMap<String, (Instant, Seen)>,
+    last_read: Option<Instant>,
+}
+
+/// Counters of the reads, for the benchmark and for tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PollStats {
+    pub reads: u64,
+    pub bytes: u64,
+}
+
+#[derive(Default)]
+pub struct NodePoller {
+    state: Mutex<State>,
+    read_turn: tokio::sync::Mutex<()>,
+    generation: tokio::sync::watch::Sender<u64>,
+    stats: Mutex<PollStats>,
+}
+
+impl NodePoller {
+    pub fn stats(&self) -> PollStats {
+        self.stats.lock().map(|s| *s).unwrap_or_default()
+    }
+
+    fn register(&self, node: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            *state.waiting.entry(node.to_string()).or_default() += 1;
+        }
+    }
+
+    fn deregister(&self, node: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            if let Some(count) = state.waiting.get_mut(node) {
+                *count -= 1;
+                if *count == 0 {
+                    state.waiting.remove(node);
+                    state.seen.remove(node);
+                }
+            }
+        }
+    }
+
+    /// What a read that started after `since` said about `node`.
+    fn seen_since(&self, node: &str, since: Instant) -> Option<Seen> {
+        let state = self.state.lock().ok()?;
+        state.seen.get(node).filter(|(at, _)| *at >= since).map(|(_, seen)| seen.clone())
+    }
+
+    /// One read for every node waiting now, after the interval since the last read.
+    async fn read(&self, run: &UpgradeRun, interval: Duration, deadline: Instant) {
+        let last = self.state.lock().ok().and_then(|s| s.last_read);
+        if let Some(last) = last {
+            let next = (last + interval).min(deadline);
+            tokio::time::sleep_until(next.into()).await;
+            if Instant::now() < last + interval {
+                return; // the deadline came first
+            }
+        }
+        let waiting: Vec<String> = self.state.lock().map(|s| s.waiting.keys().cloned().collect()).unwrap_or_default();
+        if waiting.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        if let Ok(mut state) = self.state.lock() {
+            state.last_read = Some(started);
+        }
+        let one = if waiting.len() == 1 { waiting[0].clone() } else { String::new() };
+        let vars = [("upgrade_poll_node", Value::String(one.clone()))];
+        let file = run.playbook("node_poll.yml");
+        let result = run.run_step_quietly(&run.first_master, Step::WaitReady, &file, &vars).await;
+        let register = if one.is_empty() { "upgrade_poll_all" } else { "upgrade_poll_one" };
+        let answer = result.map_err(|f| f.reason).and_then(|facts| {
+            let field = |key: &str| {
+                facts.get(register).and_then(|r| r.get(key)).and_then(Value::as_str).unwrap_or_default().to_string()
+            };
+            let rc = facts.get(register).and_then(|r| r.get("rc")).and_then(Value::as_i64).unwrap_or(-1);
+            if rc != 0 {
+                let stderr = field("stderr");
+                return Err(format!("the cluster did not answer: {}", stderr.trim()));
+            }
+            Ok(field("stdout"))
+        });
+        let mut stats = self.stats.lock().ok();
+        if let (Some(stats), Ok(stdout)) = (stats.as_mut(), &answer) {
+            stats.reads += 1;
+            stats.bytes += stdout.len() as u64;
+        }
+        drop(stats);
+        let nodes: Result<Vec<ClusterNode>, String> = answer.and_then(|stdout| {
+            if one.is_empty() { parse_node_list(&stdout) } else { parse_node(&stdout).map(|n| vec![n]) }
+        });
+        if let Ok(mut state) = self.state.lock() {
+            match nodes {
+                Ok(nodes) => {
+                    let mut by_name: HashMap<String, ClusterNode> =
+                        nodes.into_iter().map(|n| (n.name.clone(), n)).collect();
+                    for name in &waiting {
+                        let seen = match by_name.remove(name) {
+                            Some(node) => Seen::Node(node),
+                            None => Seen::Failed(format!("node {name} is not in the cluster's answer")),
+                        };
+                        state.seen.insert(name.clone(), (started, seen));
+                    }
+                }
+                Err(why) => {
+                    for name in &waiting {
+                        state.seen.insert(name.clone(), (started, Seen::Failed(why.clone())));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The wait-ready step of `host`: its node Ready at the target within `upgrade_node_ready_timeout`, read by the
+/// run's one poller every `upgrade_node_ready_delay` seconds.
+pub async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure> {
+    let fail = |reason: String| StepFailure { step: Step::WaitReady, reason, unreachable: false, interrupted: false };
+    let seconds = |template: &str, default: u64| {
+        run.render_for(host, template)
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| *s >= 0.0)
+            .map(|s| s as u64)
+            .unwrap_or(default)
+    };
+    let timeout = seconds("{{ upgrade_node_ready_timeout | default(600) }}", 600);
+    let interval = Duration::from_secs(
+        run.render_for(&run.first_master, "{{ upgrade_node_ready_delay | default(5) }}")
+            .trim()
+            .parse::<u64>()
+            .unwrap_or(5)
+            .max(1),
+    );
+    let node = run.node_name(host);
+    let poller = &run.poller;
+    let registered = Instant::now();
+    let deadline = registered + Duration::from_secs(timeout);
+    let mut generation = poller.generation.subscribe();
+    poller.register(&node);
+    // A flavour that reads "at the target" from what the host has installed (OpenShift 3.11: every 3.11.z reports one
+    // kubelet version) waits for Ready only, as its own wait_ready.yml does.
+    let wants_version = !run.probes_host_version(host);
+    let at = if wants_version { format!(" at {}", run.target) } else { String::new() };
+    let outcome = loop {
+        if let Some(Seen::Node(seen)) = poller.seen_since(&node, registered) {
+            let at_target = TargetVersion::parse(&seen.kubelet_version).ok().as_ref() == Some(&run.target);
+            if (at_target || !wants_version) && seen.ready {
+                break Ok(());
+            }
+        }
+        if Instant::now() >= deadline {
+            let said = match poller.seen_since(&node, registered) {
+                Some(Seen::Node(seen)) => format!(
+                    "it reports {}, Ready={}",
+                    if seen.kubelet_version.is_empty() { "no version" } else { &seen.kubelet_version },
+                    if seen.ready { "True" } else { "False" }
+                ),
+                Some(Seen::Failed(why)) => why,
+                None => "the cluster was not read in time".to_string(),
+            };
+            break Err(fail(format!("node {node} is not Ready{at} after {timeout}s: {said}")));
+        }
+        if run.stop.is_aborting() {
+            break Err(StepFailure::interrupted(Step::WaitReady));
+        }
+        match poller.read_turn.try_lock() {
+            Ok(turn) => {
+                poller.read(run, interval, deadline).await;
+                drop(turn);
+                // Published after the turn is free, so a woken waiter can take it when this one is done.
+                poller.generation.send_modify(|g| *g += 1);
+            }
+            Err(_) => {
+                // Another waiter reads: wait for what it publishes (or the deadline).
+                let _ = tokio::time::timeout_at(deadline.into(), generation.changed()).await;
+            }
+        }
+    };
+    poller.deregister(&node);
+    outcome
+}

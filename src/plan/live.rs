@@ -1,0 +1,368 @@
+//! `upgrade plan --live`: the plan checked against the cluster and the hosts, changing nothing. It connects, reads the
+//! cluster (nodes, versions, cordons, PodDisruptionBudgets, pods) and the hosts (package manager, free space, etcd's
+//! database size), decides as preflight would, and says per host what the run would do, what would block its drain,
+//! and the order of batches. Exit 0 when nothing would block, 1 when something would.
+//!
+//! Only reads: the lock is read (who holds it), never taken; the package check runs in its dry-run mode.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cli::{OutputFormat, UpgradeArgs};
+use crate::drain_blockers::DrainBlocker;
+use crate::error::{Error, Result};
+use crate::events::{Event, EventSink};
+use crate::phase::run::UpgradeRun;
+use crate::phase::{Step, cluster_lock, join_all, preflight};
+use crate::plan::Phase;
+use crate::session::Session;
+
+/// One host as the live plan sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveHost {
+    pub host: String,
+    pub node: String,
+    /// `control-plane` or `nodes`: the phase that would upgrade it.
+    pub phase: String,
+    pub current_version: Option<String>,
+    pub ready: Option<bool>,
+    pub cordoned: Option<bool>,
+    /// `upgrade`, `skip` or `blocked`.
+    pub action: String,
+    /// Why it is skipped or blocked.
+    pub reason: Option<String>,
+    pub drain_blockers: Vec<DrainBlocker>,
+    /// 1-based, within its phase.
+    pub batch: Option<usize>,
+    /// "apt (detected)", or why it is unknown.
+    pub package_manager: Option<String>,
+    pub free_bytes: Option<u64>,
+    pub etcd_db_size: Option<u64>,
+    /// The flavour's certificate check (certificate_expiry.yml): how many were read and the first to expire.
+    pub certificates: Option<String>,
+    /// A certificate expires within `upgrade_certificate_expiry_warning_days`.
+    pub certificates_expiring: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveBatch {
+    pub phase: String,
+    pub hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LivePlan {
+    pub target: String,
+    pub control_plane_version: Option<String>,
+    /// Who holds the cluster-wide lock now (a run started now would be refused), if anyone.
+    pub cluster_lock_holder: Option<String>,
+    pub hosts: Vec<LiveHost>,
+    pub batches: Vec<LiveBatch>,
+    /// Problems not tied to one host (the lock, reads that failed, certificates that stop preflight): they block.
+    pub problems: Vec<String>,
+    /// What the run would warn about without stopping.
+    pub notices: Vec<String>,
+    pub blocked: bool,
+}
+
+/// Keeps the notices (the reads' own messages); prints nothing: the plan is one document.
+#[derive(Default)]
+struct Collect {
+    notices: Mutex<Vec<String>>,
+}
+
+impl EventSink for Collect {
+    fn event(&self, event: &Event) {
+        if let Event::Notice { host, message } = event {
+            if let Ok(mut notices) = self.notices.lock() {
+                notices.push(match host {
+                    Some(h) => format!("[{h}] {message}"),
+                    None => message.clone(),
+                });
+            }
+        }
+    }
+}
+
+pub fn live_plan_command(args: &UpgradeArgs) -> Result<i32> {
+    let session = Session::open(args, Arc::new(Collect::default()))?;
+    let Some(target) = session.target.clone() else {
+        return Err(Error::input("no target version")
+            .in_file(&session.inventory.path)
+            .hint("set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)"));
+    };
+    let run = session.run.clone();
+    let outcome = session.runtime.block_on(async { build(&run, target.to_string()).await });
+    session.close();
+    let plan = outcome?;
+    let text = match args.output {
+        OutputFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&plan)
+                .map_err(|e| Error::internal(format!("cannot render the live plan as JSON: {e}")))?;
+            text.push('\n');
+            text
+        }
+        OutputFormat::Text => render(&plan),
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+    Ok(if plan.blocked { 1 } else { 0 })
+}
+
+async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
+    preflight::check_reachable(run).await?;
+    let mut problems = Vec::new();
+    let mut notices = Vec::new();
+    let me = cluster_lock::Holder::default();
+    let cluster_lock_holder = match cluster_lock::call(run, "read", &me, true).await {
+        Ok(read) if read.rc == 0 => cluster_lock::Holder::parse(&read.stdout).map(|h| h.describe()),
+        Ok(_) => None,
+        Err(why) => {
+            problems.push(format!("cannot read the cluster lock: {why}"));
+            None
+        }
+    };
+    if let Some(holder) = &cluster_lock_holder {
+        problems.push(format!("the cluster lock is held by {holder}: a run started now would be refused"));
+    }
+    let cluster = preflight::read_cluster(run, Phase::Preflight).await?;
+    let by_name: std::collections::HashMap<String, crate::cluster::ClusterNode> =
+        cluster.iter().map(|n| (n.name.clone(), n.clone())).collect();
+    let decided = preflight::decide(run, &by_name)?;
+    let blockers = match preflight::read_drain_blockers(run, Phase::Preflight).await {
+        Ok(found) => found,
+        Err(why) => {
+            problems.push(format!("drain blockers not checked: {why}"));
+            BTreeMap::new()
+        }
+    };
+    let facts = read_host_facts(run).await;
+
+    let mut hosts = Vec::new();
+    let mut batches = Vec::new();
+    let skipped_masters: BTreeMap<&str, &str> = decided
+        .skipped
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            crate::phase::HostOutcome::Skipped { reason } => Some((r.host.as_str(), reason.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut add = |host: &str, phase: Phase, batch: Option<usize>, skip: Option<String>| {
+        let node = run.node_name(host);
+        let seen = by_name.get(&node);
+        let drain_blockers = if skip.is_none() { blockers.get(&node).cloned().unwrap_or_default() } else { Vec::new() };
+        let (action, reason) = match (&skip, seen) {
+            (Some(why), _) => ("skip", Some(why.clone())),
+            (None, None) => ("blocked", Some(format!("node {node} is not in the cluster"))),
+            (None, Some(_)) if !drain_blockers.is_empty() => {
+                ("blocked", Some(format!("{} drain blocker(s)", drain_blockers.len())))
+            }
+            (None, Some(_)) => ("upgrade", None),
+        };
+        let HostFacts { package_manager, free_bytes, etcd_db_size, certificates, certificates_expiring } =
+            facts.get(host).cloned().unwrap_or_default();
+        hosts.push(LiveHost {
+            host: host.to_string(),
+            node: node.clone(),
+            phase: phase.name().to_string(),
+            current_version: seen.map(|n| n.kubelet_version.clone()),
+            ready: seen.map(|n| n.ready),
+            cordoned: seen.map(|n| n.unschedulable),
+            action: action.to_string(),
+            reason,
+            drain_blockers,
+            batch: if skip.is_none() { batch } else { None },
+            package_manager,
+            free_bytes,
+            etcd_db_size,
+            certificates,
+            certificates_expiring,
+        });
+    };
+    if run.plan.has_phase(Phase::ControlPlane) {
+        let mut number = 0;
+        for master in &run.plan.masters {
+            let skip = skipped_masters.get(master.as_str()).map(|r| r.to_string());
+            if skip.is_none() && decided.masters.contains(master) {
+                number += 1;
+                batches.push(LiveBatch { phase: Phase::ControlPlane.name().into(), hosts: vec![master.clone()] });
+                add(master, Phase::ControlPlane, Some(number), None);
+            } else {
+                add(master, Phase::ControlPlane, None, Some(skip.unwrap_or_else(|| "already done".into())));
+            }
+        }
+    }
+    if run.plan.has_phase(Phase::Nodes) {
+        let mut number = 0;
+        for batch in &decided.node_batches {
+            let upgrading: Vec<String> =
+                batch.iter().filter(|h| !decided.nodes_skipped.contains_key(*h)).cloned().collect();
+            if !upgrading.is_empty() {
+                number += 1;
+                batches.push(LiveBatch { phase: Phase::Nodes.name().into(), hosts: upgrading });
+            }
+            for host in batch {
+                let skip = decided.nodes_skipped.get(host).cloned();
+                add(host, Phase::Nodes, Some(number), skip);
+            }
+        }
+        for host in &run.plan.nodes_not_selected {
+            add(host, Phase::Nodes, None, Some("not selected by the label selector".into()));
+        }
+    }
+    let expiring: Vec<&str> = hosts.iter().filter(|h| h.certificates_expiring).map(|h| h.host.as_str()).collect();
+    if !expiring.is_empty() {
+        let days = run.plan.certificate_expiry.warning_days.value;
+        let stops = run.plan.certificate_expiry.fail_on_warn.value;
+        let verdict = if stops {
+            "preflight would stop (upgrade_certificate_expiry_fail_on_warn)"
+        } else {
+            "preflight would warn and go on"
+        };
+        let problem = format!("certificates expire within {days} days on {}: {verdict}", expiring.join(", "));
+        if stops { problems.push(problem) } else { notices.push(problem) }
+    }
+    let blocked = !problems.is_empty() || hosts.iter().any(|h| h.action == "blocked");
+    Ok(LivePlan {
+        target,
+        control_plane_version: decided.control_plane_version.map(|v| v.to_string()),
+        cluster_lock_holder,
+        hosts,
+        batches,
+        problems,
+        notices,
+        blocked,
+    })
+}
+
+#[derive(Debug, Clone, Default)]
+struct HostFacts {
+    package_manager: Option<String>,
+    free_bytes: Option<u64>,
+    etcd_db_size: Option<u64>,
+    certificates: Option<String>,
+    certificates_expiring: bool,
+}
+
+/// The flavour's certificate check on one host (the file preflight runs): "3 read, first to expire: FILE on DATE".
+async fn certificate_expiry(run: &UpgradeRun, host: &str) -> (Option<String>, bool) {
+    use crate::phase::certificates::{parse_kubeadm_check_expiration, parse_openssl_listing};
+    let file = run.playbook("certificate_expiry.yml");
+    let facts = match run.run_step(Phase::Preflight, host, Step::Certificates, &file, &[], None).await {
+        Ok(facts) => facts,
+        Err(f) => return (Some(format!("unknown: {}", f.reason)), false),
+    };
+    let stdout = |fact: &str| {
+        facts.get(fact).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
+    };
+    let (mut dates, _) = parse_openssl_listing(host, &stdout("upgrade_certificate_files"));
+    dates.extend(parse_kubeadm_check_expiration(host, &stdout("upgrade_kubeadm_certificates")));
+    let Some(first) = dates.iter().min_by_key(|c| c.not_after) else { return (None, false) };
+    let now = cluster_lock::epoch_now() as i64;
+    let window = run.plan.certificate_expiry.warning_days.value as i64 * 86_400;
+    let expiring = first.not_after - now < window;
+    let said = format!("{} read, first to expire: {} on {}", dates.len(), first.file, first.date());
+    (Some(said), expiring)
+}
+
+/// On every host at once: the package manager (kubernetes_repo.yml in its dry-run mode), the free space and, on etcd
+/// hosts, etcd's database size (host_facts.yml). A read that fails leaves its value unknown.
+async fn read_host_facts(run: &UpgradeRun) -> BTreeMap<String, HostFacts> {
+    let kubeadm = run.plan.flavor.flavor == crate::flavor::Flavor::Kubeadm;
+    let reads = run.plan.hosts.iter().map(|host| async move {
+        let mut facts = HostFacts::default();
+        // The package manager and repository are the kubeadm flow's (the other flavours install their own way).
+        if kubeadm {
+            let dry_run = [("upgrade_kubernetes_repo_dry_run", Value::Bool(true))];
+            let repo = run.playbook("kubernetes_repo.yml");
+            facts.package_manager =
+                Some(match run.run_step(Phase::Preflight, host, Step::HostCheck, &repo, &dry_run, None).await {
+                    Ok(found) => preflight::describe_host_check(run, host, &found),
+                    Err(f) => format!("unknown: {}", f.reason),
+                });
+        }
+        (facts.certificates, facts.certificates_expiring) = certificate_expiry(run, host).await;
+        let is_etcd = [("upgrade_is_etcd_host", Value::Bool(run.plan.etcd_hosts.contains(host)))];
+        let file = run.playbook("host_facts.yml");
+        if let Ok(found) = run.run_step(Phase::Preflight, host, Step::HostCheck, &file, &is_etcd, None).await {
+            let stdout = |name: &str| found.get(name).and_then(|r| r.get("stdout")).and_then(Value::as_str);
+            facts.free_bytes = stdout("upgrade_host_df").and_then(|s| s.trim().parse::<u64>().ok()).map(|k| k * 1024);
+            facts.etcd_db_size =
+                stdout("upgrade_host_etcd_status").and_then(|s| serde_json::from_str::<Value>(s).ok()).and_then(|v| {
+                    v.as_array()?.iter().filter_map(|e| e.pointer("/Status/dbSize").and_then(Value::as_u64)).max()
+                });
+        }
+        (host.clone(), facts)
+    });
+    join_all(reads).await.into_iter().collect()
+}
+
+fn render(plan: &LivePlan) -> String {
+    let mut out = format!(
+        "live plan: target {}, control plane at {}\n",
+        plan.target,
+        plan.control_plane_version.as_deref().unwrap_or("?")
+    );
+    for problem in &plan.problems {
+        out.push_str(&format!("problem: {problem}\n"));
+    }
+    for notice in &plan.notices {
+        out.push_str(&format!("warning: {notice}\n"));
+    }
+    for host in &plan.hosts {
+        let version = host.current_version.as_deref().unwrap_or("not in the cluster");
+        let mut state = Vec::new();
+        if host.cordoned == Some(true) {
+            state.push("cordoned");
+        }
+        if host.ready == Some(false) {
+            state.push("NotReady");
+        }
+        let state = if state.is_empty() { String::new() } else { format!(" ({})", state.join(", ")) };
+        let action = match (&host.action[..], &host.reason, host.batch) {
+            ("upgrade", _, Some(b)) => format!("upgrade in {} batch {b}", host.phase),
+            ("blocked", Some(why), _) => format!("BLOCKED: {why}"),
+            (a, Some(why), _) => format!("{a}: {why}"),
+            (a, None, _) => a.to_string(),
+        };
+        out.push_str(&format!("{} [{}] {version}{state}: {action}\n", host.host, host.node));
+        for blocker in &host.drain_blockers {
+            out.push_str(&format!("  drain blocker: {blocker}\n"));
+        }
+        let mut facts = Vec::new();
+        if let Some(pm) = &host.package_manager {
+            facts.push(pm.clone());
+        }
+        if let Some(free) = host.free_bytes {
+            facts.push(format!("free {} MiB", free / (1024 * 1024)));
+        }
+        if let Some(db) = host.etcd_db_size {
+            facts.push(format!("etcd db {} MiB", db.div_ceil(1024 * 1024)));
+        }
+        if let Some(certificates) = &host.certificates {
+            facts.push(format!("certificates: {certificates}"));
+        }
+        if !facts.is_empty() {
+            out.push_str(&format!("  host: {}\n", facts.join("; ")));
+        }
+    }
+    out.push_str("order of batches:\n");
+    for (i, batch) in plan.batches.iter().enumerate() {
+        out.push_str(&format!("  {}. {}: {}\n", i + 1, batch.phase, batch.hosts.join(", ")));
+    }
+    let blocked = plan.hosts.iter().filter(|h| h.action == "blocked").count();
+    out.push_str(&if plan.blocked {
+        format!(
+            "result: BLOCKED ({blocked} host(s) blocked, {} problem(s)): the run would stop or fail\n",
+            plan.problems.len()
+        )
+    } else {
+        "result: nothing blocks\n".to_string()
+    });
+    out
+}

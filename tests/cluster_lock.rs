@@ -1,0 +1,117 @@
+//! The cluster-wide lock: a ConfigMap in kube-system, seen through the fake cluster from several runs.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::fake_cluster::FakeCluster;
+use crate::upgrade::{Run, TestCluster, nodes, spec};
+
+fn lock_json(fake: &FakeCluster) -> Option<String> {
+    let out = fake.run("kubectl", &["-n", "kube-system", "get", "configmap", "upgrade-lock", "-o", "json"]);
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A lock written by another controller, last renewed at `renewed` (seconds since the epoch).
+fn foreign_lock(fake: &FakeCluster, renewed: u64) {
+    let renewed = format!("--from-literal=renewed={renewed}");
+    let out = fake.run(
+        "kubectl",
+        &[
+            "-n",
+            "kube-system",
+            "create",
+            "configmap",
+            "upgrade-lock",
+            "--from-literal=holder=ops@elsewhere",
+            "--from-literal=where=/srv/other/.upgrade-state",
+            "--from-literal=started=2026-11-23T09:00:00Z",
+            "--from-literal=run=20261123T090000Z-77",
+            &renewed,
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn unlock(cluster: &TestCluster, extra: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
+    command.arg("unlock").arg("--inventory").arg(cluster.inventory()).args(extra).stdin(Stdio::null());
+    Run {
+        output: command.output().expect("run upgrade unlock"),
+        command: format!("upgrade unlock {}", extra.join(" ")),
+        dir: cluster.path(""),
+    }
+}
+
+#[test]
+fn a_second_run_from_another_state_directory_is_refused_naming_the_first_which_renews_and_releases() {
+    let list = nodes(2, "region=a");
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_cluster_lock_ttl: 3");
+    // Every drain and upgrade step takes 2 s: the first run is still going when the second starts.
+    std::fs::write(cluster.fake.state_dir().join("delay"), "2").unwrap();
+    let first_state = cluster.path("first-state");
+    let second_state = cluster.path("second-state");
+    let first = cluster
+        .command(&["--state-dir", &first_state.display().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the first run");
+    let started = Instant::now();
+    while !cluster.fake.calls().iter().any(|c| c.action == "cordon") {
+        assert!(started.elapsed() < Duration::from_secs(60), "the first run never cordoned a node");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let second = cluster.upgrade(&["--state-dir", &second_state.display().to_string()]).expect_code(2);
+    let second = second.expect_stderr("another upgrade holds the cluster lock kube-system/upgrade-lock");
+    let first_dir = first_state.canonicalize().unwrap().display().to_string();
+    let second = second.expect_stderr(&first_dir);
+    drop(second);
+
+    let first = first.wait_with_output().expect("wait for the first run");
+    let first = Run { output: first, command: "upgrade (first run)".into(), dir: cluster.path("") };
+    let first = first.expect_code(0).expect_stdout("cluster lock kube-system/upgrade-lock released");
+    drop(first);
+    let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
+    assert!(actions.contains(&"annotate-configmap".to_string()), "the first run renewed its lock: {actions:?}");
+    assert_eq!(actions.iter().filter(|a| *a == "create-configmap").count(), 2, "one take each: {actions:?}");
+    assert!(lock_json(&cluster.fake).is_none(), "the lock is gone after the run");
+}
+
+#[test]
+fn a_stale_lock_is_taken_over_with_a_warning() {
+    let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
+    foreign_lock(&cluster.fake, now() - 3600);
+    let run = cluster.upgrade(&[]).expect_code(0);
+    let run = run.expect_stdout("warning: taking over the cluster lock kube-system/upgrade-lock from ops@elsewhere");
+    let _ = run.expect_stdout("not renewed for more than 900s");
+    assert_eq!(cluster.fake.version("n1"), "v1.29.1");
+    assert!(lock_json(&cluster.fake).is_none(), "released at the end");
+}
+
+#[test]
+fn a_live_lock_of_another_controller_refuses_the_run_until_unlock_removes_it() {
+    let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
+    foreign_lock(&cluster.fake, now());
+    let run =
+        cluster.upgrade(&[]).expect_code(2).expect_stderr("ops@elsewhere (state directory /srv/other/.upgrade-state)");
+    drop(run.expect_stderr("upgrade unlock"));
+    let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
+    assert_eq!(
+        actions,
+        ["create-configmap", "create-configmap", "get-configmap"],
+        "the foreign lock, the refused take and the read of its holder: the cluster was not even read"
+    );
+
+    let refused = unlock(&cluster, &[]).expect_code(2).expect_stderr("pass --yes");
+    drop(refused);
+    assert!(lock_json(&cluster.fake).is_some(), "no confirmation, no removal");
+    let removed = unlock(&cluster, &["--yes"]).expect_code(0).expect_stdout("held by ops@elsewhere");
+    drop(removed.expect_stdout("cluster lock removed"));
+    assert!(lock_json(&cluster.fake).is_none());
+    unlock(&cluster, &["--yes"]).expect_code(0).expect_stdout("no cluster lock is held");
+}

@@ -1,0 +1,38 @@
+//! The run's one reader of the cluster: nodes waiting to be Ready are served by one read per poll interval, whatever
+//! their number (`get node NAME` when one waits, `get nodes` when several do).
+
+use crate::upgrade::{TestCluster, nodes, spec};
+
+/// Seconds since midnight of a calls.log timestamp (`2026-11-23T11:12:13.123456789Z`).
+fn seconds(timestamp: &str) -> f64 {
+    let time = timestamp.split('T').nth(1).unwrap_or_default().trim_end_matches('Z');
+    let mut parts = time.split(':');
+    let h: f64 = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
+    let m: f64 = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
+    let s: f64 = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
+    h * 3600.0 + m * 60.0 + s
+}
+
+#[test]
+fn three_nodes_waiting_at_once_are_served_by_one_list_read_per_interval() {
+    let list = nodes(3, "region=a");
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 3").var("upgrade_node_ready_delay: 1");
+    for n in ["n1", "n2", "n3"] {
+        cluster.fake.set_cue(n, "ready_after_reads", "3");
+    }
+    cluster.upgrade(&[]).expect_code(0).expect_stdout("result: success");
+
+    let log = std::fs::read_to_string(cluster.fake.state_dir().join("calls.log")).unwrap();
+    let lines: Vec<Vec<&str>> = log.lines().map(|l| l.split('\t').collect()).collect();
+    let first_restart = lines.iter().position(|l| l[2] == "restart" && l[1].starts_with('n')).expect("a node restart");
+    let last_uncordon = lines.iter().rposition(|l| l[2] == "uncordon" && l[1].starts_with('n')).expect("uncordon");
+    let reads: Vec<&Vec<&str>> =
+        lines[first_restart..last_uncordon].iter().filter(|l| l[2] == "get-node" || l[2] == "get-nodes").collect();
+    assert!(reads.iter().any(|l| l[2] == "get-nodes"), "several nodes waiting: one list read serves them: {reads:?}");
+    // Each node needs 3 NotReady reads then a Ready one: reading per node would be 12 reads or more.
+    assert!(reads.len() < 12, "the nodes shared their reads: {} reads {reads:?}", reads.len());
+    for pair in reads.windows(2) {
+        let gap = seconds(pair[1][0]) - seconds(pair[0][0]);
+        assert!(gap > 0.5, "one read per 1 s interval, never two: {gap:.2}s between {:?} and {:?}", pair[0], pair[1]);
+    }
+}
