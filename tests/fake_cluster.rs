@@ -479,17 +479,18 @@ fn one_configmap_store_serves_the_lock_and_kubeadm_config_and_both_pod_listings(
     ))
     .unwrap();
     assert!(kubeadm["data"]["ClusterConfiguration"].as_str().unwrap().contains("kubernetesVersion: v"), "{kubeadm}");
-    assert!(failed(&cluster.run("kubectl", &["get", "configmap", "kubeadm-config", "-o", "json"])).contains("NotFound"));
+    assert!(
+        failed(&cluster.run("kubectl", &["get", "configmap", "kubeadm-config", "-o", "json"])).contains("NotFound")
+    );
     let lock: Value = serde_json::from_str(&ok(
         &cluster.run("kubectl", &["-n", "kube-system", "get", "configmap", "upgrade-lock", "-o", "json"])
     ))
     .unwrap();
     assert_eq!(lock["data"]["run"], "r1");
     // The control-plane pods of one namespace, and every namespace's workloads.
-    let control_plane: Value = serde_json::from_str(&ok(&cluster.run(
-        "kubectl",
-        &["get", "pods", "-n", "kube-system", "-l", "component=etcd", "-o", "json"],
-    )))
+    let control_plane: Value = serde_json::from_str(&ok(
+        &cluster.run("kubectl", &["get", "pods", "-n", "kube-system", "-l", "component=etcd", "-o", "json"])
+    ))
     .unwrap();
     let items = control_plane["items"].as_array().unwrap();
     assert!(!items.is_empty() && items.iter().all(|p| p["metadata"]["labels"]["component"] == "etcd"), "{items:?}");
