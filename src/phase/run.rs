@@ -403,18 +403,7 @@ impl UpgradeRun {
         let phase = phase.as_ref();
         self.event(Event::StepStarted { phase: phase.into(), host: host.into(), step });
         let result = self.run_step_inner(host, step, file, more, timeout).await;
-        let error = result.as_ref().err().map(|f| f.reason.clone());
-        self.event(Event::StepFinished {
-            phase: phase.into(),
-            host: host.into(),
-            step,
-            ok: result.is_ok(),
-            duration: started.elapsed(),
-            error,
-        });
-        if result.is_ok() {
-            self.record_step_done(phase, host, step);
-        }
+        self.step_finished(phase, host, step, started, result.as_ref().err());
         result
     }
 
@@ -451,19 +440,23 @@ impl UpgradeRun {
             }
             tokio::time::sleep(delay).await;
         };
-        let error = result.as_ref().err().map(|f| f.reason.clone());
+        self.step_finished(phase, host, step, started, result.as_ref().err());
+        result
+    }
+
+    /// Says a step ended (its event) and, when it succeeded, records it in the journal.
+    fn step_finished(&self, phase: &str, host: &str, step: Step, started: Instant, failure: Option<&StepFailure>) {
         self.event(Event::StepFinished {
             phase: phase.into(),
             host: host.into(),
             step,
-            ok: result.is_ok(),
+            ok: failure.is_none(),
             duration: started.elapsed(),
-            error,
+            error: failure.map(|f| f.reason.clone()),
         });
-        if result.is_ok() {
+        if failure.is_none() {
             self.record_step_done(phase, host, step);
         }
-        result
     }
 
     /// Runs a task file on a host without step events or journal entries: one attempt of a step the caller
