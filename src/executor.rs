@@ -1,7 +1,6 @@
 //! Carries out a plan: loads and checks everything first (bad input touches nothing), takes the lock, then runs the
 //! phases in order and says, at the end, what was done and what is left. It never prints: reporters do.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
 use crate::events::{Event, SharedSink};
-use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
+use crate::inventory::{Inventory, parse_extra_vars};
 use crate::journal::{DEFAULT_STATE_DIR, History, Journal, JournalEntry, RunLock, utc_timestamp};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
@@ -64,12 +63,8 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
     // Built before anything is printed: past this point every return goes through `drain_output`.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
-    let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
-        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+    let runtime = crate::tasks::async_runtime()?;
+    let hosts = crate::inventory::host_vars_json(&inventory, &extra);
     let redactor = Arc::new(Redactor::from_hosts(&hosts));
     let stdout = OutputQueue::stdout();
     let primary: SharedSink = match args.output {

@@ -97,10 +97,7 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
             .hint("read the plan above, then run the same command with --yes"));
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let runtime = crate::tasks::async_runtime()?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
     // The flavour's own defaults (openshift: the /etc/etcd certificates) apply, as in an upgrade.
     let host_vars: Vec<(String, crate::inventory::Vars)> = names_for_flavor(&plan)

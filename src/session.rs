@@ -3,14 +3,13 @@
 //! temporary directory, and a journal that keeps nothing (they leave nothing to resume and take no state-directory
 //! lock, so they run beside an upgrade).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::UpgradeArgs;
 use crate::error::{Error, Result};
 use crate::events::SharedSink;
-use crate::inventory::{Inventory, parse_extra_vars, vars_to_json};
+use crate::inventory::{Inventory, parse_extra_vars};
 use crate::journal::{DEFAULT_STATE_DIR, History, Journal};
 use crate::phase::batches::stop_signal;
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
@@ -43,12 +42,8 @@ impl Session {
             .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
         let playbooks = crate::playbooks::materialize(playbooks_dir.path())?;
         let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
-        let hosts: HashMap<String, serde_json::Map<String, serde_json::Value>> =
-            inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
+        let runtime = crate::tasks::async_runtime()?;
+        let hosts = crate::inventory::host_vars_json(&inventory, &extra);
         let connect = ConnectOptions {
             connect_timeout: Duration::from_secs(args.run.connect_timeout),
             accept_new_host_keys: args.run.accept_new_host_keys,

@@ -345,5 +345,14 @@ pub fn vars_to_json(vars: &Vars) -> serde_json::Map<String, Value> {
     vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
 }
 
+/// Every host's variables as JSON (`-e` included), by inventory name: what connections, templates and the redactor
+/// start from.
+pub fn host_vars_json(
+    inventory: &Inventory,
+    extra: &Vars,
+) -> std::collections::HashMap<String, serde_json::Map<String, Value>> {
+    inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect()
+}
+
 #[cfg(test)]
 mod tests;

@@ -105,10 +105,7 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, args: &VersionsArgs
         accept_new_host_keys: args.run.accept_new_host_keys,
         command_timeout: None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let runtime = crate::tasks::async_runtime()?;
     let first = masters[0].clone();
     let outcomes = runtime.block_on(crate::tasks::run_tasks(
         inventory,

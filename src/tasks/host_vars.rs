@@ -80,8 +80,7 @@ impl HostVarsTable {
 
     /// The table for a run whose hosts record their facts in `facts`.
     pub fn with_facts(inventory: &Inventory, extra: &inventory::Vars, facts: Arc<FactStore>) -> HostVarsTable {
-        let own: HashMap<String, Map<String, Value>> =
-            inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect();
+        let own = crate::inventory::host_vars_json(inventory, extra);
         let mut groups = Map::new();
         for name in inventory.groups.keys() {
             let hosts = inventory.group_hosts(name).unwrap_or_default();

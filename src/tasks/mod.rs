@@ -10,7 +10,6 @@ pub mod template;
 
 pub use template::{Templar, Vars};
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -59,8 +58,7 @@ pub async fn run_tasks(
     connect: ConnectOptions,
     sink: SharedSink,
 ) -> Vec<(String, HostOutcome)> {
-    let pool_hosts: HashMap<String, Map<String, Value>> =
-        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect();
+    let pool_hosts = crate::inventory::host_vars_json(inventory, extra);
     let pool = Arc::new(ConnectionPool::new(pool_hosts, connect));
     // One fact store for every host of the run: `hostvars[h]` shows what h's tasks set and registered.
     let table = host_vars::HostVarsTable::new(inventory, extra);
@@ -143,10 +141,7 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
         command_timeout: None,
     };
     let reporter = Arc::new(report::TextReporter::new(args.run.verbose, Box::new(std::io::stdout()), &hosts));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    let runtime = crate::tasks::async_runtime()?;
     let host_vars: std::collections::HashMap<String, serde_json::Map<String, Value>> =
         hosts.iter().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
     let redactor = Arc::new(crate::redact::Redactor::from_hosts(&host_vars));
@@ -317,4 +312,12 @@ pub fn check_command(args: &CheckArgs) -> Result<i32> {
         }
     }
     Ok(if problems > 0 { 2 } else { 0 })
+}
+
+/// The async runtime every command that talks to hosts runs on.
+pub fn async_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))
 }
