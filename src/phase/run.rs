@@ -335,7 +335,7 @@ impl UpgradeRun {
         self.task_vars
             .own(host)
             .get(name)
-            .map(|v| crate::tasks::engine::parse_bool(v).unwrap_or(default))
+            .map(|v| crate::ansible_compat::boolean(v).unwrap_or(default))
             .unwrap_or(default)
     }
 

@@ -18,6 +18,7 @@ use super::host_vars::FactStore;
 use super::model::{Action, Module, ModuleCall, Task};
 use super::modules::{self, ModuleContext};
 use super::{Templar, Vars};
+use crate::ansible_compat::{boolean, python_type_name};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 
@@ -230,21 +231,6 @@ struct HostRun<'e> {
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Ansible's truth table for booleans written as text.
-pub fn parse_bool(value: &Value) -> Option<bool> {
-    match value {
-        Value::Bool(b) => Some(*b),
-        Value::Number(n) => Some(n.as_f64().is_some_and(|f| f != 0.0)),
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "yes" | "on" | "1" | "true" | "y" | "t" | "1.0" => Some(true),
-            "no" | "off" | "0" | "false" | "n" | "f" | "0.0" | "" => Some(false),
-            _ => None,
-        },
-        Value::Null => Some(false),
-        _ => None,
-    }
-}
-
 /// A result as `register` keeps it and events carry it: without Ansible's internal `_ansible_*` keys.
 fn clean(result: &Map<String, Value>) -> Value {
     Value::Object(
@@ -253,7 +239,7 @@ fn clean(result: &Map<String, Value>) -> Value {
 }
 
 fn flag(result: &Map<String, Value>, key: &str) -> bool {
-    result.get(key).and_then(parse_bool).unwrap_or(false)
+    result.get(key).and_then(boolean).unwrap_or(false)
 }
 
 fn status_of(result: &Map<String, Value>) -> TaskStatus {
@@ -445,7 +431,7 @@ impl HostRun<'_> {
                     let msg = format!(
                         "{}: the `loop` value must resolve to a list, not {}",
                         Self::place(task),
-                        modules::type_name(&other)
+                        python_type_name(&other)
                     );
                     return fail(self, msg);
                 }
@@ -509,7 +495,7 @@ impl HostRun<'_> {
                     Ok(b) => (b, s.clone()),
                     Err(e) => return Err(format!("the conditional check '{s}' failed: {}", e.message)),
                 },
-                other => (parse_bool(other).unwrap_or(false), other.to_string()),
+                other => (boolean(other).unwrap_or(false), other.to_string()),
             };
             if !holds {
                 return Ok(Some(text));
@@ -529,7 +515,7 @@ impl HostRun<'_> {
     ) -> TaskStatus {
         let status = status_of(&result);
         let ignored = status == TaskStatus::Failed && ignore_errors;
-        let no_log = task.no_log.as_ref().or(scope.no_log.as_ref()).and_then(parse_bool).unwrap_or(false);
+        let no_log = task.no_log.as_ref().or(scope.no_log.as_ref()).and_then(boolean).unwrap_or(false);
         let shown = if no_log {
             let mut censored = Map::new();
             censored.insert("censored".into(), Value::String(NO_LOG_MESSAGE.into()));
@@ -557,7 +543,7 @@ impl HostRun<'_> {
     /// `ignore_errors`, templated as Ansible does (`ignore_errors: "{{ role == 'db' }}"`).
     fn ignore_errors(&self, task: &Task, scope: &Scope, ctx: &Vars) -> bool {
         let Some(value) = task.ignore_errors.as_ref().or(scope.ignore_errors.as_ref()) else { return false };
-        self.engine.templar.render_value(value, ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false)
+        self.engine.templar.render_value(value, ctx).ok().as_ref().and_then(boolean).unwrap_or(false)
     }
 
     async fn run_module_task(&mut self, task: &Task, call: &ModuleCall, scope: &Scope) -> Flow {
@@ -572,7 +558,7 @@ impl HostRun<'_> {
         self.engine.sink.event(&Event::TaskStarted { host: self.host.clone(), task: tref.clone() });
         let started = Instant::now();
         let explicit_run_once = match task.run_once.as_ref().or(scope.run_once.as_ref()) {
-            Some(v) => self.engine.templar.render_value(v, &ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false),
+            Some(v) => self.engine.templar.render_value(v, &ctx).ok().as_ref().and_then(boolean).unwrap_or(false),
             None => false,
         };
         // Ansible runs `pause` once for all hosts (its action bypasses the host loop): the first host pauses and
@@ -699,7 +685,7 @@ impl HostRun<'_> {
                 return failed(format!(
                     "{}: the `loop` value must resolve to a list, not {}",
                     Self::place(task),
-                    modules::type_name(&other)
+                    python_type_name(&other)
                 ));
             }
         };
@@ -950,7 +936,7 @@ impl HostRun<'_> {
         let var = |name: &str| ctx.get(name);
         let become_value = task.become_.clone().or_else(|| scope.become_.clone()).or_else(|| var("ansible_become"));
         let become_on = match become_value {
-            Some(v) => templar.render_value(&v, ctx).ok().as_ref().and_then(parse_bool).unwrap_or(false),
+            Some(v) => templar.render_value(&v, ctx).ok().as_ref().and_then(boolean).unwrap_or(false),
             None => false,
         };
         let become_user = if become_on {

@@ -730,7 +730,13 @@ impl Parser {
     fn module_args(&mut self, module: Module, node: &Node, label: &str) -> Option<Map<String, Value>> {
         let args = match &node.value {
             NodeValue::Null => Map::new(),
-            NodeValue::Str(s) => parse_kv(s, module.takes_raw()),
+            NodeValue::Str(s) => match parse_kv(s, module.takes_raw()) {
+                Ok(args) => args,
+                Err(e) => {
+                    self.error(node, label, e, "close every quote and every {{ }} / {% %} block".to_string());
+                    return None;
+                }
+            },
             NodeValue::Int(_) | NodeValue::Float(_) | NodeValue::Bool(_) if module.takes_raw() => {
                 let mut m = Map::new();
                 m.insert("_raw_params".into(), Value::String(node.key_text()));
@@ -785,7 +791,7 @@ impl Parser {
                         value.is_boolean()
                             || value
                                 .as_str()
-                                .is_some_and(|s| crate::tasks::engine::parse_bool(&Value::String(s.into())).is_some())
+                                .is_some_and(|s| crate::ansible_compat::boolean(&Value::String(s.into())).is_some())
                     }
                     ArgKind::StrOrList => value.is_string() || value.is_array() || value.is_boolean(),
                     ArgKind::List => value.is_array(),
@@ -839,88 +845,10 @@ impl Parser {
     }
 }
 
-/// Splits free-form module text like Ansible's `parse_kv`: `key=value` pairs become options and the rest is
-/// `_raw_params`. For command-like modules (`check_raw`) only the command options are taken out of the text.
-pub fn parse_kv(text: &str, check_raw: bool) -> Map<String, Value> {
-    const RAW_OPTIONS: &[&str] =
-        &["creates", "removes", "chdir", "executable", "warn", "stdin", "stdin_add_newline", "strip_empty_ends"];
-    let mut options = Map::new();
-    let mut raw: Vec<String> = Vec::new();
-    for piece in split_args(text) {
-        match find_unescaped_eq(&piece) {
-            Some(pos) => {
-                let key = piece[..pos].trim();
-                let value = piece[pos + 1..].trim();
-                if check_raw && !RAW_OPTIONS.contains(&key) {
-                    raw.push(piece.clone());
-                } else {
-                    options.insert(key.to_string(), Value::String(unquote(value).replace("\\=", "=")));
-                }
-            }
-            None => raw.push(piece),
-        }
-    }
-    if !raw.is_empty() {
-        options.insert("_raw_params".into(), Value::String(raw.join(" ")));
-    }
-    options
-}
-
-fn find_unescaped_eq(s: &str) -> Option<usize> {
-    // Like Ansible: the first `=` after the first character that is not escaped with a backslash.
-    let bytes = s.as_bytes();
-    (1..bytes.len()).find(|&i| bytes[i] == b'=' && bytes[i - 1] != b'\\')
-}
-
-fn unquote(s: &str) -> &str {
-    let b = s.as_bytes();
-    if b.len() >= 2 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] { &s[1..s.len() - 1] } else { s }
-}
-
-/// Splits on whitespace outside quotes and Jinja blocks, keeping the quotes (Ansible's `split_args`).
-pub fn split_args(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut depth = 0usize;
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if quote.is_none() && c == '{' && matches!(next, Some('{' | '%' | '#')) {
-            depth += 1;
-            cur.push(c);
-            cur.push(next.unwrap_or('{'));
-            i += 2;
-            continue;
-        }
-        if depth > 0 && matches!(c, '}' | '%' | '#') && next == Some('}') {
-            depth -= 1;
-            cur.push(c);
-            cur.push('}');
-            i += 2;
-            continue;
-        }
-        match quote {
-            Some(q) if c == q && (i == 0 || chars[i - 1] != '\\') => quote = None,
-            None if (c == '"' || c == '\'') && depth == 0 => quote = Some(c),
-            None if c.is_whitespace() && depth == 0 => {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-        i += 1;
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+/// Free-form module text as ansible-core's `parse_kv` splits it (`_raw_params` + options), as task arguments.
+pub fn parse_kv(text: &str, check_raw: bool) -> Result<Map<String, Value>, String> {
+    let pairs = crate::ansible_compat::parse_kv(text, check_raw)?;
+    Ok(pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
 }
 
 impl Task {
@@ -1008,14 +936,13 @@ mod tests {
 
     #[test]
     fn free_form_commands_split_like_parse_kv() {
-        let args = parse_kv("ls -l \"a b\" chdir=/tmp creates=/x foo=bar", true);
+        let args = parse_kv("ls -l \"a b\" chdir=/tmp creates=/x foo=bar", true).unwrap();
         assert_eq!(args["_raw_params"], "ls -l \"a b\" foo=bar");
         assert_eq!(args["chdir"], "/tmp");
         assert_eq!(args["creates"], "/x");
-        let args = parse_kv("msg=\"hello {{ name }} there\" var=x", false);
+        let args = parse_kv("msg=\"hello {{ name }} there\" var=x", false).unwrap();
         assert_eq!(args["msg"], "hello {{ name }} there");
         assert_eq!(args["var"], "x");
-        assert_eq!(split_args("echo {{ a | default('x y') }} 'q r'"), ["echo", "{{ a | default('x y') }}", "'q r'"]);
     }
 
     #[test]

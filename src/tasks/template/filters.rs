@@ -9,6 +9,7 @@ use minijinja::value::{Kwargs, Rest, Serde, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 
 use super::pyfmt::{JsonStyle, py_json, py_str};
+use crate::ansible_compat::shell_quote;
 
 /// The string `omit` stands for: the engine drops a module argument whose value is exactly this.
 pub const OMIT: &str = "__omit_place_holder__upgrade__";
@@ -779,17 +780,6 @@ pub fn dirname(path: &str) -> String {
     } else {
         head.to_owned()
     }
-}
-
-/// Python's `shlex.quote`.
-pub fn shell_quote(s: &str) -> String {
-    if s.is_empty() {
-        return "''".into();
-    }
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c)) {
-        return s.to_owned();
-    }
-    format!("'{}'", s.replace('\'', "'\"'\"'"))
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
