@@ -45,6 +45,38 @@ pub struct Task {
     pub timeout: Option<Value>,
 }
 
+/// An empty task: no keywords, and an empty block for its action until one is set.
+impl Default for Task {
+    fn default() -> Self {
+        Task {
+            name: None,
+            location: Location::file(""),
+            action: Action::Block { block: Vec::new(), rescue: Vec::new(), always: Vec::new() },
+            when: Vec::new(),
+            register: None,
+            failed_when: Vec::new(),
+            changed_when: Vec::new(),
+            ignore_errors: None,
+            until: Vec::new(),
+            retries: None,
+            delay: None,
+            delegate_to: None,
+            run_once: None,
+            become_: None,
+            become_user: None,
+            environment: None,
+            vars: Map::new(),
+            loop_items: None,
+            loop_flatten: false,
+            loop_var: None,
+            loop_label: None,
+            index_var: None,
+            no_log: None,
+            timeout: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     Module(ModuleCall),
@@ -303,6 +335,9 @@ pub fn parse_tasks(text: &str, path: &Path) -> (Vec<Task>, Vec<Error>) {
     (tasks, parser.errors)
 }
 
+/// The action a task has been given while its keys are read, and the key that gave it.
+type Chosen<'n> = Option<(Action, &'n Node)>;
+
 struct Parser {
     file: PathBuf,
     errors: Vec<Error>,
@@ -344,34 +379,9 @@ impl Parser {
         };
         let label = display_name(node);
         let errors_before = self.errors.len();
-        let mut task = Task {
-            name: None,
-            location: node.location(&self.file),
-            action: Action::Block { block: Vec::new(), rescue: Vec::new(), always: Vec::new() },
-            when: Vec::new(),
-            register: None,
-            failed_when: Vec::new(),
-            changed_when: Vec::new(),
-            ignore_errors: None,
-            until: Vec::new(),
-            retries: None,
-            delay: None,
-            delegate_to: None,
-            run_once: None,
-            become_: None,
-            become_user: None,
-            environment: None,
-            vars: Map::new(),
-            loop_items: None,
-            loop_flatten: false,
-            loop_var: None,
-            loop_label: None,
-            index_var: None,
-            no_log: None,
-            timeout: None,
-        };
+        let mut task = Task { location: node.location(&self.file), ..Task::default() };
         let is_block = node.get("block").is_some();
-        let mut action: Option<(Action, &Node)> = None;
+        let mut chosen: Chosen<'_> = None;
         let mut extra_args: Option<Map<String, Value>> = None;
         for (key_node, value) in entries {
             let key = key_node.key_text();
@@ -384,69 +394,8 @@ impl Parser {
                 );
                 continue;
             }
-            match key.as_str() {
-                "name" => task.name = self.string(value, &label, "name"),
-                "when" => task.when = self.conditions(value, &label, "when"),
-                "failed_when" => task.failed_when = self.conditions(value, &label, "failed_when"),
-                "changed_when" => task.changed_when = self.conditions(value, &label, "changed_when"),
-                "until" => task.until = self.conditions(value, &label, "until"),
-                "register" => task.register = self.identifier(value, &label, "register"),
-                "ignore_errors" => task.ignore_errors = self.boolish(value, &label, "ignore_errors"),
-                "run_once" => task.run_once = self.boolish(value, &label, "run_once"),
-                "no_log" => task.no_log = self.boolish(value, &label, "no_log"),
-                "become" => task.become_ = self.boolish(value, &label, "become"),
-                "become_user" => task.become_user = self.string(value, &label, "become_user").map(Value::String),
-                "retries" => task.retries = self.intish(value, &label, "retries"),
-                "delay" => task.delay = self.intish(value, &label, "delay"),
-                "timeout" => {
-                    task.timeout = self.intish(value, &label, "timeout");
-                    if task.timeout.as_ref().and_then(Value::as_i64).is_some_and(|t| t < 0) {
-                        self.error(
-                            value,
-                            &label,
-                            "`timeout` must be 0 or more seconds".to_string(),
-                            "write `timeout: 30` (seconds; 0 means no limit)".to_string(),
-                        );
-                    }
-                }
-                "delegate_to" => task.delegate_to = self.string(value, &label, "delegate_to"),
-                "environment" => match &value.value {
-                    NodeValue::Map(_) | NodeValue::Str(_) => task.environment = Some(value.to_json()),
-                    _ => self.error(
-                        value,
-                        &label,
-                        format!("`environment` must be a mapping, found {}", value.type_name()),
-                        "write `environment: {NAME: value}`",
-                    ),
-                },
-                "vars" => match value.to_json() {
-                    Value::Object(map) => task.vars = map,
-                    Value::Null => {}
-                    _ => self.error(
-                        value,
-                        &label,
-                        format!("`vars` must be a mapping, found {}", value.type_name()),
-                        "write `vars: {name: value}`",
-                    ),
-                },
-                "loop" | "with_items" => {
-                    if task.loop_items.is_some() {
-                        self.error(key_node, &label, "`loop` and `with_items` both given", "keep one of them");
-                    }
-                    match &value.value {
-                        NodeValue::Seq(_) | NodeValue::Str(_) => task.loop_items = Some(value.to_json()),
-                        _ => self.error(
-                            value,
-                            &label,
-                            format!("`{key}` must be a list or a template, found {}", value.type_name()),
-                            "write a YAML list or `\"{{ some_list }}\"`",
-                        ),
-                    }
-                    task.loop_flatten = key == "with_items";
-                }
-                "loop_control" => self.loop_control(value, &label, &mut task),
-                "tags" => {}
-                "args" => match value.to_json() {
+            if key == "args" {
+                match value.to_json() {
                     Value::Object(map) => extra_args = Some(map),
                     _ => self.error(
                         value,
@@ -454,86 +403,12 @@ impl Parser {
                         format!("`args` must be a mapping, found {}", value.type_name()),
                         "write `args: {chdir: /tmp}`",
                     ),
-                },
-                "block" => {
-                    let block = self.task_list(value);
-                    let rescue = node.get("rescue").map(|r| self.nested(r)).unwrap_or_default();
-                    let always = node.get("always").map(|a| self.nested(a)).unwrap_or_default();
-                    action = Some((Action::Block { block, rescue, always }, key_node));
                 }
-                "rescue" | "always" => {}
-                "local_action" => {
-                    if let Some(call) = self.local_action(value, &label) {
-                        if let Some((_, first)) = &action {
-                            let first = first.key_text();
-                            self.error(
-                                key_node,
-                                &label,
-                                format!("two actions in one task: `{first}` and `local_action`"),
-                                "split them into two tasks",
-                            );
-                        }
-                        task.delegate_to = Some("localhost".into());
-                        action = Some((Action::Module(call), key_node));
-                    }
-                }
-                "include_tasks" | "import_tasks" | "ansible.builtin.include_tasks" | "ansible.builtin.import_tasks" => {
-                    let file = match &value.value {
-                        NodeValue::Str(s) => Some(s.clone()),
-                        NodeValue::Map(_) => value.get("file").and_then(Node::as_str).map(str::to_string),
-                        _ => None,
-                    };
-                    match file {
-                        Some(file) if !file.trim().is_empty() => {
-                            if let Some((_, first)) = &action {
-                                let first = first.key_text();
-                                self.error(
-                                    key_node,
-                                    &label,
-                                    format!("two actions in one task: `{first}` and `{key}`"),
-                                    "split them into two tasks",
-                                );
-                            }
-                            action = Some((Action::Include { file }, key_node));
-                        }
-                        _ => self.error(
-                            value,
-                            &label,
-                            format!("`{key}` needs a file name"),
-                            format!("write `{key}: other-file.yml`"),
-                        ),
-                    }
-                }
-                other => match Module::from_name(other) {
-                    Some(module) => {
-                        if let Some((_, first)) = &action {
-                            let first = first.key_text();
-                            self.error(
-                                key_node,
-                                &label,
-                                format!("two modules in one task: `{first}` and `{other}`"),
-                                "split them into two tasks",
-                            );
-                            continue;
-                        }
-                        if let Some(args) = self.module_args(module, value, &label) {
-                            action = Some((Action::Module(ModuleCall { module, args }), key_node));
-                        }
-                    }
-                    None if TASK_KEYS.contains(&other) => {}
-                    None => {
-                        let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
-                        self.error(
-                            key_node,
-                            &label,
-                            format!("unknown key or module `{other}`"),
-                            format!("supported modules: {known}; task keys: {}", TASK_KEYS.join(", ")),
-                        );
-                    }
-                },
+            } else if !self.keyword(&mut task, key_node, value, &label) {
+                self.action_key(&mut task, &mut chosen, node, key_node, value, &label);
             }
         }
-        match action {
+        match chosen {
             Some((Action::Module(mut call), _)) => {
                 if let Some(extra) = extra_args {
                     for (k, v) in extra {
@@ -555,6 +430,163 @@ impl Parser {
             None => {}
         }
         if self.errors.len() > errors_before { None } else { Some(task) }
+    }
+
+    /// Reads one of the task keywords (`when`, `register`, `loop`, ...) into the task; `false` for any other key.
+    fn keyword(&mut self, task: &mut Task, key_node: &Node, value: &Node, label: &str) -> bool {
+        let key = key_node.key_text();
+        match key.as_str() {
+            "name" => task.name = self.string(value, label, "name"),
+            "when" => task.when = self.conditions(value, label, "when"),
+            "failed_when" => task.failed_when = self.conditions(value, label, "failed_when"),
+            "changed_when" => task.changed_when = self.conditions(value, label, "changed_when"),
+            "until" => task.until = self.conditions(value, label, "until"),
+            "register" => task.register = self.identifier(value, label, "register"),
+            "ignore_errors" => task.ignore_errors = self.boolish(value, label, "ignore_errors"),
+            "run_once" => task.run_once = self.boolish(value, label, "run_once"),
+            "no_log" => task.no_log = self.boolish(value, label, "no_log"),
+            "become" => task.become_ = self.boolish(value, label, "become"),
+            "become_user" => task.become_user = self.string(value, label, "become_user").map(Value::String),
+            "retries" => task.retries = self.intish(value, label, "retries"),
+            "delay" => task.delay = self.intish(value, label, "delay"),
+            "timeout" => {
+                task.timeout = self.intish(value, label, "timeout");
+                if task.timeout.as_ref().and_then(Value::as_i64).is_some_and(|t| t < 0) {
+                    self.error(
+                        value,
+                        label,
+                        "`timeout` must be 0 or more seconds".to_string(),
+                        "write `timeout: 30` (seconds; 0 means no limit)".to_string(),
+                    );
+                }
+            }
+            "delegate_to" => task.delegate_to = self.string(value, label, "delegate_to"),
+            "environment" => match &value.value {
+                NodeValue::Map(_) | NodeValue::Str(_) => task.environment = Some(value.to_json()),
+                _ => self.error(
+                    value,
+                    label,
+                    format!("`environment` must be a mapping, found {}", value.type_name()),
+                    "write `environment: {NAME: value}`",
+                ),
+            },
+            "vars" => match value.to_json() {
+                Value::Object(map) => task.vars = map,
+                Value::Null => {}
+                _ => self.error(
+                    value,
+                    label,
+                    format!("`vars` must be a mapping, found {}", value.type_name()),
+                    "write `vars: {name: value}`",
+                ),
+            },
+            "loop" | "with_items" => {
+                if task.loop_items.is_some() {
+                    self.error(key_node, label, "`loop` and `with_items` both given", "keep one of them");
+                }
+                match &value.value {
+                    NodeValue::Seq(_) | NodeValue::Str(_) => task.loop_items = Some(value.to_json()),
+                    _ => self.error(
+                        value,
+                        label,
+                        format!("`{key}` must be a list or a template, found {}", value.type_name()),
+                        "write a YAML list or `\"{{ some_list }}\"`",
+                    ),
+                }
+                task.loop_flatten = key == "with_items";
+            }
+            "loop_control" => self.loop_control(value, label, task),
+            "tags" | "rescue" | "always" => {}
+            _ => return false,
+        }
+        true
+    }
+
+    /// Reads a key that says what the task does: a block, `local_action`, an include, or a module.
+    fn action_key<'n>(
+        &mut self,
+        task: &mut Task,
+        chosen: &mut Chosen<'n>,
+        node: &Node,
+        key_node: &'n Node,
+        value: &Node,
+        label: &str,
+    ) {
+        let key = key_node.key_text();
+        match key.as_str() {
+            "block" => {
+                let block = self.task_list(value);
+                let rescue = node.get("rescue").map(|r| self.nested(r)).unwrap_or_default();
+                let always = node.get("always").map(|a| self.nested(a)).unwrap_or_default();
+                self.set_action(chosen, key_node, label, "actions", |_| Some(Action::Block { block, rescue, always }));
+            }
+            "local_action" => {
+                self.set_action(chosen, key_node, label, "actions", |this| {
+                    let call = this.local_action(value, label)?;
+                    task.delegate_to = Some("localhost".into());
+                    Some(Action::Module(call))
+                });
+            }
+            "include_tasks" | "import_tasks" | "ansible.builtin.include_tasks" | "ansible.builtin.import_tasks" => {
+                let file = match &value.value {
+                    NodeValue::Str(s) => Some(s.clone()),
+                    NodeValue::Map(_) => value.get("file").and_then(Node::as_str).map(str::to_string),
+                    _ => None,
+                };
+                match file {
+                    Some(file) if !file.trim().is_empty() => {
+                        self.set_action(chosen, key_node, label, "actions", |_| Some(Action::Include { file }));
+                    }
+                    _ => self.error(
+                        value,
+                        label,
+                        format!("`{key}` needs a file name"),
+                        format!("write `{key}: other-file.yml`"),
+                    ),
+                }
+            }
+            other => match Module::from_name(other) {
+                Some(module) => self.set_action(chosen, key_node, label, "modules", |this| {
+                    let args = this.module_args(module, value, label)?;
+                    Some(Action::Module(ModuleCall { module, args }))
+                }),
+                None if TASK_KEYS.contains(&other) => {}
+                None => {
+                    let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+                    self.error(
+                        key_node,
+                        label,
+                        format!("unknown key or module `{other}`"),
+                        format!("supported modules: {known}; task keys: {}", TASK_KEYS.join(", ")),
+                    );
+                }
+            },
+        }
+    }
+
+    /// The one place a task is given its action, built by `action` (which reports its own errors). A task does one
+    /// thing: a second action is an error naming both keys (`what`: "modules" or "actions"), and is not read.
+    fn set_action<'n>(
+        &mut self,
+        chosen: &mut Chosen<'n>,
+        key_node: &'n Node,
+        label: &str,
+        what: &str,
+        action: impl FnOnce(&mut Self) -> Option<Action>,
+    ) {
+        if let Some((_, first)) = chosen {
+            let (first, key) = (first.key_text(), key_node.key_text());
+            self.error(
+                key_node,
+                label,
+                format!("two {what} in one task: `{first}` and `{key}`"),
+                "split them into two tasks",
+            );
+            return;
+        }
+        if let Some(action) = action(self) {
+            *chosen = Some((action, key_node));
+        }
     }
 
     fn nested(&mut self, node: &Node) -> Vec<Task> {
@@ -943,6 +975,21 @@ mod tests {
         let args = parse_kv("msg=\"hello {{ name }} there\" var=x", false).unwrap();
         assert_eq!(args["msg"], "hello {{ name }} there");
         assert_eq!(args["var"], "x");
+    }
+
+    #[test]
+    fn a_multi_line_free_form_script_keeps_its_lines() {
+        // ansible-core runs `shell: |` as written (`cmd` is "echo one\necho two\n"); the old splitter joined the
+        // lines into `echo one echo two`.
+        let (tasks, errors) = parse("- shell: |\n    echo one\n    echo two chdir=/\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        let Action::Module(call) = &tasks[0].action else { panic!("not a module: {:?}", tasks[0].action) };
+        // The newline after `chdir=/` went with it, as in ansible-core.
+        assert_eq!(call.args["_raw_params"], "echo one\necho two");
+        assert_eq!(call.args["chdir"], "/");
+        let (tasks, _) = parse("- shell: |\n    echo one\n    echo two\n");
+        let Action::Module(call) = &tasks[0].action else { panic!("not a module: {:?}", tasks[0].action) };
+        assert_eq!(call.args["_raw_params"], "echo one\necho two\n");
     }
 
     #[test]
