@@ -154,7 +154,7 @@ pub(super) async fn template(ctx: &ModuleContext, args: &Map<String, Value>, var
         Err(r) => return Ok(r),
     };
     let source = String::from_utf8_lossy(&data).into_owned();
-    let rendered = match ctx.templar.render_str(&source, vars) {
+    let rendered = match ctx.templar.render_file(&source, vars) {
         Ok(s) => s,
         Err(e) => return Ok(failed(format!("{}: {}", path.display(), e.message))),
     };
