@@ -814,7 +814,7 @@ impl Templar {
                     "Conditional result ({}) was derived from value of type '{}'. Conditionals must have a boolean \
                      result.",
                     if json_truthy(other) { "True" } else { "False" },
-                    json_type(other)
+                    crate::ansible_compat::python_type_name(other)
                 ),
             )),
         }
@@ -944,18 +944,6 @@ fn json_truthy(value: &Json) -> bool {
         Json::String(s) => !s.is_empty(),
         Json::Array(a) => !a.is_empty(),
         Json::Object(m) => !m.is_empty(),
-    }
-}
-
-fn json_type(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "NoneType",
-        Json::Bool(_) => "bool",
-        Json::Number(n) if n.is_f64() => "float",
-        Json::Number(_) => "int",
-        Json::String(_) => "str",
-        Json::Array(_) => "list",
-        Json::Object(_) => "dict",
     }
 }
 
