@@ -2,6 +2,11 @@
 //! failed_when/changed_when, register, ignore_errors, block/rescue/always, run_once, delegate_to, become).
 //!
 //! It never prints: every result goes out as an `Event`.
+//!
+//! Here: hosts, task lists, blocks, includes and one task's outcome. Apart: `run_once` (who runs a run_once task
+//! and how the others take its outcome), `loops`, `attempts` (one run with retries, `until` and `timeout:`,
+//! judged by changed_when/failed_when), `module_context` (connection, become, environment, arguments) and
+//! `results` (Ansible's result shapes). The engine sits on `modules`, which sits on `model`.
 
 mod attempts;
 mod loops;

@@ -1,7 +1,16 @@
 //! The modules: each turns its (templated) arguments into commands on the host and returns Ansible's result fields.
+//! One file per family: `command` (command, shell, script), `files` (copy, template, fetch, stat), `facts` (debug,
+//! assert, fail, set_fact), `wait` (pause, wait_for, reboot, wait_for_connection); `context` is what they run with.
 //!
 //! Every command goes through `ModuleContext::exec`, which adds the task's `environment` and wraps it for `become`,
-//! so the connection below only moves bytes.
+//! so the connection below only moves bytes. The layers: `model` below, `modules` here, `engine` above; nothing
+//! here imports the engine.
+
+mod command;
+mod context;
+mod facts;
+mod files;
+mod wait;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,13 +23,6 @@ use super::model::Module;
 use super::{Templar, Vars};
 use crate::ansible_compat::boolean;
 use crate::connection::ConnectionError;
-
-mod command;
-mod context;
-mod facts;
-mod files;
-mod wait;
-
 use command::{command, script};
 pub use context::{BECOME_PROMPT, BecomePassword, ModuleContext};
 use facts::{assert, debug, fail, set_fact};
