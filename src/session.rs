@@ -78,7 +78,12 @@ impl Session {
             inventory: inventory.clone(),
             plan,
             // Unlock needs no target; the templates that read it are not run then.
-            target: target.clone().unwrap_or_else(|| TargetVersion::parse("0.0.0").expect("a valid version")),
+            target: target.clone().unwrap_or_else(|| TargetVersion {
+                major: 0,
+                minor: 0,
+                patch: 0,
+                suffix: String::new(),
+            }),
             extra,
             pool: Arc::new(ConnectionPool::new(hosts, connect.clone())),
             engine_options: engine,
