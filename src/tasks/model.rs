@@ -1,7 +1,7 @@
 //! The task-file model: a YAML task list read into `Task` values that remember their file and line.
 //!
-//! Only the Ansible subset DESIGN.md lists is accepted; anything else (an unknown key or module, two modules in one
-//! task, an argument of the wrong type) is an input error naming the file, line, column and task.
+//! Only the Ansible subset docs/DESIGN.md lists is accepted; anything else (an unknown key or module, two modules in
+//! one task, an argument of the wrong type) is an input error naming the file, line, column and task.
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
 //! Helpers shared by every integration test: a scenario builder that runs the real `upgrade` binary in its own
-//! scratch directory, and the location of the shared fixtures.
+//! scratch directory, and the location of the fixtures.
 
 #![allow(dead_code)]
 
@@ -17,22 +17,9 @@ use std::process::Command;
 
 use tempfile::TempDir;
 
-/// The shared fixtures (`fixtures/openshift-ansible-3.11`, `hooks/`): `$UPGRADE_SHARED_DIR`, else `../shared` beside
-/// the crate, else `/work/shared`.
-pub fn shared_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("UPGRADE_SHARED_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared")
-}
-
-/// One of the openshift-ansible 3.11 example inventories.
+/// One of openshift-ansible 3.11's example inventories (tests/fixtures/openshift-ansible-3.11).
 pub fn openshift_fixture(name: &str) -> PathBuf {
-    shared_dir().join("fixtures/openshift-ansible-3.11").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openshift-ansible-3.11").join(name)
 }
 
 /// One run of `upgrade` in a fresh scratch directory (also its working directory): files to create, arguments,
