@@ -17,6 +17,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("yaml", 0),
     ("redact", 0),
+    ("ansible_compat", 0),
+    ("time_format", 0),
     // L1: what the operator wrote and how to reach a host, read and checked before anything runs.
     ("connection", 1),
     ("inventory", 1),
