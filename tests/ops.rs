@@ -207,7 +207,7 @@ fn a_run_stopped_by_preflight_still_ends_the_json_stream_with_a_summary_and_writ
     let junit = demo.path("report.xml");
     let out = demo.run(&["--output", "json", "--junit", junit.to_str().expect("path"), "--target-version", "v1.27.0"]);
     assert_eq!(out.code, 2, "a downgrade is bad input\n{out}");
-    assert!(out.stderr.clone().contains("older than the control plane"), "{out}");
+    assert!(out.stderr.contains("older than the control plane"), "{out}");
     let events = json_lines(&out);
     check_schema(&events, &out);
     let last = events.last().expect("events");

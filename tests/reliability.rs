@@ -321,7 +321,6 @@ fn when_the_cluster_cannot_be_read_at_the_end_the_summary_lists_the_nodes_the_ho
     assert_eq!(out.code, 1, "{out}");
     let summary: Value = out
         .stdout
-        .clone()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|e| e["event"] == "summary")

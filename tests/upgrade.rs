@@ -437,7 +437,7 @@ fn the_custom_flavour_runs_no_package_or_kubeadm_plan_checks_and_keeps_the_contr
         .var(&format!("upgrade_master_upgrade_command: \"{command}\""))
         .var(&format!("upgrade_node_upgrade_command: \"{command}\""));
     let run = cluster.upgrade(&[]).expect_code(0);
-    assert!(!run.stdout.clone().contains("package manager"), "no package manager detection:\n{}", run.stdout.clone());
+    assert!(!run.stdout.contains("package manager"), "no package manager detection:\n{}", run.stdout);
     let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
     assert!(!actions.iter().any(|a| a.starts_with("kubeadm")), "{actions:?}");
     assert!(actions.contains(&"readyz".to_string()), "the health gate still asks /readyz: {actions:?}");
