@@ -55,24 +55,15 @@ const LAYERS: &[(&str, u8)] = &[
 const KNOWN_BACKWARD: &[&str] = &[
     "builtin_vars -> tasks",
     "events -> phase",
-    "executor -> cli",
     "flavor -> plan",
     "host_settings -> tasks",
-    "plan -> cli",
     "plan -> strategy",
-    "plan::live -> cli",
     "redact -> builtin_vars",
     "redact -> events",
     "redact -> inventory",
     "redact -> phase",
     "redact -> tasks",
-    "restore -> cli",
-    "session -> cli",
-    "settings -> cli",
     "settings -> tasks",
-    "strategy -> cli",
-    "tasks -> cli",
-    "unlock -> cli",
 ];
 
 fn layer_entry(module: &str) -> Option<(&'static str, u8)> {
