@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::inventory::{Origin, Var, Vars};
+use crate::inventory::{Var, Vars};
 
 /// Seconds that must be at least 1: a zero delay divides the wait by zero, a zero timeout gives up before asking.
 const POSITIVE_SECONDS: &[(&str, &str)] = &[
@@ -124,17 +124,14 @@ fn shown(value: &Value) -> String {
 }
 
 fn located(err: Error, var: &Var) -> Error {
-    match &var.origin {
-        Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
-        Origin::ExtraVars(arg) => Error { message: format!("{} (from -e {arg})", err.message), ..err },
-        Origin::Flag(_) | Origin::Default => err,
-    }
+    var.origin.locate(err)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::Location;
+    use crate::inventory::Origin;
     use serde_json::json;
 
     fn vars(pairs: &[(&str, Value)]) -> Vars {

@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::inventory::{Inventory, Origin, Vars};
-use crate::plan::located;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -77,21 +76,19 @@ pub fn choose(inventory: &Inventory, hosts: &[(&str, &Vars)]) -> Result<FlavorCh
             other => other.to_string(),
         };
         let flavor = Flavor::parse(&text).ok_or_else(|| {
-            located(
+            var.origin.locate(
                 Error::input(format!("upgrade_flavor `{text}` (for {host}) is not a flavour"))
                     .hint("set upgrade_flavor to kubeadm, openshift or custom, or leave it out to have it guessed"),
-                &var.origin,
             )
         })?;
         match set {
             None => set = Some((flavor, &var.origin, host)),
             Some((first, _, first_host)) if first != flavor => {
-                return Err(located(
+                return Err(var.origin.locate(
                     Error::input(format!(
                         "hosts disagree on upgrade_flavor: {first_host} has `{first}`, {host} has `{flavor}`"
                     ))
                     .hint("set upgrade_flavor once, in [all:vars] or group_vars/all.yml"),
-                    &var.origin,
                 ));
             }
             Some(_) => {}
@@ -129,13 +126,12 @@ pub fn openshift_service_type(vars: &Vars) -> Result<&'static str> {
     match var.value.as_str().map(str::trim) {
         Some("origin") => Ok("origin"),
         Some("openshift-enterprise") => Ok("atomic-openshift"),
-        _ => Err(located(
+        _ => Err(var.origin.locate(
             Error::input(format!(
                 "openshift_deployment_type `{}` is not origin or openshift-enterprise",
                 var.value.as_str().map_or_else(|| var.value.to_string(), str::to_string)
             ))
             .hint("openshift-ansible 3.11 knows openshift_deployment_type=origin and =openshift-enterprise"),
-            &var.origin,
         )),
     }
 }

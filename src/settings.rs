@@ -1179,14 +1179,7 @@ pub(crate) fn located(mut err: Error, name: &str, origin: &Origin) -> Error {
     if !err.message.contains(name) {
         err.message = format!("{name}: {}", err.message);
     }
-    match origin {
-        Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
-        Origin::ExtraVars(arg) => {
-            err.message = format!("{} (from -e {arg})", err.message);
-            err
-        }
-        Origin::Flag(_) | Origin::Default => err,
-    }
+    origin.locate(err)
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -54,7 +54,6 @@ const LAYERS: &[(&str, u8)] = &[
 /// `LAYERS`). Remove an entry when its last import goes; never add one.
 const KNOWN_BACKWARD: &[&str] = &[
     "events -> phase",
-    "flavor -> plan",
     "plan -> strategy",
     "redact -> builtin_vars",
     "redact -> events",

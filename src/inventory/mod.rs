@@ -53,6 +53,17 @@ impl fmt::Display for Origin {
     }
 }
 
+impl Origin {
+    /// Puts an error about a variable at the place the variable was set (a file and line, or the `-e` argument).
+    pub fn locate(&self, err: Error) -> Error {
+        match self {
+            Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
+            Origin::ExtraVars(arg) => Error { message: format!("{} (from -e {arg})", err.message), ..err },
+            Origin::Flag(_) | Origin::Default => err,
+        }
+    }
+}
+
 /// A variable's value and where it was set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Var {

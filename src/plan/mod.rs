@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::flavor::{self, Flavor, FlavorChoice};
-use crate::inventory::{self, Inventory, Origin, Vars};
+use crate::inventory::{self, Inventory, Vars};
 use crate::settings::{
     self, HookPoint, HostHooks, LabelSelector, MaxFailPercentage, Serial, SerialItem, Setting, SettingFlags, Settings,
 };
@@ -619,7 +619,7 @@ impl NodeGroupsCache {
         let stale = self.last.as_ref().is_none_or(|(value, _)| value != &var.value);
         if stale {
             let parsed = parse_node_groups(&var.value).ok_or_else(|| {
-                located(
+                var.origin.locate(
                     Error::input(format!(
                         "openshift_node_groups (for {host}) is not a list of {{name: ..., labels: [\"k=v\", ...]}}"
                     ))
@@ -627,7 +627,6 @@ impl NodeGroupsCache {
                         "write it as openshift-ansible documents it, e.g. [{'name': 'node-config-compute', \
                            'labels': ['node-role.kubernetes.io/compute=true']}]",
                     ),
-                    &var.origin,
                 )
             })?;
             self.last = Some((var.value.clone(), parsed));
@@ -661,18 +660,6 @@ fn parse_node_groups(value: &Value) -> Option<BTreeMap<String, Vec<String>>> {
     Some(groups)
 }
 
-/// Puts an error about a variable at the place the variable was set (a file and line, or the `-e` argument).
-pub(crate) fn located(err: Error, origin: &Origin) -> Error {
-    match origin {
-        Origin::Inventory(l) | Origin::GroupVars(l) | Origin::HostVars(l) => err.at(l.clone()),
-        Origin::ExtraVars(arg) => {
-            let message = format!("{} (from -e {arg})", err.message);
-            Error { message, ..err }
-        }
-        Origin::Flag(_) | Origin::Default => err,
-    }
-}
-
 /// A node's labels as far as the inventory tells: those of its openshift node group, then `node_labels` on top.
 fn offline_labels(host: &str, vars: &Vars, groups: &mut NodeGroupsCache) -> Result<BTreeMap<String, String>> {
     let mut labels = BTreeMap::new();
@@ -693,10 +680,9 @@ fn offline_labels(host: &str, vars: &Vars, groups: &mut NodeGroupsCache) -> Resu
     }
     if let Some(var) = vars.get("node_labels") {
         let own = settings::labels_from_value(&var.value).ok_or_else(|| {
-            located(
+            var.origin.locate(
                 Error::input(format!("node_labels (for {host}) is not a mapping of labels or a \"k=v,k2=v2\" string"))
                     .hint("write node_labels as a mapping, e.g. {region: group1}, or as \"region=group1,zone=a\""),
-                &var.origin,
             )
         })?;
         labels.extend(own);

@@ -2,7 +2,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::error::{ErrorKind, Location};
-use crate::inventory::{Group, Host, Var};
+use crate::inventory::{Group, Host, Origin, Var};
 
 fn serial(text: &str) -> Serial {
     Serial::parse(text).unwrap()
