@@ -16,7 +16,8 @@ use crate::phase::{
     HostOutcome, HostReport, Summary, cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify,
 };
 use crate::plan::{Phase, Plan, render::plan_text};
-use crate::redact::{Redacting, Redactor};
+use crate::redact::Redactor;
+use crate::redact::sink::Redacting;
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::session::{Remote, UpgradeRequest};

@@ -30,7 +30,7 @@ pub(super) fn run_tasks(args: &RunTasksArgs) -> Result<i32> {
     let host_vars: HashMap<String, Map<String, Value>> =
         hosts.iter().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();
     let redactor = Arc::new(crate::redact::Redactor::from_hosts(&host_vars));
-    let sink: SharedSink = Arc::new(crate::redact::Redacting { redactor, inner: reporter.clone() });
+    let sink: SharedSink = Arc::new(crate::redact::sink::Redacting { redactor, inner: reporter.clone() });
     let outcomes =
         runtime.block_on(run_on_hosts(&inventory, &extra, &hosts, &tasks, args.forks, engine, connect, sink));
     reporter.print_recap();

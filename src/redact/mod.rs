@@ -3,20 +3,18 @@
 //! summary and its fix commands), in journal entries, and in the error a run ends with. A token inside
 //! `upgrade_kubectl` (`kubectl --token={{ my_token }}` with `upgrade_secret_vars: [my_token]`) shows nowhere. The
 //! become password is always masked.
+//!
+//! This module is the masking itself, which knows nothing of hosts or runs; `secrets` finds the secret values in the
+//! hosts' variables and `sink` masks the events on their way to the reporters.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+pub mod secrets;
+pub mod sink;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::Error;
-use crate::events::{Event, EventSink, SharedSink};
-use crate::phase::{HostOutcome, HostReport, Summary};
 
 pub const MASK: &str = "********";
-
-/// Always masked, as Ansible never shows them.
-const BECOME_PASSWORD_VARIABLES: &[&str] = &["ansible_become_password", "ansible_become_pass"];
 
 /// Values shorter than this are not masked: masking `1` or `ok` would garble every line and hide nothing.
 pub const SHORTEST_SECRET: usize = 4;
@@ -45,42 +43,6 @@ impl Redactor {
         }
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         Redactor { secrets }
-    }
-
-    /// The secrets the hosts' variables name in `upgrade_secret_vars` (each host its own list and values; a
-    /// templated value is rendered with the host's variables).
-    pub fn from_hosts(hosts: &HashMap<String, Map<String, Value>>) -> Redactor {
-        let templar = crate::tasks::Templar::new();
-        let mut values = Vec::new();
-        for vars in hosts.values() {
-            let mut names =
-                vars.get("upgrade_secret_vars").and_then(crate::builtin_vars::secret_var_names).unwrap_or_default();
-            // The sudo password is a secret whether or not the inventory says so.
-            names.extend(BECOME_PASSWORD_VARIABLES.iter().map(|n| n.to_string()));
-            let context = crate::tasks::Vars::new(Value::Object(vars.clone()));
-            for name in names {
-                let text = match vars.get(&name) {
-                    Some(Value::String(s)) if s.contains("{{") || s.contains("{%") => {
-                        templar.render_str(s, &context).unwrap_or_else(|_| s.clone())
-                    }
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Number(n)) => n.to_string(),
-                    _ => continue,
-                };
-                values.push(text);
-            }
-        }
-        Redactor::new(values)
-    }
-
-    /// The secrets of every host of an inventory, `-e` included.
-    pub fn for_inventory(inventory: &crate::inventory::Inventory, extra: &crate::inventory::Vars) -> Redactor {
-        let hosts: HashMap<String, Map<String, Value>> = inventory
-            .hosts
-            .keys()
-            .map(|h| (h.clone(), crate::inventory::vars_to_json(&inventory.host_vars(h, extra))))
-            .collect();
-        Redactor::from_hosts(&hosts)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -112,49 +74,6 @@ impl Redactor {
         }
     }
 
-    fn report(&self, report: &mut HostReport) {
-        match &mut report.outcome {
-            HostOutcome::Skipped { reason } | HostOutcome::NotStarted { reason } => self.string(reason),
-            HostOutcome::Failed { reason, .. } => self.string(reason),
-            HostOutcome::Upgraded { .. } => {}
-        }
-    }
-
-    /// The event as reporters may see it.
-    pub fn event(&self, event: &Event) -> Event {
-        let mut event = event.clone();
-        match &mut event {
-            Event::TaskStarted { task, .. } => self.string(&mut task.name),
-            Event::TaskRetry { task, result, .. } | Event::TaskFinished { task, result, .. } => {
-                self.string(&mut task.name);
-                self.value(result);
-            }
-            Event::StepFinished { error: Some(error), .. } => self.string(error),
-            Event::HostCompleted { report } => self.report(report),
-            Event::Notice { message, .. } => self.string(message),
-            Event::RunFinished { summary } => self.summary_in_place(summary),
-            _ => {}
-        }
-        event
-    }
-
-    /// The summary as the JUnit report shows it.
-    pub fn summary(&self, summary: &Summary) -> Summary {
-        let mut summary = summary.clone();
-        self.summary_in_place(&mut summary);
-        summary
-    }
-
-    fn summary_in_place(&self, summary: &mut Summary) {
-        summary.hosts.iter_mut().for_each(|h| self.report(h));
-        if let Some(stopped) = &mut summary.stopped {
-            self.string(stopped);
-        }
-        for node in &mut summary.left_cordoned {
-            self.string(&mut node.fix);
-        }
-    }
-
     /// An error as the operator reads it at the end of a run.
     pub fn error(&self, mut error: Error) -> Error {
         self.string(&mut error.message);
@@ -175,26 +94,11 @@ impl Redactor {
     }
 }
 
-/// A sink that masks secrets in every event before the reporters behind it see it.
-pub struct Redacting {
-    pub redactor: Arc<Redactor>,
-    pub inner: SharedSink,
-}
-
-impl EventSink for Redacting {
-    fn event(&self, event: &Event) {
-        if self.redactor.is_empty() {
-            self.inner.event(event);
-        } else {
-            self.inner.event(&self.redactor.event(event));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::HashMap;
 
     #[test]
     fn secrets_are_masked_in_text_values_and_json_escaped_text() {
