@@ -38,10 +38,16 @@ const LAYERS: &[(&str, u8)] = &[
     // masking the events sits on the event sink.
     ("redact::secrets", 2),
     ("redact::sink", 2),
+    // The strategies as the inventory asks for them (the update graph, the node order rule, the nodes strategy's
+    // settings) are part of the plan; carrying them out (below) is the upgrade's.
+    ("strategy", 2),
     // L3: the upgrade itself and what it reports: phases in order, strategies, reporters, restore and unlock.
     ("phase", 3),
     ("executor", 3),
-    ("strategy", 3),
+    ("strategy::blue_green", 3),
+    ("strategy::hops", 3),
+    ("strategy::order", 3),
+    ("strategy::versions", 3),
     ("report", 3),
     ("restore", 3),
     ("unlock", 3),
@@ -58,7 +64,6 @@ const LAYERS: &[(&str, u8)] = &[
 /// `LAYERS`). Remove an entry when its last import goes; never add one.
 const KNOWN_BACKWARD: &[&str] = &[
     "events -> phase",
-    "plan -> strategy",
     // Was `redact -> phase` until the masking of events moved into `redact::sink`; it goes with the summary types.
     "redact::sink -> phase",
 ];

@@ -5,6 +5,8 @@
 pub mod blue_green;
 pub mod graph;
 pub mod hops;
+pub mod nodes_order;
+pub mod nodes_strategy;
 pub mod order;
 pub mod versions;
 
@@ -13,9 +15,9 @@ use serde_json::{Value, json};
 use crate::error::Result;
 use crate::inventory::{Origin, Vars};
 use crate::settings::{HostVarsRef, Setting, Shown, run_wide};
-pub use blue_green::BlueGreen;
 pub use graph::UpdateGraph;
-pub use order::NodesOrder;
+pub use nodes_order::NodesOrder;
+pub use nodes_strategy::BlueGreen;
 
 /// The strategy settings of a plan, each with its origin.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +101,7 @@ impl Strategy {
         match self.order.value {
             NodesOrder::Inventory => nodes,
             NodesOrder::ZoneAge => {
-                order::zone_age(&nodes, |h| order::NodeFacts { labels: labels.get(h), created: None })
+                nodes_order::zone_age(&nodes, |h| nodes_order::NodeFacts { labels: labels.get(h), created: None })
             }
         }
     }
@@ -145,7 +147,7 @@ impl Strategy {
                  the zones of node_labels; the run orders the nodes again by the labels and creation times the \
                  cluster reports.",
                 self.order.describe_origin(),
-                order::ZONE_LABEL
+                nodes_order::ZONE_LABEL
             ));
         }
         if let Some(g) = &self.update_graph {
