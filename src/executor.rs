@@ -10,13 +10,11 @@ use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
 use crate::events::{Event, SharedSink};
 use crate::inventory::{Inventory, parse_extra_vars};
-use crate::journal::{DEFAULT_STATE_DIR, History, Journal, JournalEntry, RunLock, utc_timestamp};
+use crate::journal::{DEFAULT_STATE_DIR, History, Journal, JournalEntry, RunLock};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
-use crate::phase::{
-    HostOutcome, HostReport, Summary, cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify,
-};
-use crate::plan::{Phase, Plan, render::plan_text};
+use crate::phase::{cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify};
+use crate::plan::{Plan, render::plan_text};
 use crate::redact::{Redacting, Redactor};
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
@@ -24,6 +22,8 @@ use crate::settings::{HookPoint, TargetVersion};
 use crate::strategy::{blue_green, hops};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
+use crate::time_format::utc_timestamp;
+use crate::vocabulary::{ExitCode, Halt, HostOutcome, HostReport, Phase, StopReason, Summary};
 
 /// `upgrade --inventory X`: the upgrade itself.
 pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
@@ -135,7 +135,9 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
                     }
                     (summary, error)
                 }
-                Err(e) => (Summary { error_code: Some(e.exit_code()), ..Summary::empty(target.to_string()) }, Some(e)),
+                Err(e) => {
+                    (Summary { stopped: Some(preflight_failed(&e)), ..Summary::empty(target.to_string()) }, Some(e))
+                }
             }
         } else {
             run_hops(&base, &journal, history, &target, &stop, &current).await
@@ -155,7 +157,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     junit.map_err(|e| redactor.error(e))?;
     match error {
         Some(e) => Err(redactor.error(e)),
-        None => Ok(summary.exit_code()),
+        None => Ok(summary.exit_code().code()),
     }
 }
 
@@ -261,11 +263,7 @@ async fn run_hops(
     current: &CurrentRun,
 ) -> (Summary, Option<Error>) {
     let failed = |e: Error| {
-        let summary = Summary {
-            stopped: Some(format!("preflight: {}", e.message)),
-            error_code: Some(e.exit_code()),
-            ..Summary::empty(target.to_string())
-        };
+        let summary = Summary { stopped: Some(preflight_failed(&e)), ..Summary::empty(target.to_string()) };
         (summary, Some(e))
     };
     let hops = match &base.plan.strategy.update_graph {
@@ -309,18 +307,14 @@ async fn run_hops(
             // The hops before succeeded, then a signal or a failed write asked the run to stop: it ends here, and a
             // re-run starts at this hop.
             let last = current.get();
-            let reason = last.as_ref().map_or_else(|| "the run was interrupted".to_string(), |run| run.stop_reason());
-            let message = format!(
-                "{reason} between two hops: the hop to {} and the later ones were not started; re-run the same \
-                 command to continue the update path to {target}",
-                hop.target
-            );
+            let halt = last.as_ref().map_or(Halt::Interrupted, |run| run.halt());
+            let stopped = StopReason::BetweenHops { halt, next: hop.target.to_string(), target: target.to_string() };
             if let Some(run) = &last {
-                run.notice(None, message.clone());
+                run.notice(None, stopped.to_string());
                 done.interrupted |= run.was_interrupted();
             }
             done.state_error = base.write_failures.failure().cloned();
-            done.stopped = Some(message);
+            done.stopped = Some(stopped);
             return (done, None);
         }
         // Each hop reads the journal as the hops before it left it.
@@ -335,7 +329,7 @@ async fn run_hops(
         run.record(hop.journal_entry(&run, target));
         run.notice(None, format!("update path to {target}: {}", hop.describe()));
         let (summary, error) = run_phases(&run, stop).await;
-        let ok = error.is_none() && summary.exit_code() == 0;
+        let ok = error.is_none() && summary.exit_code() == ExitCode::Success;
         let merged = match all.take() {
             None => summary,
             Some(mut earlier) => {
@@ -432,14 +426,14 @@ async fn watch_signals(stop: Arc<StopHandle>, current: Arc<CurrentRun>, grace: D
             tokio::task::block_in_place(|| drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT));
             // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
             // The run lock is let go by the kernel as the process ends.
-            std::process::exit(130);
+            std::process::exit(ExitCode::Interrupted.code());
         }
     }
 }
 
 /// Runs the phases; returns the summary and, when preflight stopped the run, its error (rendered at the top).
 async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Option<Error>) {
-    let phases: Vec<String> = run.plan.phases.iter().map(|p| p.phase.name().to_string()).collect();
+    let phases: Vec<Phase> = run.plan.phases.iter().map(|p| p.phase).collect();
     let resumed = run.history.runs > 0;
     run.event(Event::RunStarted { run: run.run_id(), target: run.target.to_string(), phases, resumed });
     run.record(JournalEntry::RunStarted {
@@ -454,8 +448,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         Ok(pre) => pre,
         Err(e) => {
             phase_finished(run, Phase::Preflight, false, started);
-            summary.stopped = Some(format!("preflight: {}", e.message));
-            summary.error_code = Some(e.exit_code());
+            summary.stopped = Some(preflight_failed(&e));
             summary.interrupted = run.was_interrupted();
             release_cluster_lock(run).await;
             finish(run, &mut summary);
@@ -472,7 +465,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
     phase_finished(run, Phase::Preflight, true, started);
     // A stop asked for while preflight ran (a signal, a state directory that cannot be written) starts nothing more.
     if stop.is_stopping() {
-        summary.stopped = Some(format!("{} during preflight: no later phase was started", run.stop_reason()));
+        summary.stopped = Some(StopReason::DuringPreflight(run.halt()));
     }
 
     let nodes_to_upgrade: Vec<String> =
@@ -506,7 +499,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
         summary.hosts.extend(reports);
         phase_finished(run, Phase::EtcdBackup, open, started);
         if !open {
-            summary.stopped = Some("the etcd backup failed: nothing else was started".into());
+            summary.stopped = Some(StopReason::EtcdGate);
         }
     }
 
@@ -576,7 +569,7 @@ async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Optio
                     .hosts
                     .iter()
                     .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }))
-                    .filter(|r| r.phase == Phase::ControlPlane.name() || r.phase == Phase::Nodes.name())
+                    .filter(|r| r.phase == Phase::ControlPlane || r.phase == Phase::Nodes)
                     .map(|r| r.host.clone())
                     .collect();
                 let upgraded = blue_green::to_verify(run, upgraded);
@@ -613,13 +606,13 @@ async fn cluster_hook(run: &UpgradeRun, summary: &mut Summary, point: HookPoint)
     }
     let Some(report) = cluster_hooks::run(run, point).await else { return };
     if let HostOutcome::Failed { reason, .. } = &report.outcome {
-        summary.stopped = Some(format!("the {} failed: {reason}; nothing after it was started", point.variables().0));
+        summary.stopped = Some(StopReason::ClusterHook { variable: point.variables().0, reason: reason.clone() });
     }
     summary.hosts.push(report);
 }
 
-fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<String>) -> Vec<HostReport> {
-    let reason = why.clone().unwrap_or_else(|| "an earlier phase stopped the run".into());
+fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<StopReason>) -> Vec<HostReport> {
+    let reason = why.as_ref().map_or_else(|| "an earlier phase stopped the run".into(), ToString::to_string);
     hosts
         .iter()
         .map(|h| run.host_completed(phase, h, HostOutcome::NotStarted { reason: reason.clone() }, Instant::now()))
@@ -627,12 +620,12 @@ fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<St
 }
 
 fn phase_started(run: &UpgradeRun, phase: Phase) -> Instant {
-    run.event(Event::PhaseStarted { phase: phase.name().into() });
+    run.event(Event::PhaseStarted { phase });
     Instant::now()
 }
 
 fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
-    run.event(Event::PhaseFinished { phase: phase.name().into(), ok, duration: started.elapsed() });
+    run.event(Event::PhaseFinished { phase, ok, duration: started.elapsed() });
 }
 
 /// The cluster-wide lock goes before the summary: the run is over for whoever waits for it.
@@ -645,22 +638,22 @@ async fn release_cluster_lock(run: &UpgradeRun) {
 }
 
 fn finish(run: &UpgradeRun, summary: &mut Summary) {
-    let status = |summary: &Summary| match summary.exit_code() {
-        0 => "success",
-        130 => "interrupted",
-        _ => "failed",
-    };
     let recorded = run.record(JournalEntry::RunFinished {
         run: run.run_id(),
         time: utc_timestamp(std::time::SystemTime::now()),
-        status: status(summary).into(),
+        status: summary.exit_code().status(),
     });
     // Checked after the last entry, so a journal that failed on it too never reads as a success.
     if let Some(failure) = run.write_failures.failure() {
         summary.state_error = Some(failure.clone());
         if summary.stopped.is_none() && !recorded {
-            summary.stopped = Some(format!("the journal's last entry could not be written ({failure})"));
+            summary.stopped = Some(StopReason::JournalLastEntry(failure.clone()));
         }
     }
     run.event(Event::RunFinished { summary: summary.clone() });
+}
+
+/// A check before anything moved failed: the summary says so, and the error's kind is the run's exit code.
+fn preflight_failed(e: &Error) -> StopReason {
+    StopReason::Preflight { message: e.message.clone(), exit_code: e.code() }
 }

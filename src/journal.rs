@@ -5,11 +5,14 @@ use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use crate::time_format::{compact_timestamp, utc_timestamp};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::vocabulary::{Phase, RunStatus, Step, step_name};
 
 /// The state directory's default name, beside the inventory.
 pub const DEFAULT_STATE_DIR: &str = ".upgrade-state";
@@ -151,7 +154,7 @@ pub enum JournalEntry {
     HostStarted {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
         #[serde(default)]
         was_cordoned: bool,
@@ -161,21 +164,23 @@ pub enum JournalEntry {
     StepStarted {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
-        step: String,
+        #[serde(with = "step_name")]
+        step: Step,
     },
     StepDone {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
-        step: String,
+        #[serde(with = "step_name")]
+        step: Step,
     },
     HostFinished {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
         outcome: HostRecord,
         detail: String,
@@ -183,7 +188,7 @@ pub enum JournalEntry {
     RunFinished {
         run: String,
         time: String,
-        status: String,
+        status: RunStatus,
     },
     /// A backup written on a host under `dir` (`upgrade_etcd_backup_dir/<timestamp>`): the verified etcd snapshot,
     /// or the configuration files copied into `dir/config` (their paths on the host). `upgrade restore` reads these.
@@ -227,9 +232,9 @@ pub struct HostHistory {
     /// Started (again) after its last end: the run stopped while the host was in flight.
     pub in_flight: bool,
     /// Steps done in the attempt that was in flight.
-    pub steps_done: Vec<String>,
+    pub steps_done: Vec<Step>,
     /// Steps started and never recorded done (the upgrade step cut short by a kill).
-    pub steps_cut_short: Vec<String>,
+    pub steps_cut_short: Vec<Step>,
     /// Whether the node was cordoned before the sequence first started (by someone else).
     pub was_cordoned: bool,
     /// The target of the run that recorded the host last.
@@ -237,8 +242,8 @@ pub struct HostHistory {
 }
 
 impl HostHistory {
-    pub fn did(&self, step: &str) -> bool {
-        self.steps_done.iter().any(|s| s == step)
+    pub fn did(&self, step: Step) -> bool {
+        self.steps_done.contains(&step)
     }
 
     /// The last attempt did not end in success: it was cut short or it failed.
@@ -250,7 +255,7 @@ impl HostHistory {
 /// Everything earlier runs recorded, per (phase, host).
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    pub hosts: BTreeMap<(String, String), HostHistory>,
+    pub hosts: BTreeMap<(Phase, String), HostHistory>,
     /// The target of the last recorded run.
     pub target: Option<String>,
     pub runs: usize,
@@ -271,8 +276,8 @@ pub struct HopHistory {
 }
 
 impl History {
-    pub fn host(&self, phase: &str, host: &str) -> Option<&HostHistory> {
-        self.hosts.get(&(phase.to_string(), host.to_string()))
+    pub fn host(&self, phase: Phase, host: &str) -> Option<&HostHistory> {
+        self.hosts.get(&(phase, host.to_string()))
     }
 
     fn apply(&mut self, entry: &JournalEntry) {
@@ -283,7 +288,7 @@ impl History {
             }
             JournalEntry::HostStarted { phase, host, was_cordoned, .. } => {
                 let target = self.target.clone();
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 // A sequence started again after one that was cut short or failed keeps what that one knew: whether
                 // the node was cordoned before us, and (same target) whether the upgrade step already ran.
                 let carry = h.unfinished() && h.target == target;
@@ -296,20 +301,20 @@ impl History {
                 h.target = target;
             }
             JournalEntry::StepStarted { phase, host, step, .. } => {
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 if !h.steps_cut_short.contains(step) {
-                    h.steps_cut_short.push(step.clone());
+                    h.steps_cut_short.push(*step);
                 }
             }
             JournalEntry::StepDone { phase, host, step, .. } => {
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 h.steps_cut_short.retain(|s| s != step);
-                if !h.did(step) {
-                    h.steps_done.push(step.clone());
+                if !h.did(*step) {
+                    h.steps_done.push(*step);
                 }
             }
             JournalEntry::HostFinished { phase, host, outcome, .. } => {
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 h.in_flight = false;
                 h.finished = Some(*outcome);
                 if *outcome != HostRecord::Failed {
@@ -320,7 +325,7 @@ impl History {
             JournalEntry::Backup { .. } => {}
             JournalEntry::RunFinished { status, .. } => {
                 if let Some(hop) = &mut self.hop {
-                    hop.finished |= status == "success";
+                    hop.finished |= *status == RunStatus::Success;
                 }
             }
             JournalEntry::HopStarted { hop, hops, from, target, final_target, .. } => {
@@ -488,46 +493,9 @@ fn read_history(path: &Path) -> Result<History> {
     Ok(history)
 }
 
-/// `2026-11-22T00:27:42Z`
-pub fn utc_timestamp(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s) = civil(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
-}
-
-/// `20261122T002742Z`: for file and directory names.
-pub fn compact_timestamp(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s) = civil(t);
-    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
-}
-
-/// A time as UTC (year, month, day, hour, minute, second): Howard Hinnant's days-to-civil, to avoid a date crate.
-pub fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn timestamps_are_utc() {
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_307_262);
-        assert_eq!(utc_timestamp(t), "2026-11-22T00:27:42Z");
-        assert_eq!(compact_timestamp(UNIX_EPOCH), "19700101T000000Z");
-        assert_eq!(utc_timestamp(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
-    }
 
     #[test]
     fn a_second_run_is_refused_while_the_first_holds_the_lock() {
@@ -600,13 +568,13 @@ mod tests {
             assert_eq!(history.runs, 0);
             let run = j.run_id().to_string();
             let t = || "t".to_string();
-            let (nodes, n1, n2) = ("nodes".to_string(), "n1".to_string(), "n2".to_string());
+            let (nodes, n1, n2) = (Phase::Nodes, "n1".to_string(), "n2".to_string());
             j.record(&JournalEntry::RunStarted { run: run.clone(), time: t(), target: "v1.29.1".into() }).unwrap();
             for h in [&n1, &n2] {
                 j.record(&JournalEntry::HostStarted {
                     run: run.clone(),
                     time: t(),
-                    phase: nodes.clone(),
+                    phase: nodes,
                     host: h.clone(),
                     was_cordoned: false,
                 })
@@ -615,9 +583,9 @@ mod tests {
             j.record(&JournalEntry::StepDone {
                 run: run.clone(),
                 time: t(),
-                phase: nodes.clone(),
+                phase: nodes,
                 host: n2.clone(),
-                step: "drain".into(),
+                step: Step::Drain,
             })
             .unwrap();
             j.record(&JournalEntry::HostFinished {
@@ -637,17 +605,17 @@ mod tests {
         {
             let (mut j, _) = Journal::open(dir.path(), false).unwrap();
             let run = j.run_id().to_string();
-            j.record(&JournalEntry::RunFinished { run, time: "t".into(), status: "interrupted".into() }).unwrap();
+            j.record(&JournalEntry::RunFinished { run, time: "t".into(), status: RunStatus::Interrupted }).unwrap();
         }
         let text = fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
         assert!(text.lines().last().unwrap().contains("run-finished"), "{text}");
         let (_, history) = Journal::open(dir.path(), false).unwrap();
         assert_eq!(history.runs, 1);
         assert_eq!(history.target.as_deref(), Some("v1.29.1"));
-        let n1 = history.host("nodes", "n1").unwrap();
+        let n1 = history.host(Phase::Nodes, "n1").unwrap();
         assert_eq!((n1.finished, n1.in_flight), (Some(HostRecord::Upgraded), false));
-        let n2 = history.host("nodes", "n2").unwrap();
-        assert_eq!((n2.finished, n2.in_flight, n2.steps_done.clone()), (None, true, vec!["drain".to_string()]));
+        let n2 = history.host(Phase::Nodes, "n2").unwrap();
+        assert_eq!((n2.finished, n2.in_flight, n2.steps_done.clone()), (None, true, vec![Step::Drain]));
 
         let (_, fresh) = Journal::open(dir.path(), true).unwrap();
         assert_eq!(fresh.runs, 0);

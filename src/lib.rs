@@ -22,7 +22,9 @@ pub mod session;
 pub mod settings;
 pub mod strategy;
 pub mod tasks;
+pub mod time_format;
 pub mod unlock;
+pub mod vocabulary;
 pub mod yaml;
 
 #[cfg(test)]

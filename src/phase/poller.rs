@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Step;
 use super::run::{StepFailure, UpgradeRun};
 use crate::cluster::{ClusterNode, parse_node, parse_node_list};
 use crate::settings::TargetVersion;
+use crate::vocabulary::Step;
 
 /// What the last read said about one node.
 #[derive(Debug, Clone)]

@@ -8,12 +8,12 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::run::UpgradeRun;
-use super::{HostOutcome, HostReport, Step};
 use crate::cluster::{ClusterNode, parse_node_list};
 use crate::error::{Error, Result};
 use crate::flavor::Flavor;
-use crate::plan::Phase;
 use crate::settings::TargetVersion;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, Resume, Step};
 
 /// What preflight decided the later phases do.
 #[derive(Debug, Default)]
@@ -31,28 +31,6 @@ pub struct Preflight {
     pub control_plane_version: Option<TargetVersion>,
     /// What this run takes over from earlier ones.
     pub resume: Resume,
-}
-
-/// What a run takes over from earlier, unfinished ones (from the journal, checked against the cluster).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Resume {
-    /// Hosts an earlier run upgraded, skipped now (they run the target).
-    pub done_earlier: Vec<String>,
-    /// Hosts in flight when an earlier run stopped: their sequence starts again.
-    pub in_flight_restarted: Vec<String>,
-    /// Hosts that failed in an earlier run: tried again.
-    pub failed_retried: Vec<String>,
-    /// Nodes found cordoned by an earlier run of ours.
-    pub cordoned_by_earlier_run: Vec<String>,
-}
-
-impl Resume {
-    pub fn is_empty(&self) -> bool {
-        self.done_earlier.is_empty()
-            && self.in_flight_restarted.is_empty()
-            && self.failed_retried.is_empty()
-            && self.cordoned_by_earlier_run.is_empty()
-    }
 }
 
 pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
@@ -652,13 +630,12 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
 /// runs again even when the node already reports the target, to finish what is left (restart, uncordon, hooks).
 fn unfinished(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
     let target = run.target.to_string();
-    run.history.host(phase.name(), host).is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()))
+    run.history.host(phase, host).is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()))
 }
 
 fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) -> HostReport {
     let node = run.node_name(host);
-    let earlier =
-        run.history.host(phase.name(), host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded);
+    let earlier = run.history.host(phase, host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded);
     let reason = if run.probes_host_version(host) {
         // Said so, because the cluster's kubelet version may read the same before and after (OpenShift 3.11.z).
         if earlier {
@@ -676,7 +653,7 @@ fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) 
         format!("already at {version}")
     };
     HostReport {
-        phase: phase.name().into(),
+        phase,
         host: host.into(),
         node: (node != host).then_some(node),
         outcome: HostOutcome::Skipped { reason },
@@ -690,7 +667,7 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
     if run.history.runs == 0 {
         return resume;
     }
-    let earlier = |phase: Phase, host: &str| run.history.host(phase.name(), host);
+    let earlier = |phase: Phase, host: &str| run.history.host(phase, host);
     let skipped = decided
         .skipped
         .iter()
@@ -730,7 +707,7 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
     // and be out of this run's plan (a narrower --limit or --label).
     for ((phase, host), history) in &run.history.hosts {
         // Cluster hooks run on the first master without cordoning it.
-        if phase.starts_with("cluster-") {
+        if phase.is_cluster_hook() {
             continue;
         }
         let node = run.node_name(host);

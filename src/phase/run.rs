@@ -11,18 +11,19 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use super::batches::{StopHandle, StopSignal};
-use super::{HostOutcome, HostReport, Step};
 use crate::cluster::ClusterNode;
 use crate::events::{Event, EventSink, SharedSink, TaskStatus};
 use crate::inventory::{self, Inventory, vars_to_json};
-use crate::journal::{History, HostRecord, Journal, JournalEntry, utc_timestamp};
-use crate::plan::{Phase, Plan};
+use crate::journal::{History, HostRecord, Journal, JournalEntry};
+use crate::plan::Plan;
 use crate::settings::{HookPoint, TargetVersion};
 use crate::tasks::Templar;
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::{Engine, EngineOptions, RunOnce};
 use crate::tasks::host_vars::HostVarsTable;
 use crate::tasks::model::{Task, load_task_file};
+use crate::time_format::utc_timestamp;
+use crate::vocabulary::{Halt, HostOutcome, HostReport, Phase, RunStatus, Step};
 
 /// Where a host's Kubernetes node name comes from, first found wins (openshift-ansible's names as aliases).
 pub const NODE_NAME_VARIABLES: [&str; 3] = ["node_name", "openshift_kubelet_name_override", "openshift_hostname"];
@@ -168,7 +169,7 @@ impl UpgradeRun {
         let task_vars = HostVarsTable::new(&parts.inventory, &parts.extra);
         UpgradeRun {
             first_master,
-            run_timestamp: crate::journal::compact_timestamp(std::time::SystemTime::now()),
+            run_timestamp: crate::time_format::compact_timestamp(std::time::SystemTime::now()),
             extra: vars_to_json(&parts.extra),
             task_vars,
             templar: Arc::new(Templar::new()),
@@ -232,9 +233,14 @@ impl UpgradeRun {
 
     /// Why the run stops starting hosts, for the hosts it does not start.
     pub fn stop_reason(&self) -> String {
+        self.halt().to_string()
+    }
+
+    /// Why the run stops starting hosts, as a value: a failed write is said over an interrupt.
+    pub fn halt(&self) -> Halt {
         match self.write_failures.reason() {
-            Some(reason) => format!("the state directory could not be written ({reason})"),
-            None => "the run was interrupted".into(),
+            Some(reason) => Halt::StateNotWritable(reason.clone()),
+            None => Halt::Interrupted,
         }
     }
 
@@ -256,7 +262,7 @@ impl UpgradeRun {
                 let entry = JournalEntry::RunFinished {
                     run: self.run_id(),
                     time: utc_timestamp(std::time::SystemTime::now()),
-                    status: "interrupted".into(),
+                    status: RunStatus::Interrupted,
                 };
                 if let Err(e) = journal.record(&entry) {
                     self.write_failures.failed("the journal", journal.path(), &e.message);
@@ -389,7 +395,7 @@ impl UpgradeRun {
     /// `timeout` bounds every command of the step (on the host too). Returns the facts the tasks left.
     pub async fn run_step(
         &self,
-        phase: impl AsRef<str>,
+        phase: Phase,
         host: &str,
         step: Step,
         file: &Path,
@@ -400,8 +406,7 @@ impl UpgradeRun {
             return Err(StepFailure::interrupted(step));
         }
         let started = Instant::now();
-        let phase = phase.as_ref();
-        self.event(Event::StepStarted { phase: phase.into(), host: host.into(), step });
+        self.event(Event::StepStarted { phase, host: host.into(), step });
         let result = self.run_step_inner(host, step, file, more, timeout).await;
         self.step_finished(phase, host, step, started, result.as_ref().err());
         result
@@ -413,7 +418,7 @@ impl UpgradeRun {
     #[allow(clippy::too_many_arguments)]
     pub async fn poll_step<T>(
         &self,
-        phase: impl AsRef<str>,
+        phase: Phase,
         host: &str,
         step: Step,
         file: &Path,
@@ -422,9 +427,8 @@ impl UpgradeRun {
         delay: Duration,
         mut check: impl FnMut(&Map<String, Value>) -> Result<T, String>,
     ) -> Result<T, StepFailure> {
-        let phase = phase.as_ref();
         let started = Instant::now();
-        self.event(Event::StepStarted { phase: phase.into(), host: host.into(), step });
+        self.event(Event::StepStarted { phase, host: host.into(), step });
         let result = loop {
             let why = match self.run_step_inner(host, step, file, more, None).await {
                 Ok(facts) => match check(&facts) {
@@ -445,9 +449,9 @@ impl UpgradeRun {
     }
 
     /// Says a step ended (its event) and, when it succeeded, records it in the journal.
-    fn step_finished(&self, phase: &str, host: &str, step: Step, started: Instant, failure: Option<&StepFailure>) {
+    fn step_finished(&self, phase: Phase, host: &str, step: Step, started: Instant, failure: Option<&StepFailure>) {
         self.event(Event::StepFinished {
-            phase: phase.into(),
+            phase,
             host: host.into(),
             step,
             ok: failure.is_none(),
@@ -540,20 +544,20 @@ impl UpgradeRun {
     }
 
     /// Records that a step starts (the upgrade step: see `JournalEntry::StepStarted`).
-    pub fn record_step_started(&self, phase: impl AsRef<str>, host: &str, step: Step) {
+    pub fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
         let _ = self.record(JournalEntry::StepStarted { run, time, phase, host, step });
     }
 
     /// Records a step as done (run now, or done by an earlier run).
-    pub fn record_step_done(&self, phase: impl AsRef<str>, host: &str, step: Step) {
+    pub fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
         let _ = self.record(JournalEntry::StepDone { run, time, phase, host, step });
     }
 
-    fn step_fields(&self, phase: impl AsRef<str>, host: &str, step: Step) -> (String, String, String, String, String) {
+    fn step_fields(&self, phase: Phase, host: &str, step: Step) -> (String, String, Phase, String, Step) {
         let time = utc_timestamp(std::time::SystemTime::now());
-        (self.run_id(), time, phase.as_ref().into(), host.into(), step.name().into())
+        (self.run_id(), time, phase, host.into(), step)
     }
 
     /// Runs the host's hook at `point`, if it has one.
@@ -564,30 +568,22 @@ impl UpgradeRun {
 
     /// Tells the reporters and the journal that a host's sequence starts. False when the journal could not say so:
     /// then the host must not start (a re-run could not tell what this run did to it).
-    pub fn host_started(&self, phase: impl AsRef<str>, host: &str, was_cordoned: bool) -> bool {
-        let phase = phase.as_ref();
-        self.event(Event::HostStarted { phase: phase.into(), host: host.into() });
+    pub fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) -> bool {
+        self.event(Event::HostStarted { phase, host: host.into() });
         self.record(JournalEntry::HostStarted {
             run: self.run_id(),
             time: utc_timestamp(std::time::SystemTime::now()),
-            phase: phase.into(),
+            phase,
             host: host.into(),
             was_cordoned,
         })
     }
 
     /// Tells the reporters and the journal how a host's sequence ended, and returns its report.
-    pub fn host_completed(
-        &self,
-        phase: impl AsRef<str>,
-        host: &str,
-        outcome: HostOutcome,
-        started: Instant,
-    ) -> HostReport {
-        let phase = phase.as_ref();
+    pub fn host_completed(&self, phase: Phase, host: &str, outcome: HostOutcome, started: Instant) -> HostReport {
         let node = self.node_name(host);
         let report = HostReport {
-            phase: phase.into(),
+            phase,
             host: host.into(),
             node: (node != host).then_some(node),
             outcome,
@@ -603,7 +599,7 @@ impl UpgradeRun {
             let _ = self.record(JournalEntry::HostFinished {
                 run: self.run_id(),
                 time: utc_timestamp(std::time::SystemTime::now()),
-                phase: phase.into(),
+                phase,
                 host: host.into(),
                 outcome,
                 detail,

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::run::{StepFailure, UpgradeRun};
-use super::{HostOutcome, HostReport, Step};
 use crate::events::Event;
-use crate::plan::Phase;
 use crate::settings::HookPoint;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, Step};
 
 /// Whether the host is a master (control-plane phase) or a node (nodes phase): the hooks and files differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
 /// A node found cordoned that an earlier run of ours cordoned is not "cordoned before the run": it gets uncordoned.
 /// The journal knows: the earlier attempt did not finish, and the node was schedulable when it first started.
 fn cordoned_by_earlier_run(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    run.history.host(phase.name(), host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
+    run.history.host(phase, host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
 }
 
 /// Before each step: past the grace period of an interrupt, the host stops here, between steps.
@@ -136,7 +136,7 @@ async fn cut_at_abort<T>(
         _ = stop.aborted() => {
             let failure = StepFailure::interrupted(step);
             run.event(Event::StepFinished {
-                phase: phase.name().into(),
+                phase,
                 host: host.into(),
                 step,
                 ok: false,
@@ -153,14 +153,14 @@ async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result
     safe_point(run, Step::WaitReady)?;
     let started = Instant::now();
     let event = |ok: bool, error: Option<String>| Event::StepFinished {
-        phase: phase.name().into(),
+        phase,
         host: host.into(),
         step: Step::WaitReady,
         ok,
         duration: started.elapsed(),
         error,
     };
-    run.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step: Step::WaitReady });
+    run.event(Event::StepStarted { phase: phase, host: host.into(), step: Step::WaitReady });
     let result = super::poller::wait_ready(run, host).await;
     run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
     if result.is_ok() {
@@ -305,7 +305,7 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
     let delay = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_delay", 5).max(1));
     let file = run.playbook("node_ready_poll.yml");
     let started = Instant::now();
-    run.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step: Step::WaitReady });
+    run.event(Event::StepStarted { phase: phase, host: host.into(), step: Step::WaitReady });
     let mut to_approve: Vec<String> = Vec::new();
     let result = loop {
         let more = [("upgrade_csrs_to_approve", Value::from(to_approve.clone()))];
@@ -356,7 +356,7 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
         }
     };
     run.event(Event::StepFinished {
-        phase: phase.name().into(),
+        phase,
         host: host.into(),
         step: Step::WaitReady,
         ok: result.is_ok(),
@@ -414,10 +414,8 @@ async fn uncordon_after_interrupt(
 /// The journal says an earlier run started this host's upgrade step and died before it ended.
 fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
     let target = run.target.to_string();
-    run.history.host(phase.name(), host).is_some_and(|h| {
-        h.unfinished()
-            && h.target.as_deref() == Some(target.as_str())
-            && h.steps_cut_short.iter().any(|s| s == Step::Upgrade.name())
+    run.history.host(phase, host).is_some_and(|h| {
+        h.unfinished() && h.target.as_deref() == Some(target.as_str()) && h.steps_cut_short.contains(&Step::Upgrade)
     })
 }
 
@@ -443,8 +441,8 @@ async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
 fn upgrade_done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
     let target = run.target.to_string();
     run.history
-        .host(phase.name(), host)
-        .is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()) && h.did(Step::Upgrade.name()))
+        .host(phase, host)
+        .is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()) && h.did(Step::Upgrade))
 }
 
 /// A drain that failed or outlasted the drain timeout: the node is not upgraded, and gets its capacity back

@@ -80,10 +80,10 @@ impl Progress {
             }
             Event::PhaseStarted { phase } => {
                 if let Some(overall) = &bars.overall {
-                    overall.set_message(phase.clone());
+                    overall.set_message(phase.name());
                 }
                 let bar = self.bar(0, "phase");
-                bar.set_message(phase.clone());
+                bar.set_message(phase.name());
                 bars.phase = Some(bar);
             }
             Event::BatchStarted { phase, index, total, hosts } => {
