@@ -147,7 +147,7 @@ impl NodePoller {
 /// The wait-ready step of `host`: its node Ready at the target within `upgrade_node_ready_timeout`, read by the
 /// run's one poller every `upgrade_node_ready_delay` seconds.
 pub async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure> {
-    let fail = |reason: String| StepFailure { step: Step::WaitReady, reason, unreachable: false, interrupted: false };
+    let fail = |reason: String| StepFailure::new(Step::WaitReady, reason);
     let seconds = |template: &str, default: u64| {
         run.render_for(host, template)
             .trim()

@@ -36,6 +36,10 @@ pub struct StepFailure {
     pub unreachable: bool,
     /// The step did not run (or was cut short) because the run was interrupted and its grace period ran out.
     pub interrupted: bool,
+    /// The step ran out of its time limit: the step runner's own bound on its commands (or the poll's deadline),
+    /// or a task's `timeout:` as the engine reports it (`timedout` in the result). Known from the runner, never from
+    /// the words of the failure, so a command whose output says "timed out" is not taken for a timeout.
+    pub timed_out: bool,
 }
 
 impl StepFailure {
@@ -46,7 +50,13 @@ impl StepFailure {
             reason: "interrupted: the grace period ran out, stopped at a safe point".into(),
             unreachable: false,
             interrupted: true,
+            timed_out: false,
         }
+    }
+
+    /// A step that failed for `reason`.
+    pub fn new(step: Step, reason: String) -> StepFailure {
+        StepFailure { step, reason, unreachable: false, interrupted: false, timed_out: false }
     }
 }
 
@@ -440,7 +450,7 @@ impl UpgradeRun {
             };
             if started.elapsed() >= timeout || self.stop.is_aborting() {
                 let reason = format!("{why} (still so after {}s)", started.elapsed().as_secs());
-                break Err(StepFailure { step, reason, unreachable: false, interrupted: false });
+                break Err(StepFailure { timed_out: true, ..StepFailure::new(step, reason) });
             }
             tokio::time::sleep(delay).await;
         };
@@ -489,7 +499,8 @@ impl UpgradeRun {
         more: &[(&str, Value)],
         timeout: Option<Duration>,
     ) -> Result<Map<String, Value>, StepFailure> {
-        let fail = |reason: String| StepFailure { step, reason, unreachable: false, interrupted: false };
+        let started = Instant::now();
+        let fail = |reason: String| StepFailure::new(step, reason);
         let mut tasks = self.load(file).map_err(fail)?;
         // `upgrade_no_log: true`: the built-in steps' results are censored as `no_log` censors a task's (hooks keep
         // their own `no_log`).
@@ -516,7 +527,11 @@ impl UpgradeRun {
         let mut params = step_vars.clone();
         params.extend(self.extra.clone());
         let vars = self.task_vars.for_host(host, step_vars);
-        let capture = Arc::new(FailureCapture { inner: self.sink.clone(), failure: Mutex::new(None) });
+        let capture = Arc::new(FailureCapture {
+            inner: self.sink.clone(),
+            failure: Mutex::new(None),
+            timed_out: AtomicBool::new(false),
+        });
         let mut options = self.engine_options.clone();
         if timeout.is_some() {
             options.command_timeout = timeout;
@@ -533,7 +548,11 @@ impl UpgradeRun {
             let reason = capture.failure.lock().ok().and_then(|f| f.clone()).unwrap_or_else(|| {
                 if outcome.unreachable { "host unreachable".into() } else { "a task failed".into() }
             });
-            return Err(StepFailure { step, reason, unreachable: outcome.unreachable, interrupted: false });
+            // The runner's bound on the step's commands ends a command at the limit, so a failure at or past it is
+            // that bound (the connection reports it only as text in the task's result).
+            let timed_out =
+                capture.timed_out.load(Ordering::SeqCst) || timeout.is_some_and(|limit| started.elapsed() >= limit);
+            return Err(StepFailure { unreachable: outcome.unreachable, timed_out, ..StepFailure::new(step, reason) });
         }
         Ok(outcome.facts)
     }
@@ -638,6 +657,8 @@ impl EventSink for EventGate {
 struct FailureCapture {
     inner: SharedSink,
     failure: Mutex<Option<String>>,
+    /// The failure that failed the host was a task's `timeout:` (the engine's `timedout` field, as in Ansible).
+    timed_out: AtomicBool,
 }
 
 impl EventSink for FailureCapture {
@@ -645,7 +666,10 @@ impl EventSink for FailureCapture {
         if let Event::TaskFinished { task, status, result, ignored: false, rescued: false, .. } = event {
             if matches!(status, TaskStatus::Failed | TaskStatus::Unreachable) {
                 if let Ok(mut slot) = self.failure.lock() {
-                    slot.get_or_insert_with(|| format!("{}: {}", task.name, failure_message(result)));
+                    if slot.is_none() {
+                        *slot = Some(format!("{}: {}", task.name, failure_message(result)));
+                        self.timed_out.store(result.get("timedout").is_some(), Ordering::SeqCst);
+                    }
                 }
             }
         }

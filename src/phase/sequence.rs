@@ -344,12 +344,8 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
             }
         };
         if started.elapsed() >= timeout || run.stop.is_aborting() {
-            break Err(StepFailure {
-                step: Step::WaitReady,
-                reason: format!("{why} after {}s", timeout.as_secs()),
-                unreachable: false,
-                interrupted: false,
-            });
+            let reason = format!("{why} after {}s", timeout.as_secs());
+            break Err(StepFailure { timed_out: true, ..StepFailure::new(Step::WaitReady, reason) });
         }
         if to_approve.is_empty() {
             tokio::time::sleep(delay).await;
@@ -456,7 +452,7 @@ async fn after_drain_failure(
     progress: &mut Progress,
 ) -> StepFailure {
     let limit = run.plan.settings.drain_timeout.value;
-    if failure.reason.contains("timed out") && limit.seconds() > 0 {
+    if failure.timed_out && limit.seconds() > 0 {
         failure.reason = format!("drain timed out after {limit}");
     }
     let keep = !run.host_flag(host, "upgrade_uncordon_after_drain_failure", true);

@@ -432,7 +432,7 @@ async fn evacuate(run: &UpgradeRun, host: &str) -> HostReport {
         }
         Err(mut f) => {
             let limit = run.plan.settings.drain_timeout.value;
-            if f.step == Step::Drain && f.reason.contains("timed out") && limit.seconds() > 0 {
+            if f.step == Step::Drain && f.timed_out && limit.seconds() > 0 {
                 f.reason = format!("drain timed out after {limit}");
             }
             HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: true }
