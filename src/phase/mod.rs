@@ -7,6 +7,7 @@ pub mod cluster_hooks;
 pub mod cluster_lock;
 pub mod control_plane;
 pub mod etcd_backup;
+pub mod manager;
 pub mod nodes;
 pub mod poller;
 pub mod preflight;

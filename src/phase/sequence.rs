@@ -160,7 +160,7 @@ async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result
         duration: started.elapsed(),
         error,
     };
-    run.event(Event::StepStarted { phase: phase, host: host.into(), step: Step::WaitReady });
+    run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
     let result = super::poller::wait_ready(run, host).await;
     run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
     if result.is_ok() {
@@ -305,7 +305,7 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
     let delay = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_delay", 5).max(1));
     let file = run.playbook("node_ready_poll.yml");
     let started = Instant::now();
-    run.event(Event::StepStarted { phase: phase, host: host.into(), step: Step::WaitReady });
+    run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
     let mut to_approve: Vec<String> = Vec::new();
     let result = loop {
         let more = [("upgrade_csrs_to_approve", Value::from(to_approve.clone()))];
