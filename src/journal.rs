@@ -280,6 +280,17 @@ impl History {
         self.hosts.get(&(phase, host.to_string()))
     }
 
+    /// An earlier run of `target` started this host's sequence in `phase` and did not finish it (cut short or
+    /// failed): it runs again, to finish what is left.
+    pub fn unfinished(&self, phase: Phase, host: &str, target: &str) -> bool {
+        self.host(phase, host).is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target))
+    }
+
+    /// The host's last recorded sequence in `phase` upgraded it.
+    pub fn upgraded_earlier(&self, phase: Phase, host: &str) -> bool {
+        self.host(phase, host).and_then(|h| h.finished) == Some(HostRecord::Upgraded)
+    }
+
     fn apply(&mut self, entry: &JournalEntry) {
         match entry {
             JournalEntry::RunStarted { target, .. } => {
