@@ -75,8 +75,8 @@ pub enum Event {
         ignored: bool,
         rescued: bool,
     },
-    /// A host finished its task list (for `run-tasks`: the whole file).
-    HostFinished {
+    /// A host finished a task list (for `run-tasks`: the whole file; in an upgrade: one step's file).
+    TaskListFinished {
         host: String,
         failed: bool,
         unreachable: bool,
@@ -129,8 +129,8 @@ pub enum Event {
         duration: Duration,
         error: Option<String>,
     },
-    /// A host's sequence in a phase ended.
-    HostCompleted {
+    /// A host's sequence in a phase ended (`host-finished` in the JSON events).
+    HostFinished {
         report: HostReport,
     },
     /// Something a person should read, about a host or the whole run (`host: None`).

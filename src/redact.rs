@@ -130,7 +130,7 @@ impl Redactor {
                 self.value(result);
             }
             Event::StepFinished { error: Some(error), .. } => self.string(error),
-            Event::HostCompleted { report } => self.report(report),
+            Event::HostFinished { report } => self.report(report),
             Event::Notice { message, .. } => self.string(message),
             Event::RunFinished { summary } => self.summary_in_place(summary),
             _ => {}

@@ -255,7 +255,7 @@ async fn run_preflight(state: &mut RunState<'_>) {
         state.summary.resumed = Some(decided.resume.clone());
     }
     for report in &decided.skipped {
-        run.event(Event::HostCompleted { report: report.clone() });
+        run.event(Event::HostFinished { report: report.clone() });
     }
     state.summary.hosts.extend(decided.skipped.iter().cloned());
     phase_finished(run, Phase::Preflight, true, started);

@@ -624,7 +624,7 @@ impl UpgradeRun {
                 detail,
             });
         }
-        self.event(Event::HostCompleted { report: report.clone() });
+        self.event(Event::HostFinished { report: report.clone() });
         report
     }
 

@@ -29,7 +29,7 @@ impl Role {
 
 /// What one attempt at a host's sequence has done so far, for the clean-up after a failure or an interrupt.
 #[derive(Debug, Default)]
-struct Progress {
+struct Attempt {
     /// The node is unschedulable because of this run.
     cordoned: bool,
     /// The upgrade step ran (or had already run): the node must not be uncordoned half-way.
@@ -53,18 +53,18 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
     // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
     // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
     let at_target = run.version_before(host).is_some_and(|v| run.target.is_reported_by(&v));
-    let mut progress = Progress { cordoned: was_cordoned, upgraded: false };
-    let outcome = match steps(run, host, role, was_cordoned, at_target, &mut progress).await {
+    let mut attempt = Attempt { cordoned: was_cordoned, upgraded: false };
+    let outcome = match steps(run, host, role, was_cordoned, at_target, &mut attempt).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
         Err(f) => {
             if f.interrupted {
-                uncordon_after_interrupt(run, host, role, was_cordoned, &mut progress).await;
+                uncordon_after_interrupt(run, host, role, was_cordoned, &mut attempt).await;
             }
             HostOutcome::Failed {
                 step: f.step,
                 reason: f.reason,
                 unreachable: f.unreachable,
-                left_cordoned: progress.cordoned && !was_cordoned,
+                left_cordoned: attempt.cordoned && !was_cordoned,
             }
         }
     };
@@ -175,7 +175,7 @@ async fn steps(
     role: Role,
     was_cordoned: bool,
     at_target: bool,
-    progress: &mut Progress,
+    attempt: &mut Attempt,
 ) -> Result<(), StepFailure> {
     let phase = role.phase();
     let was = [("upgrade_node_was_cordoned", Value::Bool(was_cordoned))];
@@ -186,7 +186,7 @@ async fn steps(
     }
     if !was_cordoned {
         step(run, phase, host, Step::Cordon, "cordon.yml", &[]).await?;
-        progress.cordoned = true;
+        attempt.cordoned = true;
     }
     if role == Role::Node {
         hook(run, phase, host, HookPoint::NodePreDrain, Step::PreDrainHook).await?;
@@ -195,7 +195,7 @@ async fn steps(
         if failure.interrupted {
             return Err(failure);
         }
-        return Err(after_drain_failure(run, host, role, failure, was_cordoned, progress).await);
+        return Err(after_drain_failure(run, host, role, failure, was_cordoned, attempt).await);
     }
     if role == Role::Node {
         hook(run, phase, host, HookPoint::NodePre, Step::PreHook).await?;
@@ -214,7 +214,7 @@ async fn steps(
         };
         // From here on the node is half-way: it is not uncordoned by an interrupt, it is finished or left for a
         // re-run (which does not repeat this step).
-        progress.upgraded = true;
+        attempt.upgraded = true;
         if upgrade_cut_short(run, phase, host) {
             run.notice(
                 Some(host),
@@ -227,7 +227,7 @@ async fn steps(
         // leave the host worse off than either version. It is bounded by the commands' own `timeout:` instead.
         run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
     }
-    progress.upgraded = true;
+    attempt.upgraded = true;
     match role {
         Role::Master => {
             hook(run, phase, host, HookPoint::MasterMid, Step::MidHook).await?;
@@ -244,7 +244,7 @@ async fn steps(
         }
     }
     step(run, phase, host, Step::Uncordon, "uncordon.yml", &was).await?;
-    progress.cordoned = was_cordoned;
+    attempt.cordoned = was_cordoned;
     let post = match role {
         Role::Master => HookPoint::MasterPost,
         Role::Node => HookPoint::NodePost,
@@ -387,20 +387,14 @@ pub(crate) async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<
 }
 
 /// Past the grace period, a node this run cordoned and did not upgrade gets its capacity back.
-async fn uncordon_after_interrupt(
-    run: &UpgradeRun,
-    host: &str,
-    role: Role,
-    was_cordoned: bool,
-    progress: &mut Progress,
-) {
-    if !progress.cordoned || was_cordoned || progress.upgraded {
+async fn uncordon_after_interrupt(run: &UpgradeRun, host: &str, role: Role, was_cordoned: bool, attempt: &mut Attempt) {
+    if !attempt.cordoned || was_cordoned || attempt.upgraded {
         return;
     }
     let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
     match run.run_step(role.phase(), host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
         Ok(_) => {
-            progress.cordoned = false;
+            attempt.cordoned = false;
             run.notice(Some(host), "interrupted before its upgrade: uncordoned again");
         }
         Err(f) => run.notice(Some(host), format!("could not uncordon after the interrupt: {}", f.reason)),
@@ -449,7 +443,7 @@ async fn after_drain_failure(
     role: Role,
     mut failure: StepFailure,
     was_cordoned: bool,
-    progress: &mut Progress,
+    attempt: &mut Attempt,
 ) -> StepFailure {
     let limit = run.plan.settings.drain_timeout.value;
     if failure.timed_out && limit.seconds() > 0 {
@@ -463,7 +457,7 @@ async fn after_drain_failure(
     let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
     match run.run_step(phase, host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
         Ok(_) => {
-            progress.cordoned = false;
+            attempt.cordoned = false;
             run.notice(Some(host), "uncordoned again after the failed drain, so its capacity comes back");
         }
         Err(f) => run.notice(Some(host), format!("could not uncordon after the failed drain: {}", f.reason)),

@@ -11,7 +11,7 @@ use crate::tasks::report::task_lines;
 use crate::vocabulary::{HostOutcome, Phase, Step, Summary};
 
 use super::output::OutputQueue;
-use super::progress::Progress;
+use super::progress::ProgressBars;
 
 pub struct HumanReporter {
     out: Mutex<Box<dyn Write + Send>>,
@@ -19,7 +19,7 @@ pub struct HumanReporter {
     timestamps: bool,
     color: bool,
     /// Progress bars on stderr, when it is a terminal.
-    progress: Option<Progress>,
+    progress: Option<ProgressBars>,
     /// The step each host is in, so hook task results show and built-in step tasks stay quiet.
     current_step: Mutex<HashMap<String, Step>>,
     /// The stdout queue, waited on briefly while the progress bars are cleared so lines land above them.
@@ -48,7 +48,7 @@ impl HumanReporter {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let mut reporter = HumanReporter::new(stdout.writer(), verbosity, !on_terminal);
         reporter.color = on_terminal && !no_color;
-        reporter.progress = Progress::on_stderr(!no_color);
+        reporter.progress = ProgressBars::on_stderr(!no_color);
         reporter.settle = Some(stdout.clone());
         reporter
     }
@@ -147,7 +147,7 @@ impl EventSink for HumanReporter {
                     self.write(&lines);
                 }
             }
-            Event::HostCompleted { report } => {
+            Event::HostFinished { report } => {
                 let host = &report.host;
                 let line = match &report.outcome {
                     HostOutcome::Upgraded { left_cordoned: true } => {

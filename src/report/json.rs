@@ -47,7 +47,7 @@ pub fn event_json(event: &Event) -> Option<Value> {
             "event": "step-finished", "phase": phase, "host": host, "step": step.name(),
             "status": if *ok { "ok" } else { "failed" }, "duration": ms(duration), "error": error
         }),
-        Event::HostCompleted { report } => {
+        Event::HostFinished { report } => {
             let mut v = serde_json::to_value(report).ok()?;
             if let Value::Object(m) = &mut v {
                 m.insert("event".into(), json!("host-finished"));

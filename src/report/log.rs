@@ -99,7 +99,7 @@ impl EventSink for HostLogReporter {
                 self.write(host, &lines);
             }
             Event::Notice { host: Some(host), message } => self.write(host, std::slice::from_ref(message)),
-            Event::HostCompleted { report } => {
+            Event::HostFinished { report } => {
                 let what = match &report.outcome {
                     HostOutcome::Upgraded { .. } => "done".to_string(),
                     HostOutcome::Skipped { reason } => format!("skipped: {reason}"),

@@ -544,7 +544,7 @@ pub async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
             outcome,
             duration: started.elapsed(),
         };
-        run.event(Event::HostCompleted { report: report.clone() });
+        run.event(Event::HostFinished { report: report.clone() });
         summary.hosts.push(report);
     }
     if let Ok(after) = crate::phase::verify::final_state(run).await {
