@@ -291,6 +291,33 @@ impl History {
         self.host(phase, host).and_then(|h| h.finished) == Some(HostRecord::Upgraded)
     }
 
+    /// An earlier run of `target` ended this host's sequence in `phase` with one of `outcomes`, and nothing started
+    /// it again since (a verified backup, a cluster hook run to the end, a blue node evacuated).
+    pub fn finished_for(&self, phase: Phase, host: &str, target: &str, outcomes: &[HostRecord]) -> bool {
+        self.host(phase, host).is_some_and(|h| {
+            !h.in_flight && h.finished.is_some_and(|f| outcomes.contains(&f)) && h.target.as_deref() == Some(target)
+        })
+    }
+
+    /// An earlier run of ours left this node cordoned: its attempt did not finish, and the node was schedulable when
+    /// it first started.
+    pub fn cordoned_by_earlier_run(&self, phase: Phase, host: &str) -> bool {
+        self.host(phase, host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
+    }
+
+    /// The node was cordoned (by someone else) before this tool's first attempt at it.
+    pub fn was_cordoned(&self, phase: Phase, host: &str) -> bool {
+        self.host(phase, host).is_some_and(|h| h.was_cordoned)
+    }
+
+    /// In an unfinished attempt for `target`, `step` was done (`done: true`) or started and never recorded done.
+    pub fn step_of_unfinished(&self, phase: Phase, host: &str, target: &str, step: Step, done: bool) -> bool {
+        self.unfinished(phase, host, target)
+            && self
+                .host(phase, host)
+                .is_some_and(|h| if done { h.did(step) } else { h.steps_cut_short.contains(&step) })
+    }
+
     fn apply(&mut self, entry: &JournalEntry) {
         match entry {
             JournalEntry::RunStarted { target, .. } => {

@@ -45,8 +45,5 @@ pub async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport> {
 }
 
 fn done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history.host(phase, host).is_some_and(|h| {
-        !h.in_flight && h.finished == Some(HostRecord::Upgraded) && h.target.as_deref() == Some(target.as_str())
-    })
+    run.history.finished_for(phase, host, &run.target.to_string(), &[HostRecord::Upgraded])
 }

@@ -92,11 +92,8 @@ async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
 /// The journal says this host's backup succeeded in an earlier run with the same target.
 fn backed_up_earlier(run: &UpgradeRun, host: &str) -> bool {
     use crate::journal::HostRecord;
-    run.history.host(Phase::EtcdBackup, host).is_some_and(|h| {
-        !h.in_flight
-            && matches!(h.finished, Some(HostRecord::Upgraded | HostRecord::Skipped))
-            && h.target.as_deref() == Some(run.target.to_string().as_str())
-    })
+    let backed_up = [HostRecord::Upgraded, HostRecord::Skipped];
+    run.history.finished_for(Phase::EtcdBackup, host, &run.target.to_string(), &backed_up)
 }
 
 async fn backup(run: &UpgradeRun, host: &str) -> HostReport {

@@ -785,7 +785,7 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
         .map(|r| (Phase::ControlPlane, &r.host))
         .chain(decided.nodes_skipped.keys().map(|h| (Phase::Nodes, h)));
     for (phase, host) in skipped {
-        if earlier(phase, host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded) {
+        if run.history.upgraded_earlier(phase, host) {
             resume.done_earlier.push(host.clone());
         }
     }

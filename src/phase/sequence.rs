@@ -74,7 +74,7 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
 /// A node found cordoned that an earlier run of ours cordoned is not "cordoned before the run": it gets uncordoned.
 /// The journal knows: the earlier attempt did not finish, and the node was schedulable when it first started.
 fn cordoned_by_earlier_run(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    run.history.host(phase, host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
+    run.history.cordoned_by_earlier_run(phase, host)
 }
 
 /// Before each step: past the grace period of an interrupt, the host stops here, between steps.
@@ -403,10 +403,7 @@ async fn uncordon_after_interrupt(run: &UpgradeRun, host: &str, role: Role, was_
 
 /// The journal says an earlier run started this host's upgrade step and died before it ended.
 fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history.host(phase, host).is_some_and(|h| {
-        h.unfinished() && h.target.as_deref() == Some(target.as_str()) && h.steps_cut_short.contains(&Step::Upgrade)
-    })
+    run.history.step_of_unfinished(phase, host, &run.target.to_string(), Step::Upgrade, false)
 }
 
 /// Reads the node from the cluster now (not as preflight saw it): an upgrade command left running by a killed run
@@ -429,10 +426,7 @@ async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
 
 /// The journal says the upgrade step of this host finished, for this target, in an attempt that did not finish.
 fn upgrade_done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history
-        .host(phase, host)
-        .is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()) && h.did(Step::Upgrade))
+    run.history.step_of_unfinished(phase, host, &run.target.to_string(), Step::Upgrade, true)
 }
 
 /// A drain that failed or outlasted the drain timeout: the node is not upgraded, and gets its capacity back

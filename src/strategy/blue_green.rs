@@ -479,10 +479,8 @@ async fn surge_hook_step(
 
 /// The journal says an earlier run evacuated this blue node for the same target.
 fn evacuated_earlier(run: &UpgradeRun, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history.host(Phase::Nodes, host).is_some_and(|h| {
-        h.finished == Some(crate::journal::HostRecord::Upgraded) && !h.in_flight && h.target.as_deref() == Some(&target)
-    })
+    let evacuated = [crate::journal::HostRecord::Upgraded];
+    run.history.finished_for(Phase::Nodes, host, &run.target.to_string(), &evacuated)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -522,8 +520,7 @@ pub async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
     for (host, step, file) in moves {
         let started = Instant::now();
         let node = run.node_name(host);
-        let cordoned_before =
-            step == Step::Uncordon && run.history.host(Phase::Nodes, host).is_some_and(|h| h.was_cordoned);
+        let cordoned_before = step == Step::Uncordon && run.history.was_cordoned(Phase::Nodes, host);
         let outcome = if !cluster.contains_key(&node) {
             HostOutcome::Skipped { reason: format!("node {node} is not in the cluster (deleted?): it must rejoin") }
         } else if cordoned_before {
