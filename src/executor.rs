@@ -129,7 +129,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
                     let run = current.set(run);
                     let (mut summary, error) = blue_green::rollback(&run).await;
                     summary.interrupted |= run.was_interrupted();
-                    if let Some(failure) = run.write_failures.failure() {
+                    if let Some(failure) = run.recorder.write_failures.failure() {
                         summary.state_error = Some(failure.clone());
                     }
                     (summary, error)

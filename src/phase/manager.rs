@@ -356,7 +356,7 @@ fn finish(run: &UpgradeRun, summary: &mut Summary) {
         status: summary.exit_code().status(),
     });
     // Checked after the last entry, so a journal that failed on it too never reads as a success.
-    if let Some(failure) = run.write_failures.failure() {
+    if let Some(failure) = run.recorder.write_failures.failure() {
         summary.state_error = Some(failure.clone());
         if summary.stopped.is_none() && !recorded {
             summary.stopped = Some(StopReason::JournalLastEntry(failure.clone()));

@@ -11,8 +11,10 @@ pub mod manager;
 pub mod nodes;
 pub mod poller;
 pub mod preflight;
+pub mod recorder;
 pub mod run;
 pub mod sequence;
+pub mod step_runner;
 pub mod verify;
 
 /// Awaits futures together on the current task (they borrow the run) and returns their outputs in order.
