@@ -916,6 +916,7 @@ mod tests {
         Refused(ErrorKind, &'static str),
     }
 
+    // Long because it is a table: one row per case, then one loop that checks them all.
     #[test]
     fn the_decision_table() {
         const OLD: &str = "v1.28.5";

@@ -242,6 +242,13 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
             lines.extend(entries);
         }
     }
+    lines.extend(what_is_left(summary));
+    lines
+}
+
+/// The end of the summary: what verify found, the cluster's state, why the run stopped and the verdict.
+fn what_is_left(summary: &Summary) -> Vec<String> {
+    let mut lines = Vec::new();
     let verify_failures: Vec<String> = summary
         .hosts
         .iter()
