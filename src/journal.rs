@@ -215,6 +215,30 @@ pub enum JournalEntry {
     },
 }
 
+impl JournalEntry {
+    /// Its free text (hosts, targets, details, paths), for masking secrets; the phase, step and status are words of
+    /// the tool's own and stay readable, so a masked entry still resumes.
+    pub fn texts_mut(&mut self) -> Vec<&mut String> {
+        match self {
+            JournalEntry::RunStarted { run, time, target } => vec![run, time, target],
+            JournalEntry::HostStarted { run, time, host, .. }
+            | JournalEntry::StepStarted { run, time, host, .. }
+            | JournalEntry::StepDone { run, time, host, .. } => vec![run, time, host],
+            JournalEntry::HostFinished { run, time, host, detail, .. } => vec![run, time, host, detail],
+            JournalEntry::RunFinished { run, time, .. } => vec![run, time],
+            JournalEntry::Backup { run, time, host, timestamp, dir, snapshot, files } => {
+                let mut texts = vec![run, time, host, timestamp, dir];
+                texts.extend(snapshot.iter_mut());
+                texts.extend(files.iter_mut());
+                texts
+            }
+            JournalEntry::HopStarted { run, time, from, target, final_target, .. } => {
+                vec![run, time, from, target, final_target]
+            }
+        }
+    }
+}
+
 /// How a host's sequence ended, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

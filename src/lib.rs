@@ -44,7 +44,8 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Err(err) => {
             let _ = err.print();
             // --help and --version are not failures; every usage error exits 2, like any bad input.
-            return if err.use_stderr() { 2 } else { 0 };
+            let code = if err.use_stderr() { vocabulary::ExitCode::BadInput } else { vocabulary::ExitCode::Success };
+            return code.code();
         }
     };
     let outcome = match &cli.command {
@@ -64,7 +65,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Ok(code) => code,
         Err(err) => {
             report_error(&err);
-            err.exit_code()
+            err.code().code()
         }
     }
 }
