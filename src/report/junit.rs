@@ -11,7 +11,7 @@ pub fn render(summary: &Summary) -> String {
     if let Some(why) = summary.stopped.as_ref().and_then(|s| s.check_failed()) {
         reports.push(HostReport {
             phase: Phase::Preflight,
-            host: "preflight".into(),
+            host: Phase::Preflight.name().into(),
             node: None,
             outcome: HostOutcome::Failed {
                 step: Step::ReadCluster,
@@ -76,7 +76,7 @@ pub fn render_reports(reports: &[HostReport]) -> String {
                     let _ = write!(xml, ">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(reason));
                 }
                 HostOutcome::Failed { step, reason, .. } => {
-                    let kind = if case.phase == Phase::Preflight { "preflight".to_string() } else { step.to_string() };
+                    let kind = if case.phase == Phase::Preflight { case.phase.to_string() } else { step.to_string() };
                     let _ = write!(
                         xml,
                         ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
