@@ -497,31 +497,23 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
         plan: &run.plan,
         target: &run.target,
         allow_skip_minor: run.options.allow_skip_minor,
-        inventory_path: &run.inventory.path,
+        inventory: &run.inventory,
         history: &run.history,
         node_names: hosts.iter().map(|h| ((*h).clone(), run.node_name(h))).collect(),
         installed: run.host_versions.lock().map(|m| m.clone()).unwrap_or_default(),
         probes_installed: hosts.iter().filter(|h| run.probes_host_version(h)).map(|h| (*h).clone()).collect(),
     };
-    let mut notices = Vec::new();
-    let decision = decide_from(&input, cluster, &mut notices);
-    for notice in notices {
-        run.notice(None, notice);
-    }
-    let decision = decision?;
-    let mut result = Preflight {
+    let order = |kept: Vec<String>| crate::strategy::order::for_run(run, kept, cluster);
+    let decision = decide_from(&input, cluster, &order, &mut |notice| run.notice(None, notice))?;
+    let result = Preflight {
         masters: decision.masters,
+        node_batches: decision.node_batches,
         nodes_skipped: decision.nodes_skipped,
         skipped: decision.skipped,
         control_plane_version: Some(decision.control_plane_version),
         ..Preflight::default()
     };
-    if let Some(selected) = decision.nodes_selected {
-        let selected = crate::strategy::order::for_run(run, selected, cluster);
-        // A percentage of serial is of all the nodes selected for the phase, as in the plan.
-        result.node_batches =
-            crate::plan::batch_nodes(&selected, &run.plan.settings, &run.plan.node_labels, &run.inventory);
-    }
+    let mut result = result;
     result.resume = resume(run, cluster, &result);
     Ok(result)
 }
@@ -532,7 +524,8 @@ pub(crate) struct DecisionInput<'a> {
     pub plan: &'a crate::plan::Plan,
     pub target: &'a TargetVersion,
     pub allow_skip_minor: bool,
-    pub inventory_path: &'a std::path::Path,
+    /// The inventory, for the batches (a node group's own serial).
+    pub inventory: &'a crate::inventory::Inventory,
     pub history: &'a History,
     /// Each planned host's Kubernetes node name.
     pub node_names: HashMap<String, String>,
@@ -555,8 +548,10 @@ pub(crate) struct Decision {
     pub masters: Vec<String>,
     /// Masters with nothing to do.
     pub skipped: Vec<HostReport>,
-    /// The nodes the label selects, in plan order (`None` without a nodes phase).
+    /// The nodes the label selects, in run order (`None` without a nodes phase).
     pub nodes_selected: Option<Vec<String>>,
+    /// The selected nodes cut into batches by serial, as the plan cuts them.
+    pub node_batches: Vec<Vec<String>>,
     /// Selected nodes with nothing to do, and why.
     pub nodes_skipped: HashMap<String, String>,
     /// The version the masters run.
@@ -566,11 +561,13 @@ pub(crate) struct Decision {
 /// The decision itself: every host the run upgrades is a node of the cluster, the masters run one version, the
 /// target is not older and skips no minor (unless allowed), a nodes-only run finds the masters at the target, the
 /// label selects something; hosts at the target are skipped unless an earlier run left them half-way. Pure: what
-/// the operator should read is pushed onto `notices`, even when it then refuses.
+/// the operator should read is handed to `say` as it comes, even when the decision then refuses; `order` puts the
+/// selected nodes in run order (the strategy's zone-age order).
 pub(crate) fn decide_from(
     input: &DecisionInput<'_>,
     cluster: &HashMap<String, ClusterNode>,
-    notices: &mut Vec<String>,
+    order: &dyn Fn(Vec<String>) -> Vec<String>,
+    say: &mut dyn FnMut(String),
 ) -> Result<Decision> {
     let (plan, target) = (input.plan, input.target);
 
@@ -590,7 +587,7 @@ pub(crate) fn decide_from(
         let known: Vec<&str> =
             cluster.keys().map(String::as_str).collect::<BTreeSet<_>>().into_iter().take(10).collect();
         return Err(Error::input(format!("the cluster has no node for: {}", missing.join(", ")))
-            .in_file(input.inventory_path)
+            .in_file(&input.inventory.path)
             .hint(format!(
                 "set node_name on those hosts to their Kubernetes node names (the cluster has: {})",
                 known.join(", ")
@@ -602,7 +599,7 @@ pub(crate) fn decide_from(
         input.installed.get(h).cloned().unwrap_or_else(|| cluster[input.node_name(h)].kubelet_version.clone())
     };
     let version_of = |h: &String| TargetVersion::parse(&text_of(h)).ok();
-    let current = control_plane_version(input, &text_of, notices)?;
+    let current = control_plane_version(input, &text_of, say)?;
     check_target(input, &current)?;
 
     let unfinished = |phase: Phase, host: &str| input.history.unfinished(phase, host, &target.to_string());
@@ -622,6 +619,7 @@ pub(crate) fn decide_from(
         masters: Vec::new(),
         skipped: Vec::new(),
         nodes_selected: None,
+        node_batches: Vec::new(),
         nodes_skipped: HashMap::new(),
         control_plane_version: current,
     };
@@ -636,7 +634,26 @@ pub(crate) fn decide_from(
         }
     }
     if let Some(nodes_plan) = plan.phase(Phase::Nodes) {
-        let selected = select_by_label(input, cluster, nodes_plan.batches.concat(), notices)?;
+        let candidates = nodes_plan.batches.concat();
+        let labels_of = |h: &str| cluster.get(input.node_name(h)).map(|n| &n.labels);
+        let selector = plan.settings.label.value.as_ref();
+        let order = |kept: Vec<String>, left: &[String]| {
+            if let (Some(selector), false) = (selector, left.is_empty()) {
+                say(format!("label `{selector}` leaves out: {}", left.join(", ")));
+            }
+            Ok(order(kept))
+        };
+        // A percentage of serial is of all the nodes selected for the phase, as in the plan.
+        let selection = crate::plan::select_and_batch(
+            &candidates,
+            crate::plan::NodeLabels::Cluster(&labels_of),
+            true,
+            &plan.settings,
+            &plan.node_labels,
+            input.inventory,
+            order,
+        )?;
+        let selected = selection.nodes;
         for h in &selected {
             match version_of(h) {
                 // Blue nodes are evacuated whatever version they run.
@@ -649,6 +666,7 @@ pub(crate) fn decide_from(
             }
         }
         decision.nodes_selected = Some(selected);
+        decision.node_batches = selection.batches;
     }
     Ok(decision)
 }
@@ -657,7 +675,7 @@ pub(crate) fn decide_from(
 fn control_plane_version(
     input: &DecisionInput<'_>,
     text_of: &dyn Fn(&String) -> String,
-    notices: &mut Vec<String>,
+    say: &mut dyn FnMut(String),
 ) -> Result<TargetVersion> {
     let (plan, target) = (input.plan, input.target);
     let mut master_versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -672,7 +690,7 @@ fn control_plane_version(
     if master_versions.len() == 2 && plan.has_phase(Phase::ControlPlane) {
         if let Some(at_target) = target_text {
             let done = master_versions.remove(&at_target).unwrap_or_default();
-            notices.push(format!("control-plane upgrade in progress: {} already at {at_target}", done.join(", ")));
+            say(format!("control-plane upgrade in progress: {} already at {at_target}", done.join(", ")));
         }
     }
     if master_versions.len() > 1 {
@@ -714,36 +732,6 @@ fn check_target(input: &DecisionInput<'_>, current: &TargetVersion) -> Result<()
             .hint("upgrade the control plane first: upgrade --phase control-plane, then --phase nodes"));
     }
     Ok(())
-}
-
-/// The candidates the label selector keeps, by the labels the cluster reports; none kept is bad input.
-fn select_by_label(
-    input: &DecisionInput<'_>,
-    cluster: &HashMap<String, ClusterNode>,
-    candidates: Vec<String>,
-    notices: &mut Vec<String>,
-) -> Result<Vec<String>> {
-    let Some(selector) = &input.plan.settings.label.value else { return Ok(candidates) };
-    let labels = |h: &String| &cluster[input.node_name(h)].labels;
-    let (kept, left): (Vec<String>, Vec<String>) =
-        candidates.iter().cloned().partition(|h| selector.matches(labels(h)));
-    if kept.is_empty() {
-        let mut present = BTreeSet::new();
-        for h in &candidates {
-            present.extend(labels(h).iter().map(|(k, v)| format!("{k}={v}")));
-        }
-        let shown: Vec<String> = present.into_iter().take(12).collect();
-        return Err(Error::input(format!(
-            "label selector `{selector}` ({}) matches none of the {} nodes, by the labels the cluster reports",
-            input.plan.settings.label.describe_origin(),
-            candidates.len()
-        ))
-        .hint(format!("the nodes have these labels: {}", shown.join(", "))));
-    }
-    if !left.is_empty() {
-        notices.push(format!("label `{selector}` leaves out: {}", left.join(", ")));
-    }
-    Ok(kept)
 }
 
 /// An earlier run of the same target started this host's sequence and did not finish it (cut short or failed): it
@@ -845,17 +833,15 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
 mod tests {
     use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-    use clap::Parser;
-
     use super::*;
-    use crate::cli::Cli;
     use crate::error::{ErrorKind, Location};
     use crate::inventory::{Group, Host, Inventory, Vars};
     use crate::journal::{HostHistory, HostRecord};
-    use crate::plan::Plan;
+    use crate::plan::{Plan, PlanRequest};
+    use crate::settings::SettingFlags;
 
     /// Three masters (m1 first) and two nodes, every host its own node.
-    fn plan(args: &[&str]) -> Plan {
+    fn plan(phases: &[&str]) -> (Plan, Inventory) {
         let dir = std::env::temp_dir();
         let mut inv = Inventory::new(dir.join("hosts"), dir);
         for (group, hosts) in [("masters", &["m1", "m2"][..]), ("etcd", &["m1"]), ("nodes", &["m1", "m2", "n1", "n2"])]
@@ -868,9 +854,12 @@ mod tests {
             inv.groups.insert(group.to_string(), g);
         }
         inv.refresh();
-        let mut argv = vec!["upgrade", "-i", "hosts", "--plan", "--target-version", "v1.29.1"];
-        argv.extend(args);
-        Plan::build(&inv, &Vars::new(), &Cli::try_parse_from(argv).unwrap().upgrade).unwrap()
+        let request = PlanRequest {
+            phases: phases.iter().map(|p| p.to_string()).collect(),
+            flags: SettingFlags { target_version: Some("v1.29.1".into()), ..SettingFlags::default() },
+            ..PlanRequest::default()
+        };
+        (Plan::build(&inv, &Vars::new(), &request).unwrap(), inv)
     }
 
     fn cluster(versions: &[(&str, &str)]) -> HashMap<String, ClusterNode> {
@@ -1050,7 +1039,7 @@ mod tests {
             ),
             (
                 "nodes before the masters",
-                vec!["--phase", "nodes"],
+                vec!["nodes"],
                 all_old.to_vec(),
                 History::default(),
                 false,
@@ -1058,7 +1047,7 @@ mod tests {
             ),
             (
                 "nodes after the masters",
-                vec!["--phase", "nodes"],
+                vec!["nodes"],
                 vec![("m1", NEW), ("m2", NEW), ("n1", OLD), ("n2", OLD)],
                 History::default(),
                 false,
@@ -1073,21 +1062,21 @@ mod tests {
                 Want::Refused(ErrorKind::Input, "the cluster has no node for: n2"),
             ),
         ];
-        for (name, args, versions, history, allow_skip_minor, want) in cases {
-            let plan = plan(&args);
+        for (name, phases, versions, history, allow_skip_minor, want) in cases {
+            let (plan, inventory) = plan(&phases);
             let target = TargetVersion::parse(NEW).unwrap();
             let input = DecisionInput {
                 plan: &plan,
                 target: &target,
                 allow_skip_minor,
-                inventory_path: std::path::Path::new("hosts"),
+                inventory: &inventory,
                 history: &history,
                 node_names: HashMap::new(),
                 installed: HashMap::new(),
                 probes_installed: BTreeSet::new(),
             };
             let mut notices = Vec::new();
-            let got = decide_from(&input, &cluster(&versions), &mut notices);
+            let got = decide_from(&input, &cluster(&versions), &|kept| kept, &mut |n| notices.push(n));
             match (want, got) {
                 (Want::Decided { masters, skipped, nodes, skipped_nodes, notice }, Ok(d)) => {
                     assert_eq!(d.masters, masters, "{name}: masters");
@@ -1114,14 +1103,14 @@ mod tests {
 
     #[test]
     fn an_installed_version_decides_and_is_said_so() {
-        let plan = plan(&["--phase", "control-plane"]);
+        let (plan, inventory) = plan(&["control-plane"]);
         let target = TargetVersion::parse("v1.29.1").unwrap();
         let history = History::default();
         let input = DecisionInput {
             plan: &plan,
             target: &target,
             allow_skip_minor: false,
-            inventory_path: std::path::Path::new("hosts"),
+            inventory: &inventory,
             history: &history,
             node_names: HashMap::from([("m2".to_string(), "master-2".to_string())]),
             installed: HashMap::from([
@@ -1132,7 +1121,7 @@ mod tests {
         };
         // The kubelets still say the old version: what is installed counts.
         let cluster = cluster(&[("m1", "v1.29.0"), ("master-2", "v1.29.0"), ("n1", "v1.29.0"), ("n2", "v1.29.0")]);
-        let d = decide_from(&input, &cluster, &mut Vec::new()).unwrap();
+        let d = decide_from(&input, &cluster, &|kept| kept, &mut |_| {}).unwrap();
         assert!(d.masters.is_empty());
         let m2 = &d.skipped[1];
         assert_eq!((m2.host.as_str(), m2.node.as_deref()), ("m2", Some("master-2")));
