@@ -31,7 +31,7 @@ pub fn check_host(host: &str, vars: &Vars) -> Result<()> {
         seconds(host, vars, name, what, 0)?;
     }
     if let Some(var) = literal(vars, "upgrade_no_log") {
-        if crate::tasks::engine::parse_bool(&var.value).is_none() {
+        if crate::ansible_compat::boolean(&var.value).is_none() {
             return Err(located(
                 Error::input(format!("{host}: upgrade_no_log must be true or false, not `{}`", shown(&var.value)))
                     .hint("write upgrade_no_log: true to hide the output of the built-in steps"),

@@ -126,7 +126,7 @@ fn check(name: &str, kind: &Kind, value: &Value, origin: &Origin) -> Result<Stri
             }
         }
         Kind::Text => Ok(text),
-        Kind::Flag => match crate::tasks::engine::parse_bool(value) {
+        Kind::Flag => match crate::ansible_compat::boolean(value) {
             Some(b) => Ok(b.to_string()),
             None => bad(format!("{name} `{text}` is not a boolean"), "use true or false"),
         },

@@ -1,5 +1,6 @@
 //! `upgrade`: reads an Ansible inventory, plans an upgrade, and carries it out over SSH, phase by phase.
 
+pub mod ansible_compat;
 pub mod builtin_vars;
 pub mod cli;
 pub mod cluster;

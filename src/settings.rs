@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::ansible_compat::unquote;
 use crate::error::{Error, Result};
 use crate::inventory::{Origin, Var, Vars, python_int};
 
@@ -1000,7 +1001,7 @@ pub fn resolve_certificate_expiry(
     )?
     .unwrap_or_else(|| Setting::default(default_days));
     let truth = |text: &str| {
-        crate::tasks::engine::parse_bool(&Value::String(unquote(text.trim()).to_string()))
+        crate::ansible_compat::boolean(&Value::String(unquote(text.trim()).to_string()))
             .ok_or_else(|| Error::input(format!("`{}` is not true or false", text.trim())).hint("write true or false"))
     };
     let fail_on_warn = run_wide(
@@ -1190,15 +1191,6 @@ pub(crate) fn located(mut err: Error, name: &str, origin: &Origin) -> Error {
 
 // ---------------------------------------------------------------------------------------------------------------
 // small readers shared by the settings
-
-fn unquote(s: &str) -> &str {
-    for q in ['"', '\''] {
-        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
-            return &s[1..s.len() - 1];
-        }
-    }
-    s
-}
 
 fn integral(value: &Value) -> Option<i64> {
     let n = value.as_number()?;

@@ -85,23 +85,5 @@ pub trait Connection: Send + Sync {
 
 pub type SharedConnection = Arc<dyn Connection>;
 
-/// Quotes a string for a POSIX shell: the one place commands are assembled from untrusted pieces.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:@,+%".contains(&b)) {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shell_quote;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("abc"), "abc");
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote("a b"), "'a b'");
-    }
-}
+/// Commands are assembled from untrusted pieces with Python's `shlex.quote`, as Ansible's own plugins do.
+pub use crate::ansible_compat::shell_quote;

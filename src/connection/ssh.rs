@@ -16,7 +16,8 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{Mutex, Semaphore};
 
-use super::{Connection, ConnectionError, ExecOutput, shell_quote};
+use super::{Connection, ConnectionError, ExecOutput};
+use crate::ansible_compat::{boolean, shell_quote, shlex_split};
 
 /// sshd allows 10 sessions per connection by default (`MaxSessions`); stay under it so parallel commands on one host
 /// (several hosts delegating to the first master, say) wait their turn instead of being refused.
@@ -65,16 +66,19 @@ impl SshSettings {
         let mut args = Vec::new();
         for var in ["ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args"] {
             if let Some(text) = last_string(vars, &[var])? {
-                args.extend(split_shell_words(&text).ok_or_else(|| bad_var(name, var, "has an unclosed quote"))?);
+                args.extend(shlex_split(&text, false).map_err(|e| {
+                    let why =
+                        if e.contains("quotation") { "has an unclosed quote" } else { "ends with a lone backslash" };
+                    bad_var(name, var, why)
+                })?);
             }
         }
         let host_key_checking = match last_value(vars, &["ansible_host_key_checking", "ansible_ssh_host_key_checking"])
         {
             None | Some((_, Value::Null)) => None,
-            Some((var, value)) => Some(
-                ansible_bool(value)
-                    .ok_or_else(|| bad_var(name, var, &format!("{} is not a boolean", render(value))))?,
-            ),
+            Some((var, value)) => {
+                Some(boolean(value).ok_or_else(|| bad_var(name, var, &format!("{} is not a boolean", render(value))))?)
+            }
         };
         let connect_timeout = match last_value(vars, &["ansible_ssh_timeout"]) {
             None | Some((_, Value::Null)) => None,
@@ -653,20 +657,6 @@ fn parse_port(value: &Value) -> Option<u16> {
     parse_u64(value).and_then(|n| u16::try_from(n).ok()).filter(|p| *p > 0)
 }
 
-/// Ansible's boolean conversion (`yes`, `on`, `1`, `true`, ... and their opposites).
-fn ansible_bool(value: &Value) -> Option<bool> {
-    match value {
-        Value::Bool(b) => Some(*b),
-        Value::Number(n) => n.as_f64().map(|f| f != 0.0),
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "yes" | "on" | "1" | "true" | "y" | "t" | "1.0" => Some(true),
-            "no" | "off" | "0" | "false" | "n" | "f" | "0.0" | "" => Some(false),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// `~/key` as Ansible expands it (ssh would too, but only inside its config, not in our messages).
 fn expand_home(path: &str) -> String {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
@@ -681,66 +671,6 @@ fn config_quote(value: &str) -> String {
         return value.to_string();
     }
     format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-/// Splits a command-line fragment the way Python's `shlex.split` (what Ansible uses) does: quotes, backslashes,
-/// whitespace. `None` on an unclosed quote.
-pub fn split_shell_words(text: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => word.push(c),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            c @ ('"' | '\\' | '$' | '`') => word.push(c),
-                            '\n' => {}
-                            c => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                        },
-                        c => word.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some('\n') | None => {}
-                    Some(c) => word.push(c),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Some(words)
 }
 
 /// `ssh` command-line arguments turned into config-file lines.
@@ -927,14 +857,6 @@ mod tests {
         assert_eq!(policy(json!({"ansible_ssh_common_args": "-o StrictHostKeyChecking=accept-new"}), false), "Add");
         assert_eq!(policy(json!({"ansible_host_key_checking": "false"}), false), "Accept");
         assert_eq!(policy(json!({"ansible_ssh_common_args": "-o StrictHostKeyChecking=no"}), true), "Add");
-    }
-
-    #[test]
-    fn splits_like_shlex() {
-        assert_eq!(split_shell_words(r#"-o 'A B' -o "C \"D\"" e\ f"#).unwrap(), ["-o", "A B", "-o", "C \"D\"", "e f"]);
-        assert_eq!(split_shell_words("  ").unwrap(), Vec::<String>::new());
-        assert_eq!(split_shell_words("''").unwrap(), [""]);
-        assert!(split_shell_words("'open").is_none());
     }
 
     #[test]

@@ -10,7 +10,8 @@ use indexmap::IndexMap;
 use regex::Regex;
 
 use super::builder::Builder;
-use super::{Origin, Var, literal, ranges, shlex};
+use super::{Origin, Var, literal, ranges};
+use crate::ansible_compat::shlex_split;
 use crate::error::{Error, Location, Result};
 
 static SECTION: LazyLock<Regex> =
@@ -166,7 +167,7 @@ fn add_pending_children(
 
 fn host_line(builder: &mut Builder, line: &str, group: &str, path: &Path, line_no: usize, column: usize) -> Result<()> {
     let at = Location::new(path, line_no, column);
-    let tokens = shlex::split(line).map_err(|e| {
+    let tokens = shlex_split(line, true).map_err(|e| {
         Error::input(format!("error parsing host definition `{line}`: {e}"))
             .at(at.clone())
             .hint("close every quote; quote values that contain spaces: name=\"a value\"")

@@ -10,7 +10,6 @@ mod ini;
 mod literal;
 mod pattern;
 mod ranges;
-mod shlex;
 mod vars;
 mod yaml;
 

@@ -136,7 +136,7 @@ impl StepRunner {
         self.task_vars
             .own(host)
             .get(name)
-            .map(|v| crate::tasks::engine::parse_bool(v).unwrap_or(default))
+            .map(|v| crate::ansible_compat::boolean(v).unwrap_or(default))
             .unwrap_or(default)
     }
 

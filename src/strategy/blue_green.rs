@@ -227,7 +227,7 @@ impl BlueGreen {
 }
 
 fn bool_value(value: &Value) -> Result<bool> {
-    crate::tasks::engine::parse_bool(value).ok_or_else(|| {
+    crate::ansible_compat::boolean(value).ok_or_else(|| {
         Error::input(format!("upgrade_blue_green_delete_nodes `{value}` is not a boolean")).hint("write true or false")
     })
 }

@@ -389,6 +389,71 @@ fn strip_builtin_prefix(source: &str) -> Cow<'_, str> {
     if source.contains("ansible.builtin.") { BUILTIN_PREFIX.replace_all(source, "$1") } else { Cow::Borrowed(source) }
 }
 
+/// Python's reading of escapes in the string literals of a template's `{{ }}` and `{% %}`: minijinja knows
+/// fewer escapes than Python and refuses the others, which Python keeps as written (`'\d'` is a backslash and a
+/// `d`), so those backslashes are doubled for minijinja.
+fn python_escapes(source: &str) -> Cow<'_, str> {
+    if !source.contains('\\') {
+        return Cow::Borrowed(source);
+    }
+    let mut out = String::with_capacity(source.len() + 8);
+    let mut rest = source;
+    while let Some(start) = rest.find('{') {
+        let (before, from) = rest.split_at(start);
+        out.push_str(before);
+        let close = match from.get(..2) {
+            Some("{{") => "}}",
+            Some("{%") => "%}",
+            Some("{#") => {
+                let end = from[2..].find("#}").map(|i| i + 4).unwrap_or(from.len());
+                out.push_str(&from[..end]);
+                rest = &from[end..];
+                continue;
+            }
+            _ => {
+                out.push('{');
+                rest = &from[1..];
+                continue;
+            }
+        };
+        out.push_str(&from[..2]);
+        let mut chars = from[2..].char_indices();
+        let mut consumed = from.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\'' | '"' => {
+                    out.push(c);
+                    while let Some((_, d)) = chars.next() {
+                        out.push(d);
+                        if d == c {
+                            break;
+                        }
+                        if d == '\\' {
+                            match chars.next() {
+                                Some((_, e)) if "\\'\"bfnrtu".contains(e) => out.push(e),
+                                Some((_, e)) => {
+                                    out.push('\\');
+                                    out.push(e);
+                                }
+                                None => {}
+                            }
+                        }
+                    }
+                }
+                _ if from[2 + i..].starts_with(close) => {
+                    out.push_str(close);
+                    consumed = 2 + i + 2;
+                    break;
+                }
+                c => out.push(c),
+            }
+        }
+        rest = &from[consumed.min(from.len())..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
 /// Ansible's `escape_backslashes`: string literals inside `{{ }}` of a task argument keep their backslashes as
 /// written (YAML already handled escapes), so `regex_replace('(\\d+)', '\\1')` means what it says. Each such
 /// literal is rewritten so that minijinja's unescaping gives back exactly the characters between the quotes.
@@ -601,6 +666,18 @@ impl Templar {
         self.render_text(&escape_backslashes(&stripped), vars)
     }
 
+    /// Renders a template file (the `template` module): its string literals are Jinja2's, unescaped as Python
+    /// reads them (`'\\d'` is `\d`), not kept as written as in task arguments: Ansible's template action renders
+    /// files without `escape_backslashes`.
+    pub fn render_file(&self, template: &str, vars: &Vars) -> Result<String, TemplateError> {
+        if !is_template(template) {
+            return Ok(template.to_owned());
+        }
+        check_chain_length(template, false)?;
+        let stripped = strip_builtin_prefix(template);
+        self.render_text(&python_escapes(&stripped), vars)
+    }
+
     fn render_text(&self, source: &str, vars: &Vars) -> Result<String, TemplateError> {
         check_chain_length(source, false)?;
         match self.env.render_str(source, resolving(&self.env, vars)) {
@@ -737,7 +814,7 @@ impl Templar {
                     "Conditional result ({}) was derived from value of type '{}'. Conditionals must have a boolean \
                      result.",
                     if json_truthy(other) { "True" } else { "False" },
-                    json_type(other)
+                    crate::ansible_compat::python_type_name(other)
                 ),
             )),
         }
@@ -867,18 +944,6 @@ fn json_truthy(value: &Json) -> bool {
         Json::String(s) => !s.is_empty(),
         Json::Array(a) => !a.is_empty(),
         Json::Object(m) => !m.is_empty(),
-    }
-}
-
-fn json_type(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "NoneType",
-        Json::Bool(_) => "bool",
-        Json::Number(n) if n.is_f64() => "float",
-        Json::Number(_) => "int",
-        Json::String(_) => "str",
-        Json::Array(_) => "list",
-        Json::Object(_) => "dict",
     }
 }
 

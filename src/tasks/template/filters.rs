@@ -9,6 +9,7 @@ use minijinja::value::{Kwargs, Rest, Serde, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State};
 
 use super::pyfmt::{JsonStyle, py_json, py_str};
+use crate::ansible_compat::{boolean, shell_quote};
 
 /// The string `omit` stands for: the engine drops a module argument whose value is exactly this.
 pub const OMIT: &str = "__omit_place_holder__upgrade__";
@@ -781,17 +782,6 @@ pub fn dirname(path: &str) -> String {
     }
 }
 
-/// Python's `shlex.quote`.
-pub fn shell_quote(s: &str) -> String {
-    if s.is_empty() {
-        return "''".into();
-    }
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c)) {
-        return s.to_owned();
-    }
-    format!("'{}'", s.replace('\'', "'\"'\"'"))
-}
-
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 fn base64_encode(bytes: &[u8]) -> String {
@@ -1049,22 +1039,14 @@ fn truthy(value: &Value, kwargs: Kwargs) -> Result<bool, Error> {
     let convert_bool = kwargs.get::<Option<bool>>("convert_bool")?.unwrap_or(false);
     kwargs.assert_all_used()?;
     if convert_bool {
+        // Ansible's `truthy(value, convert_bool=True)`: its boolean table first, Python's truth for the rest.
         let known = match value.kind() {
             ValueKind::Bool => Some(value.is_true()),
-            ValueKind::String => match value.as_str().unwrap_or_default().to_lowercase().as_str() {
-                "yes" | "on" | "true" | "1" | "y" | "t" | "1.0" => Some(true),
-                "no" | "off" | "false" | "0" | "n" | "f" | "0.0" | "" => Some(false),
-                _ => None,
-            },
-            ValueKind::Number => f64::try_from(value.clone()).ok().and_then(|f| {
-                if f == 1.0 {
-                    Some(true)
-                } else if f == 0.0 {
-                    Some(false)
-                } else {
-                    None
-                }
-            }),
+            ValueKind::String => boolean(&serde_json::Value::String(value.as_str().unwrap_or_default().to_owned())),
+            ValueKind::Number => f64::try_from(value.clone())
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .and_then(|n| boolean(&serde_json::Value::Number(n))),
             _ => None,
         };
         if let Some(b) = known {

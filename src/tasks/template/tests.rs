@@ -248,3 +248,27 @@ fn raw_items_in_lists_render_to_their_text() {
     let vars = Vars::new(json!({"lst": ["{% raw %}{{ a }}{% endraw %}", "plain"]}));
     assert_eq!(t.render_str("{{ lst | to_json }}", &vars).unwrap(), r#"["{{ a }}", "plain"]"#);
 }
+
+#[test]
+fn template_files_unescape_string_literals_as_jinja2_and_task_arguments_keep_them() {
+    // ansible-core 2.19 (scripts/compare/escapes.yml): a template file gives `2 3 tab<TAB>here q"q 3`, the
+    // same text in a task argument keeps the backslashes (Ansible's escape_backslashes), so `'\\d'` is 3 long.
+    let t = Templar::new();
+    let v = Vars::empty();
+    let file =
+        "{{ '\\\\d' | length }} {{ 'a\\nb' | length }} {{ 'tab\\there' }} {{ \"q\\\"q\" }} {{ '\\d+' | length }}";
+    assert_eq!(t.render_file(file, &v).unwrap(), "2 3 tab\there q\"q 3");
+    assert_eq!(t.render_str("{{ '\\\\d' | length }}", &v).unwrap(), "3");
+    assert_eq!(t.render_file("{# '\\d' #}{% if '\\\\' == '\\\\' %}same{% endif %}", &v).unwrap(), "same");
+}
+
+#[test]
+fn truthy_convert_bool_uses_ansibles_boolean_table() {
+    // ansible-core 2.19 gives ["0.0", "1.0", 2]: "0.0" and "1.0" are not in its table (so Python's truth decides),
+    // and " no " is read stripped. The filter's old table took "0.0" as false and " no " as true.
+    let t = Templar::new();
+    let v = Vars::empty();
+    let got =
+        t.render("{{ ['0.0', '1.0', '', ' no ', 'off', 2, 0.0] | select('truthy', convert_bool=true) | list }}", &v);
+    assert_eq!(got.unwrap(), json!(["0.0", "1.0", 2]));
+}

@@ -1,0 +1,482 @@
+//! The task engine: runs a task list on one host with Ansible's semantics (when, loop, until/retries,
+//! failed_when/changed_when, register, ignore_errors, block/rescue/always, run_once, delegate_to, become).
+//!
+//! It never prints: every result goes out as an `Event`.
+//!
+//! Here: hosts, task lists, blocks, includes and one task's outcome. Apart: `run_once` (who runs a run_once task
+//! and how the others take its outcome), `loops`, `attempts` (one run with retries, `until` and `timeout:`,
+//! judged by changed_when/failed_when), `module_context` (connection, become, environment, arguments) and
+//! `results` (Ansible's result shapes). The engine sits on `modules`, which sits on `model`.
+
+mod attempts;
+mod loops;
+mod module_context;
+mod results;
+mod run_once;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use super::connect::ConnectionPool;
+use super::host_vars::FactStore;
+use super::model::{Action, Module, ModuleCall, Task};
+use super::modules::{self, ModuleContext, failed};
+pub use super::modules::{EngineOptions, Prompter, resolve_local};
+use super::{Templar, Vars};
+use crate::ansible_compat::{boolean, python_type_name};
+use crate::connection::ConnectionError;
+use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
+use module_context::render_args;
+use results::{TaskTimedOut, clean, flag, skipped, status_of, timed_out, unreachable};
+pub use run_once::RunOnce;
+
+pub const NO_LOG_MESSAGE: &str =
+    "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
+
+/// What the hosts of one run share.
+pub struct Engine {
+    pub templar: Arc<Templar>,
+    pub sink: SharedSink,
+    pub options: EngineOptions,
+    pub pool: Arc<ConnectionPool>,
+    pub run_once: Arc<RunOnce>,
+    /// Where hosts keep their facts and registered results: shared by the hosts of a run (`hostvars` reads it), and
+    /// by the steps of an upgrade, as facts persist from play to play in Ansible.
+    pub facts: Arc<FactStore>,
+    /// Serialises `pause` prompts, so hosts do not ask at once.
+    prompt_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Engine {
+    pub fn new(templar: Arc<Templar>, sink: SharedSink, options: EngineOptions, pool: Arc<ConnectionPool>) -> Self {
+        Engine {
+            templar,
+            sink,
+            options,
+            pool,
+            run_once: Arc::new(RunOnce::default()),
+            facts: FactStore::new(),
+            prompt_lock: Default::default(),
+        }
+    }
+
+    /// Runs `tasks` on one host. `vars` are its variables (inventory after precedence plus the magic ones:
+    /// `inventory_hostname`, `groups`, `group_names`, `hostvars`, ...); `extra_vars` (`-e`) are applied again on top
+    /// of facts set by tasks, since they win over everything in Ansible. The host starts with the facts it has in
+    /// [`Engine::facts`] and leaves its new ones there.
+    pub async fn run_host(
+        &self,
+        host: &str,
+        vars: Map<String, Value>,
+        extra_vars: Map<String, Value>,
+        tasks: &[Task],
+    ) -> HostOutcome {
+        self.run_host_with(host, Vars::new(Value::Object(vars)), extra_vars, tasks).await
+    }
+
+    /// Like [`Engine::run_host`], with the variables already layered for templating, so that what every host
+    /// shares (`hostvars`, `groups`) is one object rather than a copy per host.
+    pub async fn run_host_with(
+        &self,
+        host: &str,
+        vars: Vars,
+        extra_vars: Map<String, Value>,
+        tasks: &[Task],
+    ) -> HostOutcome {
+        let mut run = HostRun {
+            engine: self,
+            host: host.to_string(),
+            base: vars,
+            extra: Value::Object(extra_vars),
+            seen: HashMap::new(),
+            last_failure: None,
+        };
+        self.run_once.mark(host, false);
+        let flow = run.run_list(tasks, Scope::default()).await;
+        self.run_once.mark(host, true);
+        let outcome = HostOutcome {
+            failed: matches!(flow, Flow::Failed),
+            unreachable: matches!(flow, Flow::Unreachable),
+            facts: self.facts.get(host).map(|f| (*f).clone()).unwrap_or_default(),
+        };
+        self.sink.event(&Event::TaskListFinished {
+            host: host.to_string(),
+            failed: outcome.failed,
+            unreachable: outcome.unreachable,
+        });
+        outcome
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HostOutcome {
+    pub failed: bool,
+    pub unreachable: bool,
+    /// Facts and registered results the tasks left behind.
+    pub facts: Map<String, Value>,
+}
+
+enum Flow {
+    Continue,
+    Failed,
+    Unreachable,
+}
+
+/// What blocks pass down to their tasks.
+#[derive(Clone, Default)]
+struct Scope {
+    vars: Map<String, Value>,
+    when: Vec<Value>,
+    become_: Option<Value>,
+    become_user: Option<Value>,
+    environment: Vec<Value>,
+    ignore_errors: Option<Value>,
+    no_log: Option<Value>,
+    delegate_to: Option<String>,
+    run_once: Option<Value>,
+    /// The innermost enclosing block has a `rescue` section.
+    rescuable: bool,
+}
+
+struct HostRun<'e> {
+    engine: &'e Engine,
+    host: String,
+    base: Vars,
+    extra: Value,
+    /// How often this host reached each task, to tell repeated run_once tasks apart.
+    seen: HashMap<(PathBuf, usize, usize), u32>,
+    /// `ansible_failed_task` and `ansible_failed_result` of the last failure, for `rescue`.
+    last_failure: Option<Map<String, Value>>,
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+impl HostRun<'_> {
+    /// The variables a task sees, lowest precedence first: inventory, block and task vars, facts and registered
+    /// results, extra vars.
+    pub(super) fn context(&self, scope: &Scope, task_vars: &Map<String, Value>) -> Vars {
+        let templar = &self.engine.templar;
+        let mut ctx = self.base.clone();
+        // Block and task vars may refer to other variables; resolve them once, in order.
+        for (k, v) in scope.vars.iter().chain(task_vars) {
+            let resolved = templar.render_value(v, &ctx).unwrap_or_else(|_| v.clone());
+            ctx = ctx.with(k, &resolved);
+        }
+        let facts = self.facts().map(|f| Value::Object((*f).clone())).unwrap_or(Value::Null);
+        ctx.with_map(&facts).with_map(&self.extra)
+    }
+    /// The host's facts and registered results as they are now.
+    pub(super) fn facts(&self) -> Option<Arc<Map<String, Value>>> {
+        self.engine.facts.get(&self.host)
+    }
+    pub(super) fn set_facts(&self, facts: Map<String, Value>) {
+        self.engine.facts.extend(&self.host, facts);
+    }
+    pub(super) fn task_ref(&self, task: &Task, ctx: &Vars) -> TaskRef {
+        let name = match &task.name {
+            Some(name) => match self.engine.templar.render(name, ctx) {
+                Ok(Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(_) => name.clone(),
+            },
+            None => task.display_name(),
+        };
+        TaskRef { name, file: task.location.file.clone(), line: task.location.line }
+    }
+    /// `hook.yml:3:3: task "x"`: where a templating error happened.
+    pub(super) fn place(task: &Task) -> String {
+        format!("{}: task \"{}\"", task.location, task.display_name())
+    }
+    pub(super) fn run_list<'a>(&'a mut self, tasks: &'a [Task], scope: Scope) -> BoxFuture<'a, Flow> {
+        Box::pin(async move {
+            for task in tasks {
+                match self.run_task(task, &scope).await {
+                    Flow::Continue => {}
+                    stop => return stop,
+                }
+            }
+            Flow::Continue
+        })
+    }
+    pub(super) fn run_task<'a>(&'a mut self, task: &'a Task, scope: &'a Scope) -> BoxFuture<'a, Flow> {
+        Box::pin(async move {
+            match &task.action {
+                Action::Block { block, rescue, always } => self.run_block(task, block, rescue, always, scope).await,
+                Action::Include { file } => self.run_include(task, file, scope).await,
+                Action::Module(call) => self.run_module_task(task, call, scope).await,
+            }
+        })
+    }
+    pub(super) fn child_scope(task: &Task, scope: &Scope) -> Scope {
+        let mut child = scope.clone();
+        child.vars.extend(task.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        child.when.extend(task.when.iter().cloned());
+        let inherit = |mine: &Option<Value>, theirs: &Option<Value>| mine.clone().or_else(|| theirs.clone());
+        child.become_ = inherit(&task.become_, &scope.become_);
+        child.become_user = inherit(&task.become_user, &scope.become_user);
+        child.ignore_errors = inherit(&task.ignore_errors, &scope.ignore_errors);
+        child.no_log = inherit(&task.no_log, &scope.no_log);
+        child.run_once = inherit(&task.run_once, &scope.run_once);
+        child.delegate_to = task.delegate_to.clone().or_else(|| scope.delegate_to.clone());
+        child.environment.extend(task.environment.iter().cloned());
+        child
+    }
+    pub(super) async fn run_block(
+        &mut self,
+        task: &Task,
+        block: &[Task],
+        rescue: &[Task],
+        always: &[Task],
+        scope: &Scope,
+    ) -> Flow {
+        let mut inner = Self::child_scope(task, scope);
+        inner.rescuable = !rescue.is_empty();
+        let mut flow = self.run_list(block, inner.clone()).await;
+        if matches!(flow, Flow::Failed) && !rescue.is_empty() {
+            let mut rescue_scope = inner.clone();
+            rescue_scope.rescuable = scope.rescuable;
+            if let Some(last) = self.last_failure.clone() {
+                rescue_scope.vars.extend(last);
+            }
+            flow = self.run_list(rescue, rescue_scope).await;
+        }
+        if !always.is_empty() {
+            let mut always_scope = inner;
+            always_scope.rescuable = scope.rescuable;
+            if let Some(last) = self.last_failure.clone() {
+                always_scope.vars.extend(last);
+            }
+            // Unreachable hosts stop at once; failed ones still run `always`.
+            if !matches!(flow, Flow::Unreachable) {
+                let after = self.run_list(always, always_scope).await;
+                if matches!(flow, Flow::Continue) {
+                    flow = after;
+                }
+            }
+        }
+        flow
+    }
+    pub(super) async fn run_include(&mut self, task: &Task, file: &str, scope: &Scope) -> Flow {
+        let scope = Self::child_scope(task, scope);
+        let ctx = self.context(&scope, &Map::new());
+        let tref = self.task_ref(task, &ctx);
+        let ignore = self.ignore_errors(task, &scope, &ctx);
+        let fail = |this: &Self, msg: String| {
+            this.finish(&tref, task, failed(msg), Instant::now(), &scope, ignore);
+            if ignore { Flow::Continue } else { Flow::Failed }
+        };
+        // A looped include runs the file once per item, with the loop (and index) variable set for its tasks.
+        let items: Vec<Option<(usize, Value)>> = match &task.loop_items {
+            None => vec![None],
+            Some(items) => match self.engine.templar.render_value(items, &ctx) {
+                Ok(Value::Array(list)) => {
+                    let list = if task.loop_flatten {
+                        list.into_iter().flat_map(|i| if let Value::Array(v) = i { v } else { vec![i] }).collect()
+                    } else {
+                        list
+                    };
+                    list.into_iter().enumerate().map(Some).collect()
+                }
+                Ok(other) => {
+                    let msg = format!(
+                        "{}: the `loop` value must resolve to a list, not {}",
+                        Self::place(task),
+                        python_type_name(&other)
+                    );
+                    return fail(self, msg);
+                }
+                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            },
+        };
+        for entry in items {
+            let mut inner = scope.clone();
+            if let Some((index, item)) = &entry {
+                let loop_var = task.loop_var.clone().unwrap_or_else(|| "item".into());
+                inner.vars.insert("ansible_loop_var".into(), json!(loop_var));
+                inner.vars.insert(loop_var, item.clone());
+                if let Some(index_var) = &task.index_var {
+                    inner.vars.insert("ansible_index_var".into(), json!(index_var));
+                    inner.vars.insert(index_var.clone(), json!(index));
+                }
+            }
+            let ctx = self.context(&inner, &Map::new());
+            match self.conditions_hold(&inner.when, &ctx) {
+                Ok(None) => {}
+                Ok(Some(false_condition)) => {
+                    self.finish(&tref, task, skipped(&false_condition), Instant::now(), &inner, ignore);
+                    continue;
+                }
+                Err(msg) => return fail(self, format!("{}: {msg}", Self::place(task))),
+            }
+            let name = match self.engine.templar.render(file, &ctx) {
+                Ok(Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            };
+            let path = resolve_local(&task.location.file, &name, None);
+            let tasks = match super::model::load_task_file(&path) {
+                Ok(tasks) => tasks,
+                Err(e) => return fail(self, format!("{}: {e}", Self::place(task))),
+            };
+            // Ansible reports each include (each item of a looped one) as ok before running its tasks.
+            let mut included = Map::new();
+            included.insert("changed".into(), Value::Bool(false));
+            included.insert("include".into(), Value::String(name));
+            if let Some((_, item)) = &entry {
+                included.insert(task.loop_var.clone().unwrap_or_else(|| "item".into()), item.clone());
+            }
+            self.finish(&tref, task, included, Instant::now(), &inner, ignore);
+            // The include's own `when` is settled; the included tasks inherit the rest of its keywords.
+            inner.when.clear();
+            match self.run_list(&tasks, inner).await {
+                Flow::Continue => {}
+                stop => return stop,
+            }
+        }
+        Flow::Continue
+    }
+    /// `Ok(None)` when every condition holds, `Ok(Some(cond))` with the first false one, `Err` on a template error.
+    pub(super) fn conditions_hold(&self, conditions: &[Value], ctx: &Vars) -> Result<Option<String>, String> {
+        for cond in conditions {
+            let (holds, text) = match cond {
+                Value::Bool(b) => (*b, if *b { "True".to_string() } else { "False".to_string() }),
+                Value::String(s) => match self.engine.templar.eval_condition(cond, ctx) {
+                    Ok(b) => (b, s.clone()),
+                    Err(e) => return Err(format!("the conditional check '{s}' failed: {}", e.message)),
+                },
+                other => (boolean(other).unwrap_or(false), other.to_string()),
+            };
+            if !holds {
+                return Ok(Some(text));
+            }
+        }
+        Ok(None)
+    }
+    pub(super) fn finish(
+        &self,
+        tref: &TaskRef,
+        task: &Task,
+        result: Map<String, Value>,
+        started: Instant,
+        scope: &Scope,
+        ignore_errors: bool,
+    ) -> TaskStatus {
+        let status = status_of(&result);
+        let ignored = status == TaskStatus::Failed && ignore_errors;
+        let no_log = task.no_log.as_ref().or(scope.no_log.as_ref()).and_then(boolean).unwrap_or(false);
+        let shown = if no_log {
+            let mut censored = Map::new();
+            censored.insert("censored".into(), Value::String(NO_LOG_MESSAGE.into()));
+            for key in ["changed", "failed", "skipped", "unreachable"] {
+                if let Some(v) = result.get(key) {
+                    censored.insert(key.into(), v.clone());
+                }
+            }
+            Value::Object(censored)
+        } else {
+            clean(&result)
+        };
+        self.engine.sink.event(&Event::TaskFinished {
+            host: self.host.clone(),
+            task: tref.clone(),
+            status,
+            result: shown,
+            duration: started.elapsed(),
+            ignored,
+            rescued: status == TaskStatus::Failed && !ignored && scope.rescuable,
+        });
+        status
+    }
+    /// `ignore_errors`, templated as Ansible does (`ignore_errors: "{{ role == 'db' }}"`).
+    pub(super) fn ignore_errors(&self, task: &Task, scope: &Scope, ctx: &Vars) -> bool {
+        let Some(value) = task.ignore_errors.as_ref().or(scope.ignore_errors.as_ref()) else { return false };
+        self.engine.templar.render_value(value, ctx).ok().as_ref().and_then(boolean).unwrap_or(false)
+    }
+
+    pub(super) async fn run_module_task(&mut self, task: &Task, call: &ModuleCall, scope: &Scope) -> Flow {
+        let key = (task.location.file.clone(), task.location.line, task.location.column);
+        let nth = {
+            let n = self.seen.entry(key.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let ctx = self.context(scope, &task.vars);
+        let tref = self.task_ref(task, &ctx);
+        self.engine.sink.event(&Event::TaskStarted { host: self.host.clone(), task: tref.clone() });
+        let started = Instant::now();
+        let explicit_run_once = match task.run_once.as_ref().or(scope.run_once.as_ref()) {
+            Some(v) => self.engine.templar.render_value(v, &ctx).ok().as_ref().and_then(boolean).unwrap_or(false),
+            None => false,
+        };
+        // Ansible runs `pause` once for all hosts (its action bypasses the host loop): the first host pauses and
+        // reports it; the others neither report it nor get its registered result.
+        let bypass_host_loop = call.module == Module::Pause && !explicit_run_once;
+        let run_once = explicit_run_once || bypass_host_loop;
+
+        let result = if run_once {
+            let shared =
+                self.run_once_shared(task, call, scope, &ctx, (key.0, key.1, key.2, nth), bypass_host_loop).await;
+            if shared.runner != self.host {
+                if !bypass_host_loop {
+                    self.set_facts(shared.facts);
+                }
+                // Ansible reports a run_once task for the host that ran it only: the others take its facts and
+                // registered result without a line or a count of their own.
+                let ignore = self.ignore_errors(task, scope, &ctx);
+                // A failed run_once task fails every host (Ansible marks them all failed).
+                return match status_of(&shared.result) {
+                    TaskStatus::Failed if !ignore => self.record_failure(&tref, call, &shared.result),
+                    _ => Flow::Continue,
+                };
+            }
+            shared.result
+        } else {
+            self.execute(task, call, scope, &ctx).await
+        };
+        let ignore = self.ignore_errors(task, scope, &ctx);
+        let status = self.finish(&tref, task, result.clone(), started, scope, ignore);
+        match status {
+            TaskStatus::Unreachable => Flow::Unreachable,
+            TaskStatus::Failed if ignore => Flow::Continue,
+            TaskStatus::Failed => self.record_failure(&tref, call, &result),
+            _ => Flow::Continue,
+        }
+    }
+    /// Keeps `ansible_failed_task` and `ansible_failed_result` for a `rescue` to see.
+    pub(super) fn record_failure(&mut self, tref: &TaskRef, call: &ModuleCall, result: &Map<String, Value>) -> Flow {
+        let failed_task = json!({
+            "name": tref.name,
+            "action": call.module.name(),
+            "file": tref.file.display().to_string(),
+            "line": tref.line,
+        });
+        let mut last = Map::new();
+        last.insert("ansible_failed_task".into(), failed_task);
+        last.insert("ansible_failed_result".into(), clean(result));
+        self.last_failure = Some(last);
+        Flow::Failed
+    }
+    /// Runs a module task (loop, when, retries, conditions) and records its registered result and facts.
+    pub(super) async fn execute(
+        &mut self,
+        task: &Task,
+        call: &ModuleCall,
+        scope: &Scope,
+        ctx: &Vars,
+    ) -> Map<String, Value> {
+        let result = match &task.loop_items {
+            None => self.execute_once(task, call, scope, ctx.clone()).await,
+            Some(items) => self.execute_loop(task, call, scope, ctx, items).await,
+        };
+        if let Some(name) = &task.register {
+            self.engine.facts.insert(&self.host, name, clean(&result));
+        }
+        result
+    }
+}

@@ -1,0 +1,60 @@
+//! Ansible's result shapes and how a result reads: failed, unreachable, skipped, timed out, its status.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+
+/// A result as `register` keeps it and events carry it: without Ansible's internal `_ansible_*` keys.
+pub(super) fn clean(result: &Map<String, Value>) -> Value {
+    Value::Object(
+        result.iter().filter(|(k, _)| !k.starts_with("_ansible")).map(|(k, v)| (k.clone(), v.clone())).collect(),
+    )
+}
+
+pub(super) fn flag(result: &Map<String, Value>, key: &str) -> bool {
+    result.get(key).and_then(boolean).unwrap_or(false)
+}
+
+pub(super) fn status_of(result: &Map<String, Value>) -> TaskStatus {
+    if flag(result, "unreachable") {
+        TaskStatus::Unreachable
+    } else if flag(result, "failed") {
+        TaskStatus::Failed
+    } else if flag(result, "skipped") {
+        TaskStatus::Skipped
+    } else if flag(result, "changed") {
+        TaskStatus::Changed
+    } else {
+        TaskStatus::Ok
+    }
+}
+
+pub(super) fn unreachable(msg: String) -> Map<String, Value> {
+    let mut r = Map::new();
+    r.insert("unreachable".into(), Value::Bool(true));
+    r.insert("msg".into(), Value::String(msg));
+    r.insert("changed".into(), Value::Bool(false));
+    r
+}
+
+/// A module run cut by the task's `timeout:`.
+pub(super) struct TaskTimedOut;
+
+/// Ansible's (2.19) result for a task that outlasted its `timeout:`.
+pub(super) fn timed_out(limit: Duration) -> Map<String, Value> {
+    let seconds = limit.as_secs();
+    let mut r = failed(format!("Timed out after {seconds} second(s)."));
+    r.insert("timedout".into(), json!({ "period": seconds }));
+    r
+}
+
+pub(super) fn skipped(false_condition: &str) -> Map<String, Value> {
+    let mut r = Map::new();
+    r.insert("changed".into(), Value::Bool(false));
+    r.insert("skipped".into(), Value::Bool(true));
+    r.insert("skip_reason".into(), Value::String("Conditional result was False".into()));
+    r.insert("false_condition".into(), Value::String(false_condition.into()));
+    r
+}

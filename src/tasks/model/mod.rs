@@ -1,0 +1,337 @@
+//! The task-file model: a YAML task list read into `Task` values that remember their file and line.
+//!
+//! Only the Ansible subset DESIGN.md lists is accepted; anything else (an unknown key or module, two modules in one
+//! task, an argument of the wrong type) is an input error naming the file, line, column and task. The types are here,
+//! the reader in `parse`; the model is the bottom of `tasks` and imports neither `modules` nor `engine`.
+
+mod parse;
+
+use serde_json::{Map, Value};
+
+use crate::error::Location;
+pub use parse::{load_task_file, parse_kv, parse_tasks};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// The `name:` as written (it may hold a template); `None` when the task has none.
+    pub name: Option<String>,
+    /// Where the task starts in its file.
+    pub location: Location,
+    pub action: Action,
+    /// `when:` conditions, all of which must hold. YAML booleans are kept as `true`/`false` values.
+    pub when: Vec<Value>,
+    pub register: Option<String>,
+    pub failed_when: Vec<Value>,
+    pub changed_when: Vec<Value>,
+    pub ignore_errors: Option<Value>,
+    pub until: Vec<Value>,
+    pub retries: Option<Value>,
+    pub delay: Option<Value>,
+    pub delegate_to: Option<String>,
+    pub run_once: Option<Value>,
+    /// `become:` (a Rust keyword, hence the underscore).
+    pub become_: Option<Value>,
+    pub become_user: Option<Value>,
+    pub environment: Option<Value>,
+    pub vars: Map<String, Value>,
+    /// `loop:` or `with_items:` (the latter flattened one level when run, as Ansible does).
+    pub loop_items: Option<Value>,
+    pub loop_flatten: bool,
+    pub loop_var: Option<String>,
+    pub loop_label: Option<String>,
+    /// `loop_control.index_var`: the name the item's 0-based position goes by.
+    pub index_var: Option<String>,
+    pub no_log: Option<Value>,
+    /// `timeout:` seconds for one run of the module (Ansible's task keyword); 0 or unset: no limit.
+    pub timeout: Option<Value>,
+}
+
+/// An empty task: no keywords, and an empty block for its action until one is set.
+impl Default for Task {
+    fn default() -> Self {
+        Task {
+            name: None,
+            location: Location::file(""),
+            action: Action::Block { block: Vec::new(), rescue: Vec::new(), always: Vec::new() },
+            when: Vec::new(),
+            register: None,
+            failed_when: Vec::new(),
+            changed_when: Vec::new(),
+            ignore_errors: None,
+            until: Vec::new(),
+            retries: None,
+            delay: None,
+            delegate_to: None,
+            run_once: None,
+            become_: None,
+            become_user: None,
+            environment: None,
+            vars: Map::new(),
+            loop_items: None,
+            loop_flatten: false,
+            loop_var: None,
+            loop_label: None,
+            index_var: None,
+            no_log: None,
+            timeout: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Module(ModuleCall),
+    Block {
+        block: Vec<Task>,
+        rescue: Vec<Task>,
+        always: Vec<Task>,
+    },
+    /// `include_tasks` / `import_tasks`: the file (maybe a template), read when the task runs.
+    Include {
+        file: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleCall {
+    pub module: Module,
+    /// Arguments as written; free-form text is split the way Ansible's `parse_kv` does (`_raw_params` + options).
+    pub args: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Module {
+    Command,
+    Shell,
+    Script,
+    Copy,
+    Template,
+    Fetch,
+    Debug,
+    Pause,
+    Assert,
+    Fail,
+    SetFact,
+    WaitFor,
+    Stat,
+    Reboot,
+    WaitForConnection,
+}
+
+/// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ArgKind {
+    Str,
+    Int,
+    Bool,
+    StrOrList,
+    List,
+    Any,
+}
+
+impl Module {
+    pub const ALL: [Module; 15] = [
+        Module::Command,
+        Module::Shell,
+        Module::Script,
+        Module::Copy,
+        Module::Template,
+        Module::Fetch,
+        Module::Debug,
+        Module::Pause,
+        Module::Assert,
+        Module::Fail,
+        Module::SetFact,
+        Module::WaitFor,
+        Module::Stat,
+        Module::Reboot,
+        Module::WaitForConnection,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Module::Command => "command",
+            Module::Shell => "shell",
+            Module::Script => "script",
+            Module::Copy => "copy",
+            Module::Template => "template",
+            Module::Fetch => "fetch",
+            Module::Debug => "debug",
+            Module::Pause => "pause",
+            Module::Assert => "assert",
+            Module::Fail => "fail",
+            Module::SetFact => "set_fact",
+            Module::WaitFor => "wait_for",
+            Module::Stat => "stat",
+            Module::Reboot => "reboot",
+            Module::WaitForConnection => "wait_for_connection",
+        }
+    }
+
+    /// `command`, `ansible.builtin.command` and `ansible.legacy.command` name the same module.
+    pub fn from_name(name: &str) -> Option<Module> {
+        let short =
+            name.strip_prefix("ansible.builtin.").or_else(|| name.strip_prefix("ansible.legacy.")).unwrap_or(name);
+        Module::ALL.into_iter().find(|m| m.name() == short)
+    }
+
+    /// Modules whose free-form text is a command line (Ansible's `check_raw`).
+    fn takes_raw(self) -> bool {
+        matches!(self, Module::Command | Module::Shell | Module::Script)
+    }
+
+    /// The arguments a module accepts; `None` accepts any name (set_fact).
+    fn args(self) -> Option<&'static [(&'static str, ArgKind)]> {
+        use ArgKind::*;
+        const COMMAND: &[(&str, ArgKind)] = &[
+            ("_raw_params", Str),
+            ("cmd", Str),
+            ("argv", List),
+            ("chdir", Str),
+            ("creates", Str),
+            ("removes", Str),
+            ("stdin", Str),
+            ("stdin_add_newline", Bool),
+            ("strip_empty_ends", Bool),
+            ("executable", Str),
+            ("expand_argument_vars", Bool),
+        ];
+        Some(match self {
+            Module::Command | Module::Shell => COMMAND,
+            Module::Script => &[
+                ("_raw_params", Str),
+                ("cmd", Str),
+                ("chdir", Str),
+                ("creates", Str),
+                ("removes", Str),
+                ("executable", Str),
+            ],
+            Module::Copy | Module::Template => &[
+                ("content", Any),
+                ("src", Str),
+                ("dest", Str),
+                ("mode", Any),
+                ("force", Bool),
+                ("owner", Str),
+                ("group", Str),
+            ],
+            Module::Fetch => {
+                &[("src", Str), ("dest", Str), ("flat", Bool), ("fail_on_missing", Bool), ("validate_checksum", Bool)]
+            }
+            Module::Debug => &[("msg", Any), ("var", Str), ("verbosity", Int)],
+            Module::Pause => &[("seconds", Int), ("minutes", Int), ("prompt", Str), ("echo", Bool)],
+            Module::Assert => {
+                &[("that", StrOrList), ("fail_msg", Any), ("msg", Any), ("success_msg", Any), ("quiet", Bool)]
+            }
+            Module::Fail => &[("msg", Any)],
+            Module::SetFact => return None,
+            Module::WaitFor => &[
+                ("host", Str),
+                ("port", Int),
+                ("path", Str),
+                ("timeout", Int),
+                ("delay", Int),
+                ("state", Str),
+                ("search_regex", Str),
+                ("connect_timeout", Int),
+                ("sleep", Int),
+                ("msg", Str),
+            ],
+            Module::Stat => &[
+                ("path", Str),
+                ("follow", Bool),
+                ("get_checksum", Bool),
+                ("checksum_algorithm", Str),
+                ("get_mime", Bool),
+                ("get_attributes", Bool),
+            ],
+            Module::Reboot => &[
+                ("boot_time_command", Str),
+                ("connect_timeout", Int),
+                ("msg", Str),
+                ("post_reboot_delay", Int),
+                ("pre_reboot_delay", Int),
+                ("reboot_command", Str),
+                ("reboot_timeout", Int),
+                ("search_paths", StrOrList),
+                ("test_command", Str),
+            ],
+            Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
+        })
+    }
+}
+
+impl Task {
+    /// The name shown to people: the `name:` or, as Ansible does, the action.
+    pub fn display_name(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        match &self.action {
+            Action::Module(call) => call.module.name().to_string(),
+            Action::Block { .. } => "block".into(),
+            Action::Include { file } => format!("include_tasks {file}"),
+        }
+    }
+
+    /// Every string of the task that is templated when it runs, with what it is, for syntax checks.
+    pub fn templated_strings(&self) -> Vec<(String, bool)> {
+        fn walk(v: &Value, out: &mut Vec<(String, bool)>) {
+            match v {
+                Value::String(s) => out.push((s.clone(), false)),
+                Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+                Value::Object(map) => map.values().for_each(|i| walk(i, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        for cond in self.when.iter().chain(&self.failed_when).chain(&self.changed_when).chain(&self.until) {
+            if let Value::String(s) = cond {
+                out.push((s.clone(), true));
+            }
+        }
+        for s in [&self.name, &self.delegate_to, &self.loop_label].into_iter().flatten() {
+            out.push((s.clone(), false));
+        }
+        for v in [
+            &self.ignore_errors,
+            &self.retries,
+            &self.delay,
+            &self.run_once,
+            &self.become_,
+            &self.become_user,
+            &self.environment,
+            &self.loop_items,
+            &self.no_log,
+            &self.timeout,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            walk(v, &mut out);
+        }
+        self.vars.values().for_each(|v| walk(v, &mut out));
+        match &self.action {
+            Action::Module(call) => {
+                for (k, v) in &call.args {
+                    // `assert: that` and `debug: var` hold bare expressions.
+                    let bare = matches!((call.module, k.as_str()), (Module::Assert, "that") | (Module::Debug, "var"));
+                    if bare {
+                        match v {
+                            Value::String(s) => out.push((s.clone(), true)),
+                            Value::Array(items) => {
+                                out.extend(items.iter().filter_map(|i| i.as_str()).map(|s| (s.to_string(), true)))
+                            }
+                            _ => {}
+                        }
+                    } else {
+                        walk(v, &mut out);
+                    }
+                }
+            }
+            Action::Include { file } => out.push((file.clone(), false)),
+            Action::Block { .. } => {}
+        }
+        out
+    }
+}

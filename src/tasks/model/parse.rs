@@ -1,0 +1,715 @@
+//! Reading a task file: YAML nodes into `Task` values, every mistake an input error at its place.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::yaml::{Node, NodeValue};
+
+const TASK_KEYS: &[&str] = &[
+    "name",
+    "when",
+    "register",
+    "failed_when",
+    "changed_when",
+    "ignore_errors",
+    "until",
+    "retries",
+    "delay",
+    "delegate_to",
+    "local_action",
+    "run_once",
+    "become",
+    "become_user",
+    "environment",
+    "vars",
+    "loop",
+    "with_items",
+    "loop_control",
+    "no_log",
+    "tags",
+    "args",
+    "timeout",
+];
+
+const BLOCK_KEYS: &[&str] = &[
+    "name",
+    "block",
+    "rescue",
+    "always",
+    "when",
+    "vars",
+    "become",
+    "become_user",
+    "environment",
+    "ignore_errors",
+    "no_log",
+    "delegate_to",
+    "run_once",
+    "tags",
+];
+
+/// Reads a task file. The first problem is returned; `check_task_file` collects all of them.
+pub fn load_task_file(path: &Path) -> Result<Vec<Task>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read_file(path, e))?;
+    let (tasks, mut errors) = parse_tasks(&text, path);
+    if errors.is_empty() { Ok(tasks) } else { Err(errors.swap_remove(0)) }
+}
+
+/// Parses a task list, collecting every error rather than stopping at the first.
+pub fn parse_tasks(text: &str, path: &Path) -> (Vec<Task>, Vec<Error>) {
+    let root = match crate::yaml::parse(text, path) {
+        Ok(Some(root)) => root,
+        Ok(None) => return (Vec::new(), Vec::new()),
+        Err(e) => return (Vec::new(), vec![e]),
+    };
+    let mut parser = Parser { file: path.to_path_buf(), errors: Vec::new() };
+    let Some(items) = root.as_seq() else {
+        let err = Error::input(format!("a task file is a list of tasks, found {}", root.type_name()))
+            .at(root.location(path))
+            .hint("start each task with `- name: ...`");
+        return (Vec::new(), vec![err]);
+    };
+    if items.iter().any(|item| item.get("hosts").is_some()) {
+        let first = items.iter().find(|item| item.get("hosts").is_some()).unwrap_or(&root);
+        let err = Error::input("this is a playbook (a list of plays with `hosts:`), not a task list")
+            .at(first.location(path))
+            .hint("give a task list: the `tasks:` of the play, without `hosts:`");
+        return (Vec::new(), vec![err]);
+    }
+    let tasks = parser.task_list(&root);
+    (tasks, parser.errors)
+}
+
+/// The action a task has been given while its keys are read, and the key that gave it.
+type Chosen<'n> = Option<(Action, &'n Node)>;
+
+struct Parser {
+    file: PathBuf,
+    errors: Vec<Error>,
+}
+
+/// A task's name for messages: its `name:` or, failing that, its position.
+fn display_name(node: &Node) -> String {
+    node.get("name").and_then(Node::as_str).map(|n| format!("task \"{n}\"")).unwrap_or_else(|| "unnamed task".into())
+}
+
+impl Parser {
+    fn error(&mut self, node: &Node, task: &str, message: impl Into<String>, hint: impl Into<String>) {
+        let message = format!("{task}: {}", message.into());
+        self.errors.push(Error::input(message).at(node.location(&self.file)).hint(hint));
+    }
+
+    fn task_list(&mut self, node: &Node) -> Vec<Task> {
+        let Some(items) = node.as_seq() else {
+            self.error(
+                node,
+                "task list",
+                format!("expected a list of tasks, found {}", node.type_name()),
+                "write a YAML list: `- name: ...`",
+            );
+            return Vec::new();
+        };
+        items.iter().filter_map(|item| self.task(item)).collect()
+    }
+
+    fn task(&mut self, node: &Node) -> Option<Task> {
+        let Some(entries) = node.as_map() else {
+            self.error(
+                node,
+                "task",
+                format!("a task is a mapping, found {}", node.type_name()),
+                "write `- name: ...` followed by a module, e.g. `command: ...`",
+            );
+            return None;
+        };
+        let label = display_name(node);
+        let errors_before = self.errors.len();
+        let mut task = Task { location: node.location(&self.file), ..Task::default() };
+        let is_block = node.get("block").is_some();
+        let mut chosen: Chosen<'_> = None;
+        let mut extra_args: Option<Map<String, Value>> = None;
+        for (key_node, value) in entries {
+            let key = key_node.key_text();
+            if is_block && !BLOCK_KEYS.contains(&key.as_str()) {
+                self.error(
+                    key_node,
+                    &label,
+                    format!("`{key}` is not allowed on a block"),
+                    format!("a block takes {}", BLOCK_KEYS.join(", ")),
+                );
+                continue;
+            }
+            if key == "args" {
+                match value.to_json() {
+                    Value::Object(map) => extra_args = Some(map),
+                    _ => self.error(
+                        value,
+                        &label,
+                        format!("`args` must be a mapping, found {}", value.type_name()),
+                        "write `args: {chdir: /tmp}`",
+                    ),
+                }
+            } else if !self.keyword(&mut task, key_node, value, &label) {
+                self.action_key(&mut task, &mut chosen, node, key_node, value, &label);
+            }
+        }
+        match chosen {
+            Some((Action::Module(mut call), _)) => {
+                if let Some(extra) = extra_args {
+                    for (k, v) in extra {
+                        call.args.insert(k, v);
+                    }
+                    self.check_args(call.module, &call.args, node, &label);
+                }
+                task.action = Action::Module(call);
+            }
+            Some((other, _)) => task.action = other,
+            None if self.errors.len() == errors_before => {
+                self.error(
+                    node,
+                    &label,
+                    "no module in this task",
+                    "add a module such as `command: ...` or `debug: msg=...`",
+                );
+            }
+            None => {}
+        }
+        if self.errors.len() > errors_before { None } else { Some(task) }
+    }
+
+    /// Reads one of the task keywords (`when`, `register`, `loop`, ...) into the task; `false` for any other key.
+    fn keyword(&mut self, task: &mut Task, key_node: &Node, value: &Node, label: &str) -> bool {
+        let key = key_node.key_text();
+        match key.as_str() {
+            "name" => task.name = self.string(value, label, "name"),
+            "when" => task.when = self.conditions(value, label, "when"),
+            "failed_when" => task.failed_when = self.conditions(value, label, "failed_when"),
+            "changed_when" => task.changed_when = self.conditions(value, label, "changed_when"),
+            "until" => task.until = self.conditions(value, label, "until"),
+            "register" => task.register = self.identifier(value, label, "register"),
+            "ignore_errors" => task.ignore_errors = self.boolish(value, label, "ignore_errors"),
+            "run_once" => task.run_once = self.boolish(value, label, "run_once"),
+            "no_log" => task.no_log = self.boolish(value, label, "no_log"),
+            "become" => task.become_ = self.boolish(value, label, "become"),
+            "become_user" => task.become_user = self.string(value, label, "become_user").map(Value::String),
+            "retries" => task.retries = self.intish(value, label, "retries"),
+            "delay" => task.delay = self.intish(value, label, "delay"),
+            "timeout" => {
+                task.timeout = self.intish(value, label, "timeout");
+                if task.timeout.as_ref().and_then(Value::as_i64).is_some_and(|t| t < 0) {
+                    self.error(
+                        value,
+                        label,
+                        "`timeout` must be 0 or more seconds".to_string(),
+                        "write `timeout: 30` (seconds; 0 means no limit)".to_string(),
+                    );
+                }
+            }
+            "delegate_to" => task.delegate_to = self.string(value, label, "delegate_to"),
+            "environment" => match &value.value {
+                NodeValue::Map(_) | NodeValue::Str(_) => task.environment = Some(value.to_json()),
+                _ => self.error(
+                    value,
+                    label,
+                    format!("`environment` must be a mapping, found {}", value.type_name()),
+                    "write `environment: {NAME: value}`",
+                ),
+            },
+            "vars" => match value.to_json() {
+                Value::Object(map) => task.vars = map,
+                Value::Null => {}
+                _ => self.error(
+                    value,
+                    label,
+                    format!("`vars` must be a mapping, found {}", value.type_name()),
+                    "write `vars: {name: value}`",
+                ),
+            },
+            "loop" | "with_items" => {
+                if task.loop_items.is_some() {
+                    self.error(key_node, label, "`loop` and `with_items` both given", "keep one of them");
+                }
+                match &value.value {
+                    NodeValue::Seq(_) | NodeValue::Str(_) => task.loop_items = Some(value.to_json()),
+                    _ => self.error(
+                        value,
+                        label,
+                        format!("`{key}` must be a list or a template, found {}", value.type_name()),
+                        "write a YAML list or `\"{{ some_list }}\"`",
+                    ),
+                }
+                task.loop_flatten = key == "with_items";
+            }
+            "loop_control" => self.loop_control(value, label, task),
+            "tags" | "rescue" | "always" => {}
+            _ => return false,
+        }
+        true
+    }
+
+    /// Reads a key that says what the task does: a block, `local_action`, an include, or a module.
+    fn action_key<'n>(
+        &mut self,
+        task: &mut Task,
+        chosen: &mut Chosen<'n>,
+        node: &Node,
+        key_node: &'n Node,
+        value: &Node,
+        label: &str,
+    ) {
+        let key = key_node.key_text();
+        match key.as_str() {
+            "block" => {
+                let block = self.task_list(value);
+                let rescue = node.get("rescue").map(|r| self.nested(r)).unwrap_or_default();
+                let always = node.get("always").map(|a| self.nested(a)).unwrap_or_default();
+                self.set_action(chosen, key_node, label, "actions", |_| Some(Action::Block { block, rescue, always }));
+            }
+            "local_action" => {
+                self.set_action(chosen, key_node, label, "actions", |this| {
+                    let call = this.local_action(value, label)?;
+                    task.delegate_to = Some("localhost".into());
+                    Some(Action::Module(call))
+                });
+            }
+            "include_tasks" | "import_tasks" | "ansible.builtin.include_tasks" | "ansible.builtin.import_tasks" => {
+                let file = match &value.value {
+                    NodeValue::Str(s) => Some(s.clone()),
+                    NodeValue::Map(_) => value.get("file").and_then(Node::as_str).map(str::to_string),
+                    _ => None,
+                };
+                match file {
+                    Some(file) if !file.trim().is_empty() => {
+                        self.set_action(chosen, key_node, label, "actions", |_| Some(Action::Include { file }));
+                    }
+                    _ => self.error(
+                        value,
+                        label,
+                        format!("`{key}` needs a file name"),
+                        format!("write `{key}: other-file.yml`"),
+                    ),
+                }
+            }
+            other => match Module::from_name(other) {
+                Some(module) => self.set_action(chosen, key_node, label, "modules", |this| {
+                    let args = this.module_args(module, value, label)?;
+                    Some(Action::Module(ModuleCall { module, args }))
+                }),
+                None if TASK_KEYS.contains(&other) => {}
+                None => {
+                    let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+                    self.error(
+                        key_node,
+                        label,
+                        format!("unknown key or module `{other}`"),
+                        format!("supported modules: {known}; task keys: {}", TASK_KEYS.join(", ")),
+                    );
+                }
+            },
+        }
+    }
+
+    /// The one place a task is given its action, built by `action` (which reports its own errors). A task does one
+    /// thing: a second action is an error naming both keys (`what`: "modules" or "actions"), and is not read.
+    fn set_action<'n>(
+        &mut self,
+        chosen: &mut Chosen<'n>,
+        key_node: &'n Node,
+        label: &str,
+        what: &str,
+        action: impl FnOnce(&mut Self) -> Option<Action>,
+    ) {
+        if let Some((_, first)) = chosen {
+            let (first, key) = (first.key_text(), key_node.key_text());
+            self.error(
+                key_node,
+                label,
+                format!("two {what} in one task: `{first}` and `{key}`"),
+                "split them into two tasks",
+            );
+            return;
+        }
+        if let Some(action) = action(self) {
+            *chosen = Some((action, key_node));
+        }
+    }
+
+    fn nested(&mut self, node: &Node) -> Vec<Task> {
+        if node.is_null() { Vec::new() } else { self.task_list(node) }
+    }
+
+    fn string(&mut self, node: &Node, label: &str, key: &str) -> Option<String> {
+        match &node.value {
+            NodeValue::Str(s) => Some(s.clone()),
+            NodeValue::Int(_) | NodeValue::Float(_) | NodeValue::Bool(_) => Some(node.key_text()),
+            NodeValue::Null => None,
+            _ => {
+                self.error(
+                    node,
+                    label,
+                    format!("`{key}` must be a string, found {}", node.type_name()),
+                    format!("write `{key}: some text`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn identifier(&mut self, node: &Node, label: &str, key: &str) -> Option<String> {
+        let name = self.string(node, label, key)?;
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            self.error(
+                node,
+                label,
+                format!("`{name}` is not a valid variable name"),
+                "use letters, digits and `_`, not starting with a digit",
+            );
+            return None;
+        }
+        Some(name)
+    }
+
+    fn conditions(&mut self, node: &Node, label: &str, key: &str) -> Vec<Value> {
+        let one = |n: &Node, this: &mut Parser| -> Option<Value> {
+            match &n.value {
+                NodeValue::Str(s) => Some(Value::String(s.clone())),
+                NodeValue::Bool(b) => Some(Value::Bool(*b)),
+                NodeValue::Int(_) | NodeValue::Float(_) => Some(Value::String(n.key_text())),
+                _ => {
+                    this.error(
+                        n,
+                        label,
+                        format!("`{key}` must be an expression or a list of them, found {}", n.type_name()),
+                        format!("write `{key}: result.rc != 0`"),
+                    );
+                    None
+                }
+            }
+        };
+        match &node.value {
+            NodeValue::Seq(items) => items.iter().filter_map(|i| one(i, self)).collect(),
+            NodeValue::Null => Vec::new(),
+            _ => one(node, self).into_iter().collect(),
+        }
+    }
+
+    fn boolish(&mut self, node: &Node, label: &str, key: &str) -> Option<Value> {
+        match &node.value {
+            NodeValue::Bool(b) => Some(Value::Bool(*b)),
+            NodeValue::Str(s) => Some(Value::String(s.clone())),
+            NodeValue::Int(i) => Some(Value::Bool(*i != 0)),
+            NodeValue::Null => None,
+            _ => {
+                self.error(
+                    node,
+                    label,
+                    format!("`{key}` must be a boolean, found {}", node.type_name()),
+                    format!("write `{key}: true`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn intish(&mut self, node: &Node, label: &str, key: &str) -> Option<Value> {
+        match &node.value {
+            NodeValue::Int(i) => Some(Value::from(*i)),
+            NodeValue::Str(s) if s.contains("{{") || s.trim().parse::<i64>().is_ok() => Some(Value::String(s.clone())),
+            NodeValue::Null => None,
+            _ => {
+                self.error(
+                    node,
+                    label,
+                    format!("`{key}` must be a number, found {}", node.type_name()),
+                    format!("write `{key}: 3`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn loop_control(&mut self, node: &Node, label: &str, task: &mut Task) {
+        let Some(entries) = node.as_map() else {
+            self.error(
+                node,
+                label,
+                format!("`loop_control` must be a mapping, found {}", node.type_name()),
+                "write `loop_control: {loop_var: host}`",
+            );
+            return;
+        };
+        for (k, v) in entries {
+            match k.key_text().as_str() {
+                "loop_var" => task.loop_var = self.identifier(v, label, "loop_var"),
+                "label" => task.loop_label = self.string(v, label, "label"),
+                "index_var" => task.index_var = self.identifier(v, label, "index_var"),
+                other => self.error(
+                    k,
+                    label,
+                    format!("`loop_control.{other}` is not supported"),
+                    "use loop_var, index_var or label",
+                ),
+            }
+        }
+    }
+
+    fn local_action(&mut self, node: &Node, label: &str) -> Option<ModuleCall> {
+        // `local_action: command ls` or `local_action: {module: command, cmd: ls}`.
+        let (module_name, rest) = match &node.value {
+            NodeValue::Str(s) => {
+                let s = s.trim();
+                let (m, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
+                (
+                    m.to_string(),
+                    Node { value: NodeValue::Str(rest.trim().to_string()), line: node.line, column: node.column },
+                )
+            }
+            NodeValue::Map(entries) => {
+                let Some(module) = node.get("module").and_then(Node::as_str) else {
+                    self.error(
+                        node,
+                        label,
+                        "`local_action` needs a `module:`",
+                        "write `local_action: command ls` or `local_action: {module: command, cmd: ls}`",
+                    );
+                    return None;
+                };
+                let rest: Vec<(Node, Node)> =
+                    entries.iter().filter(|(k, _)| k.key_text() != "module").cloned().collect();
+                (module.to_string(), Node { value: NodeValue::Map(rest), line: node.line, column: node.column })
+            }
+            _ => {
+                self.error(
+                    node,
+                    label,
+                    format!("`local_action` must be text or a mapping, found {}", node.type_name()),
+                    "write `local_action: command ls`",
+                );
+                return None;
+            }
+        };
+        let Some(module) = Module::from_name(&module_name) else {
+            let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+            self.error(
+                node,
+                label,
+                format!("unknown module `{module_name}` in local_action"),
+                format!("supported modules: {known}"),
+            );
+            return None;
+        };
+        let args = self.module_args(module, &rest, label)?;
+        Some(ModuleCall { module, args })
+    }
+
+    fn module_args(&mut self, module: Module, node: &Node, label: &str) -> Option<Map<String, Value>> {
+        let args = match &node.value {
+            NodeValue::Null => Map::new(),
+            NodeValue::Str(s) => match parse_kv(s, module.takes_raw()) {
+                Ok(args) => args,
+                Err(e) => {
+                    self.error(node, label, e, "close every quote and every {{ }} / {% %} block".to_string());
+                    return None;
+                }
+            },
+            NodeValue::Int(_) | NodeValue::Float(_) | NodeValue::Bool(_) if module.takes_raw() => {
+                let mut m = Map::new();
+                m.insert("_raw_params".into(), Value::String(node.key_text()));
+                m
+            }
+            NodeValue::Map(_) => match node.to_json() {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            _ => {
+                self.error(
+                    node,
+                    label,
+                    format!(
+                        "arguments of `{}` must be a mapping or `key=value` text, found {}",
+                        module.name(),
+                        node.type_name()
+                    ),
+                    format!("write `{}:` followed by indented `key: value` lines", module.name()),
+                );
+                return None;
+            }
+        };
+        let before = self.errors.len();
+        self.check_args(module, &args, node, label);
+        if self.errors.len() > before { None } else { Some(args) }
+    }
+
+    fn check_args(&mut self, module: Module, args: &Map<String, Value>, node: &Node, label: &str) {
+        let Some(spec) = module.args() else { return };
+        for (name, value) in args {
+            let Some((_, kind)) = spec.iter().find(|(n, _)| n == name) else {
+                let names: Vec<&str> = spec.iter().map(|(n, _)| *n).filter(|n| *n != "_raw_params").collect();
+                let what = if name == "_raw_params" {
+                    format!("`{}` takes no free-form text (`{}`)", module.name(), value.as_str().unwrap_or_default())
+                } else {
+                    format!("`{}` has no argument `{name}`", module.name())
+                };
+                self.error(node, label, what, format!("its arguments are: {}", names.join(", ")));
+                continue;
+            };
+            let templated = value.as_str().is_some_and(|s| s.contains("{{") || s.contains("{%"));
+            let ok = templated
+                || match kind {
+                    ArgKind::Str => !value.is_array() && !value.is_object(),
+                    ArgKind::Int => {
+                        value.is_i64()
+                            || value.is_u64()
+                            || value.as_str().is_some_and(|s| s.trim().parse::<i64>().is_ok())
+                    }
+                    ArgKind::Bool => {
+                        value.is_boolean()
+                            || value
+                                .as_str()
+                                .is_some_and(|s| crate::ansible_compat::boolean(&Value::String(s.into())).is_some())
+                    }
+                    ArgKind::StrOrList => value.is_string() || value.is_array() || value.is_boolean(),
+                    ArgKind::List => value.is_array(),
+                    ArgKind::Any => true,
+                };
+            if !ok {
+                let expected = match kind {
+                    ArgKind::Str => "text",
+                    ArgKind::Int => "a number",
+                    ArgKind::Bool => "a boolean",
+                    ArgKind::StrOrList => "an expression or a list of expressions",
+                    ArgKind::List => "a list",
+                    ArgKind::Any => "a value",
+                };
+                self.error(
+                    node,
+                    label,
+                    format!("`{}` argument `{name}` must be {expected}, found {value}", module.name()),
+                    format!("write `{name}:` with {expected}"),
+                );
+            }
+        }
+        let has = |k: &str| args.contains_key(k);
+        let missing = match module {
+            Module::Command | Module::Shell if !has("_raw_params") && !has("cmd") && !has("argv") => Some("a command"),
+            Module::Script if !has("_raw_params") && !has("cmd") => Some("a script path"),
+            Module::Copy if !has("dest") => Some("`dest`"),
+            Module::Copy if !has("src") && !has("content") => Some("`src` or `content`"),
+            Module::Template if !has("src") || !has("dest") => Some("`src` and `dest`"),
+            Module::Fetch if !has("src") || !has("dest") => Some("`src` and `dest`"),
+            Module::Assert if !has("that") => Some("`that`"),
+            Module::Stat if !has("path") => Some("`path`"),
+            Module::WaitFor if has("port") && has("path") => {
+                self.error(node, label, "`wait_for` takes `port` or `path`, not both", "split it into two tasks");
+                None
+            }
+            Module::Debug if has("msg") && has("var") => {
+                self.error(node, label, "`debug` takes `msg` or `var`, not both", "keep one of them");
+                None
+            }
+            _ => None,
+        };
+        if let Some(what) = missing {
+            self.error(
+                node,
+                label,
+                format!("`{}` needs {what}", module.name()),
+                format!("see the `{}` module's documentation", module.name()),
+            );
+        }
+    }
+}
+
+/// Free-form module text as ansible-core's `parse_kv` splits it (`_raw_params` + options), as task arguments.
+pub fn parse_kv(text: &str, check_raw: bool) -> Result<Map<String, Value>, String> {
+    let pairs = crate::ansible_compat::parse_kv(text, check_raw)?;
+    Ok(pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> (Vec<Task>, Vec<Error>) {
+        parse_tasks(text, Path::new("hook.yml"))
+    }
+
+    #[test]
+    fn free_form_commands_split_like_parse_kv() {
+        let args = parse_kv("ls -l \"a b\" chdir=/tmp creates=/x foo=bar", true).unwrap();
+        assert_eq!(args["_raw_params"], "ls -l \"a b\" foo=bar");
+        assert_eq!(args["chdir"], "/tmp");
+        assert_eq!(args["creates"], "/x");
+        let args = parse_kv("msg=\"hello {{ name }} there\" var=x", false).unwrap();
+        assert_eq!(args["msg"], "hello {{ name }} there");
+        assert_eq!(args["var"], "x");
+    }
+
+    #[test]
+    fn a_multi_line_free_form_script_keeps_its_lines() {
+        // ansible-core runs `shell: |` as written (`cmd` is "echo one\necho two\n"); the old splitter joined the
+        // lines into `echo one echo two`.
+        let (tasks, errors) = parse("- shell: |\n    echo one\n    echo two chdir=/\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        let Action::Module(call) = &tasks[0].action else { panic!("not a module: {:?}", tasks[0].action) };
+        // The newline after `chdir=/` went with it, as in ansible-core.
+        assert_eq!(call.args["_raw_params"], "echo one\necho two");
+        assert_eq!(call.args["chdir"], "/");
+        let (tasks, _) = parse("- shell: |\n    echo one\n    echo two\n");
+        let Action::Module(call) = &tasks[0].action else { panic!("not a module: {:?}", tasks[0].action) };
+        assert_eq!(call.args["_raw_params"], "echo one\necho two\n");
+    }
+
+    #[test]
+    fn tasks_keep_their_keys_and_lines() {
+        let (tasks, errors) = parse(
+            "- name: one\n  command: ls -l chdir=/tmp\n  register: out\n  when: x is defined\n  become: yes\n\n- debug: var=out\n",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(tasks.len(), 2);
+        assert_eq!(tasks[0].location.line, 1);
+        assert_eq!(tasks[1].location.line, 7);
+        assert_eq!(tasks[0].register.as_deref(), Some("out"));
+        assert_eq!(tasks[0].become_, Some(Value::Bool(true)));
+        assert_eq!(tasks[0].when, vec![Value::String("x is defined".into())]);
+        let Action::Module(call) = &tasks[1].action else { panic!() };
+        assert_eq!(call.module, Module::Debug);
+        assert_eq!(tasks[1].display_name(), "debug");
+    }
+
+    #[test]
+    fn builtin_names_blocks_and_local_action() {
+        let (tasks, errors) = parse(
+            "- block:\n    - ansible.builtin.shell: echo hi\n  rescue:\n    - fail: msg=oops\n  always:\n    - debug: msg=done\n- local_action: command hostname\n",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let Action::Block { block, rescue, always } = &tasks[0].action else { panic!() };
+        assert_eq!((block.len(), rescue.len(), always.len()), (1, 1, 1));
+        assert_eq!(tasks[1].delegate_to.as_deref(), Some("localhost"));
+    }
+
+    #[test]
+    fn errors_name_line_task_and_hint() {
+        let (_, errors) = parse(
+            "- name: first\n  comand: ls\n- name: second\n  debug: msg=x\n  shell: ls\n- name: third\n  pause:\n    seconds: many\n",
+        );
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        let texts: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        assert!(texts[0].starts_with("hook.yml:2:3: task \"first\": unknown key or module `comand`"), "{}", texts[0]);
+        assert!(texts[1].contains(":5:3: task \"second\": two modules in one task"), "{}", texts[1]);
+        assert!(texts[2].contains("task \"third\": `pause` argument `seconds` must be a number"), "{}", texts[2]);
+        assert!(errors.iter().all(|e| e.hint.is_some()));
+    }
+
+    #[test]
+    fn a_playbook_is_refused() {
+        let (_, errors) = parse("- hosts: all\n  tasks:\n    - debug: msg=x\n");
+        assert!(errors[0].message.contains("playbook"));
+        assert!(errors[0].hint.as_deref().unwrap_or_default().contains("task list"));
+    }
+}
