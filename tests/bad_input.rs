@@ -300,7 +300,7 @@ fn scenario(case: &Case) -> Scenario {
 #[test]
 fn every_bad_input_exits_2_with_a_located_error_and_a_hint() {
     for case in CASES {
-        let mut outcome = scenario(case).run();
+        let outcome = scenario(case).run();
         let checks = [
             (outcome.code == 2, format!("{}: exit code {}, not 2", case.name, outcome.code)),
             (outcome.stderr.contains("hint:"), format!("{}: no hint", case.name)),

@@ -1,6 +1,7 @@
 //! Whole-cluster care end to end over real sshd: cluster hooks, the preflight health gate, configuration backups
 //! beside the etcd snapshot and `upgrade restore`.
 
+use crate::support::{Outcome, Scenario};
 use crate::upgrade::{TARGET, TestCluster, nodes, spec};
 
 fn journal(cluster: &TestCluster) -> Vec<serde_json::Value> {
@@ -32,7 +33,7 @@ fn cluster_mid_and_post_hooks_run_once_each_between_the_control_plane_and_the_no
     cluster
         .upgrade(&["--junit", &junit.display().to_string()])
         .expect_code(0)
-        .expect_stdout("cluster hooks run: cluster-mid-hook, cluster-post-hook");
+        .stdout_has("cluster hooks run: cluster-mid-hook, cluster-post-hook");
 
     let lines = std::fs::read_to_string(&log).expect("the hooks wrote their log");
     // Three masters drained before the mid hook, and the two nodes too before the post hook; each hook once.
@@ -66,8 +67,8 @@ fn a_failing_cluster_pre_hook_stops_the_run_before_any_master_is_touched() {
     cluster
         .upgrade(&[])
         .expect_code(1)
-        .expect_stdout("[m1] FAILED at cluster-hook")
-        .expect_stdout("upgrade_cluster_pre_hook failed");
+        .stdout_has("[m1] FAILED at cluster-hook")
+        .stdout_has("upgrade_cluster_pre_hook failed");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "no node was cordoned");
     assert_eq!(cluster.fake.upgrades("m1"), 0);
 }
@@ -80,8 +81,8 @@ fn a_node_that_is_not_ready_is_refused_in_preflight_and_accepted_when_listed() {
     cluster
         .upgrade(&[])
         .expect_code(1)
-        .expect_stderr("nodes this run would upgrade are not Ready: n2")
-        .expect_stderr("upgrade_preflight_allow_not_ready");
+        .stderr_has("nodes this run would upgrade are not Ready: n2")
+        .stderr_has("upgrade_preflight_allow_not_ready");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
     assert_eq!(cluster.fake.upgrades("m1"), 0);
 
@@ -93,8 +94,8 @@ fn a_node_that_is_not_ready_is_refused_in_preflight_and_accepted_when_listed() {
     cluster
         .upgrade(&[])
         .expect_code(0)
-        .expect_stdout("pending certificate signing requests: csr-old (system:node:n9)")
-        .expect_stdout("not Ready, upgraded anyway (upgrade_preflight_allow_not_ready): n2");
+        .stdout_has("pending certificate signing requests: csr-old (system:node:n9)")
+        .stdout_has("not Ready, upgraded anyway (upgrade_preflight_allow_not_ready): n2");
     assert_eq!(cluster.fake.version("n2"), TARGET);
 }
 
@@ -105,8 +106,8 @@ fn a_node_the_run_does_not_touch_that_is_not_ready_is_reported_apart_at_the_end(
     cluster
         .upgrade(&["--label", "region=a"])
         .expect_code(0)
-        .expect_stdout("not Ready, and not touched by this run: n2")
-        .expect_stdout("not Ready, not touched by this run: n2");
+        .stdout_has("not Ready, and not touched by this run: n2")
+        .stdout_has("not Ready, not touched by this run: n2");
     assert_eq!(cluster.fake.version("n1"), TARGET);
 }
 
@@ -116,8 +117,8 @@ fn a_node_left_out_of_the_run_that_would_fall_outside_the_kubelet_skew_stops_pre
     cluster
         .upgrade(&["--label", "region=a"])
         .expect_code(1)
-        .expect_stderr("more than 0 minor versions behind")
-        .expect_stderr("n2 (v1.28.5)");
+        .stderr_has("more than 0 minor versions behind")
+        .stderr_has("n2 (v1.28.5)");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
 }
 
@@ -158,11 +159,8 @@ fn with_manifest_backed_up(cluster: TestCluster) -> TestCluster {
     cluster.var(&format!("upgrade_config_backup_default_paths: [{}]", serde_json::to_string(&dir).unwrap()))
 }
 
-fn restore(cluster: &TestCluster, args: &[&str]) -> crate::upgrade::Run {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"));
-    command.arg("restore").arg("--inventory").arg(cluster.inventory()).args(args).current_dir(cluster.path(""));
-    let output = command.output().expect("run upgrade restore");
-    crate::upgrade::Run { output, command: format!("upgrade restore {}", args.join(" ")), dir: cluster.path("") }
+fn restore(cluster: &TestCluster, args: &[&str]) -> Outcome {
+    Scenario::in_dir(&cluster.path("")).arg("restore").inventory(cluster.inventory()).args(args).run()
 }
 
 #[test]
@@ -171,7 +169,7 @@ fn a_configuration_backup_is_written_beside_the_snapshot_and_listed_in_the_journ
     let cluster = with_manifest_backed_up(cluster);
     std::fs::create_dir_all(manifest(&cluster).parent().unwrap()).unwrap();
     std::fs::write(manifest(&cluster), "image: kube-apiserver:v1.28.5\n").unwrap();
-    cluster.upgrade(&["--phase", "control-plane"]).expect_code(0).expect_stdout("configuration saved in");
+    cluster.upgrade(&["--phase", "control-plane"]).expect_code(0).stdout_has("configuration saved in");
 
     let dirs = backup_dirs(&cluster, "m1");
     assert_eq!(dirs.len(), 1, "{dirs:?}");
@@ -218,8 +216,8 @@ fn restore_puts_a_changed_configuration_file_back_and_restores_a_real_etcd_from_
     assert!(cluster.etcd.etcdctl(&["put", "/registry/restore/after", "written later"]).status.success());
 
     // Without --yes: the plan, and nothing changed.
-    let run = restore(&cluster, &["--limit", "m1", "--etcd"]).expect_code(2).expect_stdout("Restore plan: backup");
-    let run = run.expect_stdout("etcdctl snapshot restore").expect_stdout(&stop).expect_stderr("--yes");
+    let run = restore(&cluster, &["--limit", "m1", "--etcd"]).expect_code(2).stdout_has("Restore plan: backup");
+    let run = run.stdout_has("etcdctl snapshot restore").stdout_has(&stop).stderr_has("--yes");
     assert_eq!(std::fs::read_to_string(manifest(&cluster)).unwrap(), "image: kube-apiserver:broken\n");
     drop(run);
 
@@ -248,9 +246,9 @@ fn a_control_plane_pod_not_ready_after_a_masters_upgrade_stops_the_run() {
     cluster
         .upgrade(&[])
         .expect_code(1)
-        .expect_stdout("[m1] FAILED at control-plane-pods")
-        .expect_stdout("kube-scheduler-m1 on m1 is Running, not Ready")
-        .expect_stdout("master m1 failed");
+        .stdout_has("[m1] FAILED at control-plane-pods")
+        .stdout_has("kube-scheduler-m1 on m1 is Running, not Ready")
+        .stdout_has("master m1 failed");
     assert_eq!(cluster.fake.version("m1"), TARGET, "m1 itself was upgraded");
     assert_eq!(cluster.fake.upgrades("m2"), 0, "m2 was not started");
     assert_eq!(cluster.fake.upgrades("n1"), 0, "the nodes were not started");
@@ -263,12 +261,12 @@ fn a_node_waiting_for_its_certificate_is_reported_and_approved_only_when_allowed
     cluster
         .upgrade(&[])
         .expect_code(1)
-        .expect_stdout("[n1] FAILED at wait-ready")
-        .expect_stdout("pending certificate signing requests: csr-n1");
+        .stdout_has("[n1] FAILED at wait-ready")
+        .stdout_has("pending certificate signing requests: csr-n1");
     assert!(!cluster.fake.calls().iter().any(|c| c.action == "csr-approve"), "nothing approved without the setting");
 
     let cluster = cluster.var("upgrade_approve_node_csrs: true");
-    cluster.upgrade(&[]).expect_code(0).expect_stdout("approved the pending CSRs of n1: csr-n1");
+    cluster.upgrade(&[]).expect_code(0).stdout_has("approved the pending CSRs of n1: csr-n1");
     assert!(cluster.fake.is_ready("n1"));
     assert_eq!(cluster.fake.version("n1"), TARGET);
 }

@@ -1,10 +1,10 @@
 //! The cluster-wide lock: a ConfigMap in kube-system, seen through the fake cluster from several runs.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::fake_cluster::FakeCluster;
-use crate::upgrade::{Run, TestCluster, nodes, spec};
+use crate::support::{Outcome, Scenario};
+use crate::upgrade::{TestCluster, nodes, spec};
 
 fn lock_json(fake: &FakeCluster) -> Option<String> {
     let out = fake.run("kubectl", &["-n", "kube-system", "get", "configmap", "upgrade-lock", "-o", "json"]);
@@ -36,14 +36,8 @@ fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
-fn unlock(cluster: &TestCluster, extra: &[&str]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
-    command.arg("unlock").arg("--inventory").arg(cluster.inventory()).args(extra).stdin(Stdio::null());
-    Run {
-        output: command.output().expect("run upgrade unlock"),
-        command: format!("upgrade unlock {}", extra.join(" ")),
-        dir: cluster.path(""),
-    }
+fn unlock(cluster: &TestCluster, extra: &[&str]) -> Outcome {
+    Scenario::in_dir(&cluster.path("")).arg("unlock").inventory(cluster.inventory()).args(extra).run()
 }
 
 #[test]
@@ -54,12 +48,7 @@ fn a_second_run_from_another_state_directory_is_refused_naming_the_first_which_r
     std::fs::write(cluster.fake.state_dir().join("delay"), "2").unwrap();
     let first_state = cluster.path("first-state");
     let second_state = cluster.path("second-state");
-    let first = cluster
-        .command(&["--state-dir", &first_state.display().to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the first run");
+    let first = cluster.scenario(&["--state-dir", &first_state.display().to_string()]).spawn();
     let started = Instant::now();
     while !cluster.fake.calls().iter().any(|c| c.action == "cordon") {
         assert!(started.elapsed() < Duration::from_secs(60), "the first run never cordoned a node");
@@ -67,14 +56,12 @@ fn a_second_run_from_another_state_directory_is_refused_naming_the_first_which_r
     }
 
     let second = cluster.upgrade(&["--state-dir", &second_state.display().to_string()]).expect_code(2);
-    let second = second.expect_stderr("another upgrade holds the cluster lock kube-system/upgrade-lock");
+    let second = second.stderr_has("another upgrade holds the cluster lock kube-system/upgrade-lock");
     let first_dir = first_state.canonicalize().unwrap().display().to_string();
-    let second = second.expect_stderr(&first_dir);
+    let second = second.stderr_has(&first_dir);
     drop(second);
 
-    let first = first.wait_with_output().expect("wait for the first run");
-    let first = Run { output: first, command: "upgrade (first run)".into(), dir: cluster.path("") };
-    let first = first.expect_code(0).expect_stdout("cluster lock kube-system/upgrade-lock released");
+    let first = first.finish().expect_code(0).stdout_has("cluster lock kube-system/upgrade-lock released");
     drop(first);
     let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
     assert!(actions.contains(&"annotate-configmap".to_string()), "the first run renewed its lock: {actions:?}");
@@ -87,8 +74,8 @@ fn a_stale_lock_is_taken_over_with_a_warning() {
     let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
     foreign_lock(&cluster.fake, now() - 3600);
     let run = cluster.upgrade(&[]).expect_code(0);
-    let run = run.expect_stdout("warning: taking over the cluster lock kube-system/upgrade-lock from ops@elsewhere");
-    let _ = run.expect_stdout("not renewed for more than 900s");
+    let run = run.stdout_has("warning: taking over the cluster lock kube-system/upgrade-lock from ops@elsewhere");
+    let _ = run.stdout_has("not renewed for more than 900s");
     assert_eq!(cluster.fake.version("n1"), "v1.29.1");
     assert!(lock_json(&cluster.fake).is_none(), "released at the end");
 }
@@ -98,8 +85,8 @@ fn a_live_lock_of_another_controller_refuses_the_run_until_unlock_removes_it() {
     let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
     foreign_lock(&cluster.fake, now());
     let run =
-        cluster.upgrade(&[]).expect_code(2).expect_stderr("ops@elsewhere (state directory /srv/other/.upgrade-state)");
-    drop(run.expect_stderr("upgrade unlock"));
+        cluster.upgrade(&[]).expect_code(2).stderr_has("ops@elsewhere (state directory /srv/other/.upgrade-state)");
+    drop(run.stderr_has("upgrade unlock"));
     let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
     assert_eq!(
         actions,
@@ -107,11 +94,11 @@ fn a_live_lock_of_another_controller_refuses_the_run_until_unlock_removes_it() {
         "the foreign lock, the refused take and the read of its holder: the cluster was not even read"
     );
 
-    let refused = unlock(&cluster, &[]).expect_code(2).expect_stderr("pass --yes");
+    let refused = unlock(&cluster, &[]).expect_code(2).stderr_has("pass --yes");
     drop(refused);
     assert!(lock_json(&cluster.fake).is_some(), "no confirmation, no removal");
-    let removed = unlock(&cluster, &["--yes"]).expect_code(0).expect_stdout("held by ops@elsewhere");
-    drop(removed.expect_stdout("cluster lock removed"));
+    let removed = unlock(&cluster, &["--yes"]).expect_code(0).stdout_has("held by ops@elsewhere");
+    drop(removed.stdout_has("cluster lock removed"));
     assert!(lock_json(&cluster.fake).is_none());
-    unlock(&cluster, &["--yes"]).expect_code(0).expect_stdout("no cluster lock is held");
+    unlock(&cluster, &["--yes"]).expect_code(0).stdout_has("no cluster lock is held");
 }

@@ -1,4 +1,4 @@
-//! The scripted fake cluster API (testing/fake-cluster/) answers the command shapes of DESIGN.md's command table,
+//! The scripted fake cluster API (testing/fake-cluster/) answers the command shapes of docs/DESIGN.md's command table,
 //! keeps state, obeys its cues and logs every call in order.
 
 use std::process::Output;

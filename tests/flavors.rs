@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::support::{Scenario, openshift_fixture};
 
 fn plan_json(inventory: &std::path::Path, extra: &[&str]) -> Value {
-    let mut out =
+    let out =
         Scenario::new().arg("--inventory").arg(inventory).args(["--plan", "--output", "json"]).args(extra).success();
     out.json()
 }

@@ -9,10 +9,10 @@
 //! `UPGRADE_BLESS=1 cargo test --test lib golden::` rewrites tests/golden/ from what the binary does now.
 
 use std::path::Path;
-use std::process::Command;
 
 use regex::Regex;
 
+use crate::support::Scenario;
 use crate::support::etcd::{TestEtcd, etcdctl_binary};
 use crate::support::fake_cluster::FakeCluster;
 use crate::support::sshd::TestSshd;
@@ -167,18 +167,14 @@ fn a_run_with_a_failed_node_and_a_drain_timeout_prints_and_records_the_golden_ev
     }
     std::fs::write(dir.path().join("hosts.yml"), text).expect("write the inventory");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+    // The cluster lock names its holder user@host: a fixed user, whoever runs the test.
+    let out = Scenario::in_dir(dir.path())
         .args(["--inventory", "hosts.yml", "--output", "json"])
-        .current_dir(dir.path())
         .env("NO_COLOR", "1")
-        // The cluster lock names its holder user@host: a fixed user, whoever runs the test.
         .env("USER", "golden")
         .env_remove("LOGNAME")
-        .output()
-        .expect("run upgrade");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "n1 and n2 fail\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+        .failure(1);
+    let stdout = &out.stdout;
     let journal = std::fs::read_to_string(dir.path().join(".upgrade-state/journal.jsonl")).expect("the journal");
 
     let fake_dir = fake.state_dir().parent().expect("the fake cluster's dir").display().to_string();
@@ -193,23 +189,13 @@ fn a_run_with_a_failed_node_and_a_drain_timeout_prints_and_records_the_golden_ev
         (format!("\"ansible_port\":\"{}\"", sshd.port()), "\"ansible_port\":\"<ssh-port>\""),
         (format!("@{}", hostname()), "@<hostname>"),
     ]);
-    golden("upgrade-events.jsonl", &normaliser.lines(&stdout));
+    golden("upgrade-events.jsonl", &normaliser.lines(stdout));
     golden("upgrade-journal.jsonl", &normaliser.lines(&journal));
 }
 
 fn plan_json(inventory: &Path) -> String {
-    let dir = tempfile::Builder::new().prefix("upgrade-golden-plan-").tempdir().expect("scratch dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .arg("--inventory")
-        .arg(inventory)
-        .args(["--plan", "--output", "json"])
-        .current_dir(dir.path())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run upgrade --plan");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "--plan fails\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    Normaliser::new(vec![(dir.path().display().to_string(), "<scratch>")]).lines(&stdout)
+    let out = Scenario::new().inventory(inventory).args(["--plan", "--output", "json"]).env("NO_COLOR", "1").success();
+    Normaliser::new(vec![(out.dir().display().to_string(), "<scratch>")]).lines(&out.stdout)
 }
 
 #[test]

@@ -2,9 +2,9 @@
 //! rejects broken task files with file:line, and hosts that cannot be trusted or reached fail clearly.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::support::sshd::TestSshd;
+use crate::support::{Scenario, upgrade_with as upgrade};
 
 fn repo(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
@@ -19,8 +19,6 @@ fn inventory(dir: &Path, sshd: &TestSshd, extra: &str) -> PathBuf {
     path
 }
 
-use crate::support::{describe as text, upgrade_with as upgrade};
-
 #[test]
 fn openshift_ansibles_documented_hook_runs_over_ssh_with_yes_and_refuses_to_prompt_without_a_terminal() {
     let dir = tempfile::tempdir().expect("dir");
@@ -30,16 +28,16 @@ fn openshift_ansibles_documented_hook_runs_over_ssh_with_yes_and_refuses_to_prom
     let hook = hook.to_str().expect("utf-8 path");
 
     let out = upgrade(&["run-tasks", hook, "--yes"], &inv);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 0, "{out}");
     assert!(all.contains("[h1] ok: note the start of a master upgrade"), "{all}");
     assert!(all.contains("Master upgrade of h2 is about to start"), "{all}");
     assert!(all.contains("h1 ") && all.contains("ok=2"), "recap: {all}");
 
     // No terminal and no --yes: the prompt cannot be answered, and says so.
     let out = upgrade(&["run-tasks", hook], &inv);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.contains("--yes"), "the failure says how to answer prompts without a terminal: {all}");
 }
 
@@ -56,7 +54,7 @@ fn the_example_hooks_run_on_ssh_hosts() {
     for hook in ["hooks/master-pre-check.yml", "hooks/node-post-verify.yml"] {
         let path = repo(hook);
         let out = upgrade(&["run-tasks", path.to_str().expect("utf-8")], &inv);
-        assert_eq!(out.status.code(), Some(0), "{hook}: {}", text(&out));
+        assert_eq!(out.code, 0, "{hook}: {out}");
     }
     let marker = std::fs::read_to_string(sshd.host_root("h2").join("verified")).expect("marker written over ssh");
     assert_eq!(marker, "verified h2: ok\n");
@@ -73,8 +71,8 @@ fn check_rejects_broken_hook_files_with_their_line() {
     .expect("hook");
     let inv = inventory(dir.path(), &sshd, "upgrade_node_pre_hook=bad.yml");
     let out = upgrade(&["check"], &inv);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 2, "{out}");
     assert!(all.contains("bad.yml:4") || all.contains("bad.yml:5"), "the unknown module is located: {all}");
     assert!(all.contains("bad.yml:6") || all.contains("bad.yml:8"), "the template error is located: {all}");
 }
@@ -95,16 +93,16 @@ fn unreachable_hosts_and_changed_host_keys_fail_clearly() {
     let line = sshd.ini_host("h1").replace(&sshd.known_hosts().display().to_string(), &forged.display().to_string());
     std::fs::write(&changed, format!("[nodes]\n{line}\n")).expect("inventory");
     let out = upgrade(&["run-tasks", task, "--limit", "h1", "--accept-new-host-keys"], &changed);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.to_lowercase().contains("host key"), "the failure names the host key: {all}");
 
     // Nothing listens on the port: unreachable, said as such, and the run ends.
     let closed = dir.path().join("closed.ini");
     std::fs::write(&closed, "[nodes]\nh1 ansible_host=127.0.0.1 ansible_port=1\n").expect("inventory");
     let out = upgrade(&["run-tasks", task], &closed);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.contains("unreachable=1"), "{all}");
 }
 
@@ -114,8 +112,8 @@ fn check_reads_the_settings_as_a_run_would() {
     let sshd = TestSshd::start();
     let inv = inventory(dir.path(), &sshd, "upgrade_nodes_serial=abc");
     let out = upgrade(&["check"], &inv);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 2, "{out}");
     assert!(all.contains("hosts.ini:") && all.contains("serial `abc`"), "{all}");
 }
 
@@ -178,14 +176,9 @@ fn every_module_and_become_run_over_ssh() {
 "#;
     std::fs::write(dir.path().join("all.yml"), tasks).expect("tasks");
     let inv = inventory(dir.path(), &sshd, "greeting=hello");
-    let out = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .current_dir(dir.path())
-        .args(["run-tasks", "all.yml", "--inventory"])
-        .arg(&inv)
-        .output()
-        .expect("run upgrade");
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}");
+    let out = Scenario::in_dir(dir.path()).args(["run-tasks", "all.yml", "--inventory"]).arg(&inv).run();
+    let all = out.output();
+    assert_eq!(out.code, 0, "{out}");
     assert!(all.contains("all modules ok on h1") && all.contains("all modules ok on h2"), "{all}");
     assert_eq!(
         std::fs::read_to_string(sshd.host_root("h2").join("motd")).expect("templated over ssh"),
@@ -212,12 +205,8 @@ fn unsafe_inventory_values_are_never_templated_as_in_ansible() {
          - [uses, \"{{ uses_pw }}\"]\n    - [hv, \"{{ hostvars['h1'].pw }}\"]\n",
     )
     .expect("tasks");
-    let out = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .current_dir(dir.path())
-        .args(["run-tasks", "t.yml", "--inventory", "hosts.yml"])
-        .output()
-        .expect("run upgrade");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = Scenario::in_dir(dir.path()).args(["run-tasks", "t.yml", "--inventory", "hosts.yml"]).run();
+    assert_eq!(out.code, 0, "{out}");
     let read = |name: &str| std::fs::read_to_string(dir.path().join(format!("out-{name}"))).expect("rendered file");
     assert_eq!(read("pw"), "p{{x}}%{% if %}");
     assert_eq!(read("multi"), "\n{{ a }}\n");

@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::support::etcd::{TestEtcd, etcdctl_binary};
 use crate::support::kube_api::{KubeApi, PodKind};
 use crate::support::stand_in_host::{Packages, StandInHost};
-use crate::upgrade::Run;
+use crate::support::{Outcome, Scenario};
 
 const FROM: &str = "v1.28.5";
 const TARGET: &str = "v1.29.1";
@@ -81,20 +81,8 @@ impl KubeadmCluster {
         path
     }
 
-    fn upgrade(&self, args: &[&str]) -> Run {
-        let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-            .arg("--inventory")
-            .arg(self.inventory())
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("run upgrade");
-        Run {
-            output,
-            command: format!("upgrade --inventory hosts.yml {}", args.join(" ")),
-            dir: self.dir.path().to_path_buf(),
-        }
+    fn upgrade(&self, args: &[&str]) -> Outcome {
+        Scenario::on_cluster(self.dir.path(), &self.inventory()).args(args).run()
     }
 }
 
@@ -130,10 +118,9 @@ fn assert_docs_order(host: &StandInHost, install: &str) {
 fn an_apt_master_and_a_dnf_node_go_from_1_28_to_1_29_in_the_order_of_the_kubernetes_docs() {
     let cluster = KubeadmCluster::new(&[("m1", Packages::Apt)], &[("n1", Packages::Dnf)]);
     cluster.api.add_pod("default", "web-1", "n1", PodKind::ReplicaSet);
-    let run = cluster.upgrade(&[]).expect_code(0).expect_stdout("result: success");
-    let run =
-        run.expect_stdout("[m1] package manager: apt (detected)").expect_stdout("[n1] package manager: dnf (detected)");
-    run.expect_stdout("v1.28 -> v1.29 before the first package install");
+    let run = cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
+    let run = run.stdout_has("[m1] package manager: apt (detected)").stdout_has("[n1] package manager: dnf (detected)");
+    run.stdout_has("v1.28 -> v1.29 before the first package install");
 
     let (m1, n1) = (cluster.host("m1"), cluster.host("n1"));
     assert_docs_order(m1, "apt-get install -y -qq kubeadm=1.29.1-*");
@@ -167,9 +154,9 @@ fn the_repository_switch_runs_once_and_a_file_without_a_pkgs_minor_is_left_alone
     let other = "deb http://mirror.example/kubernetes stable main\n";
     std::fs::write(cluster.host("n1").repo_file(), other).expect("n1's own repository");
     let run = cluster.upgrade(&[]).expect_code(0);
-    let said = run.stdout().matches("[n1] package manager").count();
+    let said = run.stdout.clone().matches("[n1] package manager").count();
     assert_eq!(said, 1, "said once for n1");
-    run.expect_stdout("names no pkgs.k8s.io minor: left alone");
+    run.stdout_has("names no pkgs.k8s.io minor: left alone");
     assert_eq!(std::fs::read_to_string(cluster.host("n1").repo_file()).unwrap(), other);
     let backup = PathBuf::from(format!("{}.v1.28.bak", cluster.host("m1").repo_file().display()));
     let first = std::fs::read_to_string(&backup).expect("m1's backup");
@@ -187,7 +174,7 @@ fn a_clean_drain_by_the_real_kubectl_evicts_pods_skips_daemonsets_and_polls_one_
     cluster.api.add_pod("kube-system", "node-agent-n1", "n1", PodKind::DaemonSet);
     // After its restart n1 is Ready at the third read of it.
     cluster.api.ready_at_read("n1", 3);
-    cluster.upgrade(&[]).expect_code(0).expect_stdout("result: success");
+    cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
     assert_eq!(cluster.api.pods_on("n1"), ["node-agent-n1"], "evicted all but the DaemonSet's pod");
     let requests = cluster.api.requests();
     let evictions: Vec<&str> = requests
@@ -217,7 +204,7 @@ fn a_drain_blocked_by_a_disruption_budget_hits_the_drain_timeout_and_that_node_i
         .var("upgrade_nodes_drain_timeout: 4");
     cluster.api.add_pod("default", "guarded", "n1", PodKind::DisruptionBudget);
     cluster.api.add_pod("default", "web-2", "n2", PodKind::ReplicaSet);
-    let run = cluster.upgrade(&[]).expect_code(1).expect_stdout("drain timed out after 4s");
+    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("drain timed out after 4s");
     assert_eq!(cluster.api.version("n1"), FROM, "n1 was not upgraded");
     assert!(!cluster.api.is_cordoned("n1"), "n1 got its capacity back");
     assert_eq!(cluster.api.pods_on("n1"), ["guarded"]);
@@ -242,7 +229,7 @@ fn a_pod_that_never_terminates_holds_the_drain_until_the_timeout() {
     let cluster =
         KubeadmCluster::new(&[("m1", Packages::Apt)], &[("n1", Packages::Apt)]).var("upgrade_nodes_drain_timeout: 3");
     cluster.api.add_pod("default", "stuck", "n1", PodKind::NeverTerminates);
-    cluster.upgrade(&[]).expect_code(1).expect_stdout("drain timed out after 3s");
+    cluster.upgrade(&[]).expect_code(1).stdout_has("drain timed out after 3s");
     assert_eq!(cluster.api.version("n1"), FROM);
     assert!(!cluster.api.is_cordoned("n1"));
 }
@@ -252,7 +239,7 @@ fn a_node_that_stays_not_ready_after_its_restart_fails() {
     let cluster =
         KubeadmCluster::new(&[("m1", Packages::Apt)], &[("n1", Packages::Apt)]).var("upgrade_node_ready_timeout: 3");
     cluster.api.stays_not_ready("n1");
-    cluster.upgrade(&[]).expect_code(1).expect_stdout("node n1 is not Ready at v1.29.1 after 3s");
+    cluster.upgrade(&[]).expect_code(1).stdout_has("node n1 is not Ready at v1.29.1 after 3s");
     assert_eq!(cluster.api.version("n1"), TARGET, "its kubelet runs the target, but it is not Ready");
     assert!(cluster.api.is_cordoned("n1"), "a node upgraded but not Ready is left cordoned");
 }
@@ -262,9 +249,9 @@ fn an_api_server_not_ready_after_a_masters_upgrade_stops_the_run_before_the_next
     let cluster = KubeadmCluster::new(&[("m1", Packages::Apt), ("m2", Packages::Apt)], &[("n1", Packages::Apt)])
         .var("upgrade_control_plane_ready_timeout: 3");
     cluster.api.readyz_fails_after_restart_of("m1");
-    let run = cluster.upgrade(&[]).expect_code(1).expect_stdout("control-plane-health");
-    let run = run.expect_stdout("did not answer ok within 3s");
-    run.expect_stdout("master m1 failed; the masters after it were not started");
+    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("control-plane-health");
+    let run = run.stdout_has("did not answer ok within 3s");
+    run.stdout_has("master m1 failed; the masters after it were not started");
     assert_eq!(cluster.api.version("m1"), TARGET);
     assert_eq!(cluster.api.version("m2"), FROM, "m2 was not started");
     assert!(cluster.host("m2").position("kubeadm upgrade").is_none(), "{}", calls(cluster.host("m2")));
@@ -275,8 +262,8 @@ fn an_api_server_not_ready_after_a_masters_upgrade_stops_the_run_before_the_next
 fn preflight_stops_on_an_etcdctl_that_does_not_run_and_names_the_two_fixes() {
     let cluster = KubeadmCluster::new(&[("m1", Packages::Apt)], &[("n1", Packages::Apt)])
         .var("upgrade_etcdctl: /nonexistent/etcdctl");
-    let run = cluster.upgrade(&[]).expect_code(1).expect_stdout("install the etcd client");
-    run.expect_stdout("crictl exec");
+    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("install the etcd client");
+    run.stdout_has("crictl exec");
     assert!(cluster.api.requests().iter().all(|r| r.method != "PATCH"), "no node was cordoned");
     // Only the certificate read of preflight (`kubeadm certs check-expiration`) ran before: no plan, no upgrade.
     assert!(cluster.host("m1").position("kubeadm upgrade").is_none(), "{}", calls(cluster.host("m1")));

@@ -12,6 +12,7 @@ mod flavors;
 mod golden;
 mod hooks;
 mod kubeadm;
+mod layers;
 mod live_plan;
 mod openshift;
 mod ops;

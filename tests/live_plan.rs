@@ -9,18 +9,18 @@ fn a_live_plan_lists_a_pdb_blocked_node_and_an_unmanaged_pod_exits_1_and_only_re
     cluster.fake.set_cue("n1", "pdb_pod", "guarded");
     cluster.fake.set_cue("n2", "unmanaged_pod", "bare-n2");
     let run = cluster.upgrade(&["--plan", "--live"]).expect_code(1);
-    let run = run.expect_stdout("n1 [n1] v1.28.5: BLOCKED: 1 drain blocker(s)");
-    let run = run.expect_stdout("drain blocker: PodDisruptionBudget default/guarded-pdb allows 0 disruptions");
-    let run = run.expect_stdout("drain blocker: pod default/bare-n2 has no controller");
-    let run = run.expect_stdout("n3 [n3] v1.28.5: upgrade in nodes batch 2");
-    let run = run.expect_stdout("m1 [m1] v1.28.5: upgrade in control-plane batch 1");
-    let run = run.expect_stdout("1. control-plane: m1").expect_stdout("4. nodes: n1, n2\n  5. nodes: n3");
-    let run = run.expect_stdout("etcd db").expect_stdout("result: BLOCKED");
+    let run = run.stdout_has("n1 [n1] v1.28.5: BLOCKED: 1 drain blocker(s)");
+    let run = run.stdout_has("drain blocker: PodDisruptionBudget default/guarded-pdb allows 0 disruptions");
+    let run = run.stdout_has("drain blocker: pod default/bare-n2 has no controller");
+    let run = run.stdout_has("n3 [n3] v1.28.5: upgrade in nodes batch 2");
+    let run = run.stdout_has("m1 [m1] v1.28.5: upgrade in control-plane batch 1");
+    let run = run.stdout_has("1. control-plane: m1").stdout_has("4. nodes: n1, n2\n  5. nodes: n3");
+    let run = run.stdout_has("etcd db").stdout_has("result: BLOCKED");
     drop(run);
 
     let json = cluster.upgrade(&["--plan", "--live", "--output", "json"]).expect_code(1);
     let plan: serde_json::Value =
-        serde_json::from_str(&json.stdout()).unwrap_or_else(|e| json.explain(&format!("{e}")));
+        serde_json::from_str(&json.stdout.clone()).unwrap_or_else(|e| json.fail(&format!("{e}")));
     assert_eq!(plan["blocked"], true);
     let host = |name: &str| plan["hosts"].as_array().unwrap().iter().find(|h| h["host"] == name).unwrap().clone();
     assert_eq!(host("n1")["action"], "blocked");
@@ -41,15 +41,15 @@ fn a_live_plan_lists_a_pdb_blocked_node_and_an_unmanaged_pod_exits_1_and_only_re
 #[test]
 fn a_live_plan_with_nothing_in_the_way_exits_0_and_the_real_run_warns_or_stops_on_blockers() {
     let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
-    cluster.upgrade(&["--plan", "--live"]).expect_code(0).expect_stdout("result: nothing blocks");
+    cluster.upgrade(&["--plan", "--live"]).expect_code(0).stdout_has("result: nothing blocks");
 
     cluster.fake.set_cue("n1", "unmanaged_pod", "bare-n1");
     let strict = TestCluster::new(&spec(&nodes(1, "region=a"))).var("upgrade_fail_on_drain_blockers: true");
     strict.fake.set_cue("n1", "unmanaged_pod", "bare-n1");
-    let run = strict.upgrade(&[]).expect_code(1).expect_stderr("preflight: drain blockers on n1");
+    let run = strict.upgrade(&[]).expect_code(1).stderr_has("preflight: drain blockers on n1");
     drop(run);
     assert!(strict.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was cordoned");
 
     let run = cluster.upgrade(&[]).expect_code(0);
-    drop(run.expect_stdout("[n1] warning: its drain would meet: pod default/bare-n1 has no controller"));
+    drop(run.stdout_has("[n1] warning: its drain would meet: pod default/bare-n1 has no controller"));
 }

@@ -9,6 +9,7 @@ use std::process::Command;
 use crate::support::etcd::{TestEtcd, etcdctl_binary};
 use crate::support::fake_cluster::FakeCluster;
 use crate::support::sshd::TestSshd;
+use crate::support::{Outcome, Scenario};
 
 const KUBELET: &str = "v1.11.0+d4cacc0";
 const OLD: &str = "3.11.200";
@@ -129,57 +130,13 @@ impl OpenShiftCluster {
         self.dir.path().join("hosts")
     }
 
-    fn upgrade(&self, args: &[&str]) -> Run {
-        let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-            .arg("--inventory")
-            .arg(self.inventory())
-            .args(args)
-            .current_dir(self.dir.path())
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("run upgrade");
-        Run { output, args: args.join(" "), dir: self.dir.path().to_path_buf() }
+    fn upgrade(&self, args: &[&str]) -> Outcome {
+        Scenario::on_cluster(self.dir.path(), &self.inventory()).args(args).run()
     }
 
     /// The actions the fake saw on one node, in order.
     fn actions_on(&self, node: &str) -> Vec<String> {
         self.fake.actions_on(node)
-    }
-}
-
-struct Run {
-    output: std::process::Output,
-    args: String,
-    dir: PathBuf,
-}
-
-impl Run {
-    fn text(&self) -> String {
-        format!("{}{}", String::from_utf8_lossy(&self.output.stdout), String::from_utf8_lossy(&self.output.stderr))
-    }
-
-    fn explain(&self, why: &str) -> ! {
-        panic!(
-            "{why}\ncommand: upgrade --inventory hosts {}\nexit code: {:?}\nscratch: {}\n--- output\n{}",
-            self.args,
-            self.output.status.code(),
-            self.dir.display(),
-            self.text()
-        );
-    }
-
-    fn expect_code(self, code: i32) -> Run {
-        if self.output.status.code() != Some(code) {
-            self.explain(&format!("expected exit code {code}"));
-        }
-        self
-    }
-
-    fn expect(self, needle: &str) -> Run {
-        if !self.text().contains(needle) {
-            self.explain(&format!("the output lacks `{needle}`"));
-        }
-        self
     }
 }
 
@@ -193,8 +150,8 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
     let first = cluster
         .upgrade(&[])
         .expect_code(0)
-        .expect("[n2] skipped: already at v3.11.248: installed on the host")
-        .expect("result: success");
+        .output_has("[n2] skipped: already at v3.11.248: installed on the host")
+        .output_has("result: success");
 
     for host in ["m1", "n1"] {
         assert_eq!(cluster.fake.package_version(host), TARGET, "{host} has the target installed");
@@ -227,9 +184,9 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
     );
     // Merged with the kubeadm steps: none of kubeadm's preflight checks ran, and the control-plane health gate asked
     // OpenShift's /healthz/ready (the 3.11 fake answers NotFound to /readyz, as Kubernetes 1.11 does).
-    assert!(!first.text().contains("package manager"), "no package manager detection on OpenShift hosts");
-    assert!(!first.text().contains("kubeadm"), "no kubeadm upgrade plan on OpenShift");
-    assert!(first.text().contains("control-plane-health ok"), "the health gate ran after m1");
+    assert!(!first.output().contains("package manager"), "no package manager detection on OpenShift hosts");
+    assert!(!first.output().contains("kubeadm"), "no kubeadm upgrade plan on OpenShift");
+    assert!(first.output().contains("control-plane-health ok"), "the health gate ran after m1");
     let api_reads = cluster.actions_on("-");
     assert!(!api_reads.iter().any(|a| a == "readyz"), "{api_reads:?}");
     assert!(api_reads.iter().filter(|a| *a == "healthz").count() >= 2, "restart wait and health gate: {api_reads:?}");
@@ -244,9 +201,9 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
     cluster
         .upgrade(&[])
         .expect_code(0)
-        .expect("[m1] skipped: upgraded by an earlier run (has v3.11.248 installed)")
-        .expect("[n1] skipped: upgraded by an earlier run (has v3.11.248 installed)")
-        .expect("nothing to upgrade");
+        .output_has("[m1] skipped: upgraded by an earlier run (has v3.11.248 installed)")
+        .output_has("[n1] skipped: upgraded by an earlier run (has v3.11.248 installed)")
+        .output_has("nothing to upgrade");
     assert_eq!(cluster.fake.upgrades("n1"), 1, "not upgraded again");
 }
 
@@ -259,9 +216,9 @@ fn a_host_that_fails_after_the_unexclude_is_excluded_again_and_the_run_stops_on_
     cluster
         .upgrade(&["--phase", "nodes,verify"])
         .expect_code(1)
-        .expect("[n1] FAILED at upgrade")
-        .expect("transaction check error")
-        .expect("not started");
+        .output_has("[n1] FAILED at upgrade")
+        .output_has("transaction check error")
+        .output_has("not started");
 
     assert_eq!(cluster.actions_on("n1"), ["cordon", "drain", "unexclude", "unexclude", "yum", "exclude", "exclude"]);
     for excluder in EXCLUDERS {
@@ -284,10 +241,11 @@ fn a_certificate_expiring_within_the_warning_window_stops_preflight_naming_host_
     let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]);
     cluster.certificate("m1", "etc/origin/master/master.server.crt", 30);
     let file = root_file(&cluster, "m1", "etc/origin/master/master.server.crt");
-    let run = cluster.upgrade(&["--phase", "nodes"]).expect_code(1).expect("1 certificate(s) expire within 365 days");
-    let text = run.text();
+    let run =
+        cluster.upgrade(&["--phase", "nodes"]).expect_code(1).output_has("1 certificate(s) expire within 365 days");
+    let text = run.output();
     let line = format!("m1: {file} expires ");
-    let Some(at) = text.find(&line) else { run.explain(&format!("the report lacks `{line}`")) };
+    let Some(at) = text.find(&line) else { run.fail(&format!("the report lacks `{line}`")) };
     let date = &text[at + line.len()..].chars().take(23).collect::<String>();
     assert!(date.ends_with(" UTC") && date.starts_with("20"), "an expiry date follows: {date:?}\n{text}");
     assert!(text.contains("(in 29 days)") || text.contains("(in 30 days)"), "{text}");
@@ -305,7 +263,7 @@ fn an_expiring_certificate_only_warns_when_fail_on_warn_is_false() {
     cluster
         .upgrade(&["--phase", "nodes"])
         .expect_code(0)
-        .expect("upgrade_certificate_expiry_fail_on_warn is false: going on");
+        .output_has("upgrade_certificate_expiry_fail_on_warn is false: going on");
     assert_eq!(cluster.fake.package_version("n2"), TARGET);
 }
 

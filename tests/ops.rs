@@ -1,31 +1,30 @@
 //! Safe to interrupt, easy to follow: kill -9 and resume, SIGINT with a grace period, the run lock, the JSON events
 //! and the JUnit report, on a copy of the demo cluster (local connections, the scripted fake cluster API).
 
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::demo::{Demo, HOSTS, NODES, lock_is_free, signal, text, wait_at_most};
-use crate::support::describe;
+use crate::support::Outcome;
+use crate::support::demo::{Demo, HOSTS, NODES, lock_is_free};
 
 #[test]
 fn kill_9_in_the_middle_of_a_node_batch_then_a_rerun_upgrades_every_node_exactly_once() {
     let demo = Demo::new();
     // node-2's drain takes 3 s: the orchestrator is killed while it drains.
-    demo.set_cue("node-2", "drain_hang", "3");
+    demo.fake.set_cue("node-2", "drain_hang", "3");
     let mut first = demo.spawn(&[]);
     demo.wait_for_call("node-2", "drain");
     std::thread::sleep(Duration::from_millis(500));
     first.kill().expect("kill -9 the orchestrator");
     let _ = first.wait();
-    assert!(demo.is_cordoned("node-2"), "the killed run left node-2 cordoned (the scenario this test is about)");
+    assert!(demo.fake.is_cordoned("node-2"), "the killed run left node-2 cordoned (the scenario this test is about)");
     assert!(demo.path(".upgrade-state/lock").exists(), "kill -9 leaves the lock behind");
 
     let second = demo.run(&[]);
-    let out = describe(&second);
-    assert_eq!(second.status.code(), Some(0), "the re-run finishes the upgrade\n{out}");
-    let stdout = text(&second.stdout);
+    let out = second.to_string();
+    assert_eq!(second.code, 0, "the re-run finishes the upgrade\n{out}");
+    let stdout = second.stdout.clone();
     // node-2 certainly (it was draining); its batch mates too if they were still in flight at the kill.
     let cordoned = stdout
         .lines()
@@ -37,12 +36,12 @@ fn kill_9_in_the_middle_of_a_node_batch_then_a_rerun_upgrades_every_node_exactly
     let in_flight = resumed.split("in flight restarted (").nth(1).and_then(|r| r.split(')').next()).unwrap_or("");
     assert!(in_flight.split(", ").any(|h| h == "node-2"), "node-2 restarted: {resumed}\n{out}");
     for host in HOSTS {
-        assert_eq!(demo.upgrades(host), 1, "{host} upgraded exactly once\n{out}");
-        assert_eq!(demo.version(host), "v1.29.1", "{host} at the target\n{out}");
-        assert!(!demo.is_cordoned(host), "{host} schedulable at the end\n{out}");
+        assert_eq!(demo.fake.upgrades(host), 1, "{host} upgraded exactly once\n{out}");
+        assert_eq!(demo.fake.version(host), "v1.29.1", "{host} at the target\n{out}");
+        assert!(!demo.fake.is_cordoned(host), "{host} schedulable at the end\n{out}");
     }
     // The masters were done by the first run: the second does not touch them again.
-    let kubeadm_applies = demo.calls().iter().filter(|(_, a)| a == "kubeadm-apply").count();
+    let kubeadm_applies = demo.fake.calls().iter().filter(|c| c.action == "kubeadm-apply").count();
     assert_eq!(kubeadm_applies, 1, "kubeadm upgrade apply ran once\n{out}");
 }
 
@@ -50,58 +49,58 @@ fn kill_9_in_the_middle_of_a_node_batch_then_a_rerun_upgrades_every_node_exactly
 fn sigint_during_a_batch_leaves_no_node_cordoned_that_was_not_upgraded() {
     let demo = Demo::new();
     // node-2's drain never ends: only the grace period gets the run out of the batch.
-    demo.set_cue("node-2", "drain_hang", "forever");
+    demo.fake.set_cue("node-2", "drain_hang", "forever");
     let child = demo.spawn(&["--grace-period", "1"]);
     demo.wait_for_call("node-2", "drain");
     std::thread::sleep(Duration::from_millis(300));
-    signal(&child, libc::SIGINT);
-    let out = child.wait_with_output().expect("wait for upgrade");
-    let described = describe(&out);
-    assert_eq!(out.status.code(), Some(130), "an interrupted run exits 130\n{described}");
-    let stdout = text(&out.stdout);
+    child.signal(libc::SIGINT);
+    let out = child.finish();
+    let described = out.to_string();
+    assert_eq!(out.code, 130, "an interrupted run exits 130\n{described}");
+    let stdout = out.stdout.clone();
     assert!(stdout.contains("result: interrupted"), "{described}");
     assert!(stdout.contains("[node-2] interrupted before its upgrade: uncordoned again"), "{described}");
     for node in NODES {
         assert!(
-            !(demo.is_cordoned(node) && demo.upgrades(node) == 0),
+            !(demo.fake.is_cordoned(node) && demo.fake.upgrades(node) == 0),
             "{node} is cordoned but was not upgraded\n{described}"
         );
     }
-    assert_eq!(demo.upgrades("node-2"), 0, "node-2 never got past its drain\n{described}");
+    assert_eq!(demo.fake.upgrades("node-2"), 0, "node-2 never got past its drain\n{described}");
     // The later batch never started.
-    assert!(!demo.calls().iter().any(|(n, _)| n == "node-4"), "node-4 was touched\n{described}");
+    assert!(!demo.fake.calls().iter().any(|c| c.node == "node-4"), "node-4 was touched\n{described}");
     // The journal says how the run ended, and the lock is let go (its file stays: it is never deleted).
     let journal = std::fs::read_to_string(demo.path(".upgrade-state/journal.jsonl")).expect("journal");
     assert!(journal.lines().last().is_some_and(|l| l.contains("\"status\":\"interrupted\"")), "{journal}");
     assert!(lock_is_free(&demo.path(".upgrade-state")));
 
     // The re-run finishes what is left, node-2 included.
-    demo.set_cue("node-2", "drain_hang", "0");
+    demo.fake.set_cue("node-2", "drain_hang", "0");
     let rerun = demo.run(&[]);
-    assert_eq!(rerun.status.code(), Some(0), "{}", describe(&rerun));
+    assert_eq!(rerun.code, 0, "{rerun}");
     for node in NODES {
-        assert_eq!(demo.upgrades(node), 1, "{node} upgraded exactly once\n{}", describe(&rerun));
+        assert_eq!(demo.fake.upgrades(node), 1, "{node} upgraded exactly once\n{rerun}");
     }
 }
 
 #[test]
 fn a_second_run_is_refused_while_the_first_holds_the_lock() {
     let demo = Demo::new();
-    demo.set_cue("node-1", "drain_hang", "forever");
+    demo.fake.set_cue("node-1", "drain_hang", "forever");
     let first = demo.spawn(&["--grace-period", "0"]);
     demo.wait_for_call("node-1", "drain");
 
     let second = demo.run(&[]);
-    let stderr = text(&second.stderr);
-    assert_eq!(second.status.code(), Some(2), "{}", describe(&second));
+    let stderr = second.stderr.clone();
+    assert_eq!(second.code, 2, "{second}");
     assert!(stderr.contains(&format!("another upgrade is running on this cluster (pid {}", first.id())), "{stderr}");
     assert!(stderr.contains("started 20"), "the holder's start time: {stderr}");
 
     // Let the first one go: with no grace period it stops at once, its drain cut short.
-    signal(&first, libc::SIGINT);
-    let out = first.wait_with_output().expect("wait");
-    assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
-    assert!(!demo.is_cordoned("node-1"), "node-1 uncordoned after the interrupt\n{}", describe(&out));
+    first.signal(libc::SIGINT);
+    let out = first.finish();
+    assert_eq!(out.code, 130, "{out}");
+    assert!(!demo.fake.is_cordoned("node-1"), "node-1 uncordoned after the interrupt\n{out}");
 }
 
 /// The fields every event type must carry (README, "JSON events").
@@ -124,25 +123,25 @@ fn required_fields(event: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-fn json_lines(out: &Output) -> Vec<Value> {
-    text(&out.stdout)
+fn json_lines(out: &Outcome) -> Vec<Value> {
+    out.stdout
         .lines()
         .enumerate()
         .map(|(i, line)| {
             serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("stdout line {} is not JSON ({e}): {line}\n{}", i + 1, describe(out)))
+                .unwrap_or_else(|e| panic!("stdout line {} is not JSON ({e}): {line}\n{}", i + 1, out))
         })
         .collect()
 }
 
-fn check_schema(events: &[Value], out: &Output) {
+fn check_schema(events: &[Value], out: &Outcome) {
     for event in events {
         let kind = event["event"].as_str().unwrap_or_else(|| panic!("no `event`: {event}"));
         let time = event["time"].as_str().unwrap_or_else(|| panic!("no `time`: {event}"));
         assert!(time.len() == 20 && time.ends_with('Z'), "time is UTC: {time}");
         let fields = required_fields(kind).unwrap_or_else(|| panic!("undocumented event type {kind}: {event}"));
         for field in fields {
-            assert!(event.get(*field).is_some(), "{kind} lacks `{field}`: {event}\n{}", describe(out));
+            assert!(event.get(*field).is_some(), "{kind} lacks `{field}`: {event}\n{out}");
         }
     }
 }
@@ -152,7 +151,7 @@ fn the_json_stream_and_the_junit_report_follow_the_documented_schema() {
     let demo = Demo::new();
     let junit = demo.path("report.xml");
     let out = demo.run(&["--output", "json", "--junit", junit.to_str().expect("path")]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(out.code, 0, "{out}");
     let events = json_lines(&out);
     check_schema(&events, &out);
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
@@ -207,8 +206,8 @@ fn a_run_stopped_by_preflight_still_ends_the_json_stream_with_a_summary_and_writ
     let demo = Demo::new();
     let junit = demo.path("report.xml");
     let out = demo.run(&["--output", "json", "--junit", junit.to_str().expect("path"), "--target-version", "v1.27.0"]);
-    assert_eq!(out.status.code(), Some(2), "a downgrade is bad input\n{}", describe(&out));
-    assert!(text(&out.stderr).contains("older than the control plane"), "{}", describe(&out));
+    assert_eq!(out.code, 2, "a downgrade is bad input\n{out}");
+    assert!(out.stderr.contains("older than the control plane"), "{out}");
     let events = json_lines(&out);
     check_schema(&events, &out);
     let last = events.last().expect("events");
@@ -217,7 +216,7 @@ fn a_run_stopped_by_preflight_still_ends_the_json_stream_with_a_summary_and_writ
     junit_cases(&xml);
     assert!(xml.contains("<failure message=\"preflight: the target v1.27.0 is older"), "{xml}");
     for host in HOSTS {
-        assert_eq!(demo.upgrades(host), 0);
+        assert_eq!(demo.fake.upgrades(host), 0);
     }
 }
 
@@ -302,26 +301,26 @@ fn a_hook_that_never_ends_is_cut_when_the_grace_period_is_over_and_its_node_unco
         if !found.is_empty() {
             break found;
         }
-        assert!(Instant::now() < deadline, "no node reached its pre hook within 60 s; calls: {:?}", demo.calls());
+        assert!(Instant::now() < deadline, "no node reached its pre hook within 60 s; calls: {:?}", demo.fake.calls());
         std::thread::sleep(Duration::from_millis(50));
     };
     std::thread::sleep(Duration::from_millis(300));
     let interrupted = Instant::now();
-    signal(&child, libc::SIGINT);
+    child.signal(libc::SIGINT);
     // 3 s of grace, then the uncordon: far from the hook's 600 s (a bound, not a benchmark).
-    let out = wait_at_most(child, Duration::from_secs(30));
+    let out = child.finish_within(Duration::from_secs(30));
     let took = interrupted.elapsed();
-    let described = describe(&out);
+    let described = out.to_string();
     assert!(took < Duration::from_secs(30), "still running {took:?} after SIGINT (killed)\n{described}");
-    assert_eq!(out.status.code(), Some(130), "an interrupted run exits 130\n{described}");
+    assert_eq!(out.code, 130, "an interrupted run exits 130\n{described}");
     for node in &hanging {
-        assert!(!demo.is_cordoned(node), "{node} uncordoned after its hook was cut\n{described}");
-        assert_eq!(demo.upgrades(node), 0, "{node} was not upgraded\n{described}");
+        assert!(!demo.fake.is_cordoned(node), "{node} uncordoned after its hook was cut\n{described}");
+        assert_eq!(demo.fake.upgrades(node), 0, "{node} was not upgraded\n{described}");
         let gone = crate::support::process_ends_within(&pids.join(node), Duration::from_secs(5));
         assert!(gone, "the hook's command of {node} still runs\n{described}");
     }
     for node in NODES {
-        assert!(!(demo.is_cordoned(node) && demo.upgrades(node) == 0), "{node} left cordoned\n{described}");
+        assert!(!(demo.fake.is_cordoned(node) && demo.fake.upgrades(node) == 0), "{node} left cordoned\n{described}");
     }
 }
 
@@ -383,7 +382,7 @@ fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_bu
     const TOKEN: &str = "tok-9f8e7d6c5b4a";
     let demo = Demo::new();
     // node-3 was cordoned before the run: the summary lists it with the command that uncordons it.
-    demo.set_cue("node-3", "unschedulable", "true");
+    demo.fake.set_cue("node-3", "unschedulable", "true");
     std::fs::write(
         demo.path("hooks/show.yml"),
         "- name: a hook that prints the token\n  shell: echo \"token is {{ demo_token }}\"\n",
@@ -398,9 +397,9 @@ fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_bu
     })
     .to_string();
     let out = demo.run(&["--output", "json", "-e", &extra]);
-    let described = describe(&out);
-    assert_eq!(out.status.code(), Some(0), "{described}");
-    let stdout = text(&out.stdout);
+    let described = out.to_string();
+    assert_eq!(out.code, 0, "{described}");
+    let stdout = out.stdout.clone();
     assert!(stdout.contains("token is ********"), "the hook's output is masked, not dropped\n{described}");
     let fix = stdout
         .lines()
@@ -413,7 +412,7 @@ fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_bu
         .find(|l| l.contains("\"event\":\"task-finished\"") && l.contains("\"task\":\"cordon node-1\""))
         .unwrap_or_else(|| panic!("no cordon task\n{described}"));
     assert!(cordon.contains("\"censored\":"), "upgrade_no_log censors the built-in steps: {cordon}");
-    let mut everything = format!("{stdout}{}", text(&out.stderr));
+    let mut everything = format!("{stdout}{}", out.stderr.clone());
     for entry in std::fs::read_dir(demo.path(".upgrade-state/logs")).expect("logs").flatten() {
         everything.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
     }
@@ -421,10 +420,10 @@ fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_bu
 
     // Again in text mode: nothing left to upgrade, the summary still names node-3 with its fix command.
     let again = demo.run(&["-e", &extra]);
-    let human = text(&again.stdout);
-    assert!(human.contains("run `DEMO_TOKEN=******** "), "{}", describe(&again));
+    let human = again.stdout.clone();
+    assert!(human.contains("run `DEMO_TOKEN=******** "), "{again}");
     everything.push_str(&human);
-    everything.push_str(&text(&again.stderr));
+    everything.push_str(&again.stderr.clone());
     if let Some(at) = everything.find(TOKEN) {
         let around = &everything[at.saturating_sub(300)..(at + 100).min(everything.len())];
         panic!("the token shows: ...{around}...");

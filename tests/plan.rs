@@ -31,7 +31,7 @@ fn the_openshift_example_plan_upgrades_masters_one_at_a_time_then_the_nodes() {
         out = out.check(&format!("control-plane batch line {line:?}"), |o| o.stdout.contains(&line));
     }
 
-    let mut out = Scenario::new().arg("-i").arg(&hosts).args(["--plan", "--output", "json"]).success();
+    let out = Scenario::new().arg("-i").arg(&hosts).args(["--plan", "--output", "json"]).success();
     let plan = out.json();
     assert_eq!(batches(&plan, "etcd-backup"), json!([MASTERS]));
     assert_eq!(batches(&plan, "control-plane"), json!([[MASTERS[0]], [MASTERS[1]], [MASTERS[2]]]));
@@ -65,7 +65,7 @@ fn a_label_selects_the_compute_nodes_offline_and_says_so() {
         .stdout_has("node_labels")
         .stdout_has("openshift_node_group_name");
 
-    let mut out = Scenario::new()
+    let out = Scenario::new()
         .arg("-i")
         .arg(&hosts)
         .args(["--plan", "--output", "json", "--serial", "2"])
@@ -79,7 +79,7 @@ fn a_label_selects_the_compute_nodes_offline_and_says_so() {
 
 #[test]
 fn phases_left_out_are_absent_from_the_json() {
-    let mut out = Scenario::new()
+    let out = Scenario::new()
         .arg("-i")
         .arg(openshift_fixture("hosts.example"))
         .args(["--plan", "--output", "json", "--phase", "nodes"])
@@ -109,7 +109,7 @@ fn cluster_with(var_line: &str) -> Scenario {
 
 #[test]
 fn settings_come_from_the_inventory_with_their_place() {
-    let mut out = cluster_with("openshift_upgrade_nodes_serial=[1, '20%', -1]").args(["--output", "json"]).success();
+    let out = cluster_with("openshift_upgrade_nodes_serial=[1, '20%', -1]").args(["--output", "json"]).success();
     let plan = out.json();
     assert_eq!(batches(&plan, "nodes"), json!([["n1"], ["n2"], ["n3", "n4", "n5"]]));
     assert_eq!(plan["settings"]["serial"], json!([1, "20%", -1]));
@@ -134,7 +134,7 @@ fn the_kubeadm_host_settings_show_with_their_origin() {
         .stdout_has("upgrade_kubernetes_repo_manage       true")
         .stdout_has("upgrade_kubernetes_repo_file         by the package manager")
         .stdout_has("upgrade_control_plane_ready_timeout  300");
-    let mut out = cluster_with("")
+    let out = cluster_with("")
         .args(["-e", "upgrade_kubernetes_repo_file=/etc/apt/sources.list.d/k8s.list", "--output", "json"])
         .success();
     let plan = out.json();
@@ -239,7 +239,7 @@ fn check_and_the_plan_resolve_a_hook_to_the_same_file() {
     // Spaces around the path: the run trims them; `upgrade check` once joined them to the directory as they were.
     let hosts = format!("{CLUSTER}upgrade_node_pre_hook=\"  hooks/pre.yml  \"\n");
     let hook = "- name: fine\n  debug:\n    msg: hi\n";
-    let mut plan = Scenario::new()
+    let plan = Scenario::new()
         .file("hosts.ini", &hosts)
         .file("hooks/pre.yml", hook)
         .args(["-i", "hosts.ini", "--plan", "--output", "json"])

@@ -20,7 +20,7 @@ fn three_nodes_waiting_at_once_are_served_by_one_list_read_per_interval() {
     for n in ["n1", "n2", "n3"] {
         cluster.fake.set_cue(n, "ready_after_reads", "3");
     }
-    cluster.upgrade(&[]).expect_code(0).expect_stdout("result: success");
+    cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
 
     let log = std::fs::read_to_string(cluster.fake.state_dir().join("calls.log")).unwrap();
     let lines: Vec<Vec<&str>> = log.lines().map(|l| l.split('\t').collect()).collect();

@@ -7,8 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::support::sshd::TestSshd;
-
-use crate::support::{describe as text, upgrade_with as upgrade};
+use crate::support::upgrade_with as upgrade;
 
 /// A YAML double-quoted scalar (JSON's string syntax is valid YAML).
 fn quoted(s: &str) -> String {
@@ -45,8 +44,7 @@ fn reboot_waits_for_the_host_to_come_back_with_a_new_boot_id_and_the_next_task_r
     let (inventory, file) = setup(dir.path(), &sshd, &tasks);
 
     let out = upgrade(&["run-tasks", file.to_str().expect("utf-8")], &inventory);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}\n--- sshd log\n{}", sshd.log());
+    assert_eq!(out.code, 0, "{out}\n--- sshd log\n{}", sshd.log());
     // The host really went down and came back: its log shows the reboot before the next task, and the sshd now
     // listening is a new process.
     let log = std::fs::read_to_string(sshd.host_root("h1").join("log")).expect("host log");
@@ -68,8 +66,8 @@ fn a_host_that_never_comes_back_fails_with_ansibles_timeout_message() {
     let (inventory, file) = setup(dir.path(), &sshd, &tasks);
 
     let out = upgrade(&["run-tasks", file.to_str().expect("utf-8")], &inventory);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.contains("Timed out waiting for last boot time check (timeout=3)"), "{all}");
     assert!(!all.contains("never reached"), "the host stops at the failed reboot: {all}");
 }
@@ -82,8 +80,8 @@ fn a_host_that_does_not_go_down_is_not_taken_for_one_that_came_back() {
                  reboot_timeout: 2\n";
     let (inventory, file) = setup(dir.path(), &sshd, tasks);
     let out = upgrade(&["run-tasks", file.to_str().expect("utf-8")], &inventory);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.contains("Timed out waiting for last boot time check (timeout=2)"), "{all}");
 }
 
@@ -95,8 +93,8 @@ fn a_failing_reboot_command_and_a_local_connection_are_reported_as_ansible_does(
                  boot_time_command: cat {{ host_root }}/boot_id\n";
     let (inventory, file) = setup(dir.path(), &sshd, tasks);
     let out = upgrade(&["run-tasks", file.to_str().expect("utf-8")], &inventory);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.contains("Reboot command failed. Error was: ', no permission'"), "{all}");
 
     // The controller is never rebooted: a local connection is refused before anything runs.
@@ -105,8 +103,8 @@ fn a_failing_reboot_command_and_a_local_connection_are_reported_as_ansible_does(
     let tasks = dir.path().join("local.yml");
     std::fs::write(&tasks, "- reboot:\n    reboot_command: /bin/false\n").expect("tasks");
     let out = upgrade(&["run-tasks", tasks.to_str().expect("utf-8")], &local);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.contains("Running reboot with local connection would reboot the control node."), "{all}");
 }
 
@@ -128,8 +126,7 @@ fn wait_for_connection_waits_for_a_host_that_is_down_when_the_run_starts() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = upgrade(&["run-tasks", file.to_str().expect("utf-8")], &inventory);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}\n--- sshd log\n{}", sshd.log());
+    assert_eq!(out.code, 0, "{out}\n--- sshd log\n{}", sshd.log());
 }
 
 #[test]
@@ -143,8 +140,7 @@ fn wait_for_connection_rides_out_a_reboot_and_gives_up_on_a_host_that_stays_down
     let reboot = sshd.restart_command(Duration::from_secs(2), "echo boot-2 > {{ host_root }}/boot_id");
     let (inventory, file) = setup(dir.path(), &sshd, &tasks.replace("REBOOT", &quoted(&reboot)));
     let out = upgrade(&["run-tasks", file.to_str().expect("utf-8")], &inventory);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}\n--- sshd log\n{}", sshd.log());
+    assert_eq!(out.code, 0, "{out}\n--- sshd log\n{}", sshd.log());
 
     // A host that stays down: Ansible's message, with the last error.
     let tasks = "- wait_for_connection:\n    timeout: 2\n    connect_timeout: 1\n";
@@ -153,8 +149,8 @@ fn wait_for_connection_rides_out_a_reboot_and_gives_up_on_a_host_that_stays_down
     let file = dir.path().join("wait.yml");
     std::fs::write(&file, tasks).expect("tasks");
     let out = upgrade(&["run-tasks", file.to_str().expect("utf-8")], &down);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = out.output();
+    assert_eq!(out.code, 1, "{out}");
     assert!(all.contains("timed out waiting for ping module test:"), "{all}");
     assert!(!all.contains("unreachable=1"), "a host that stays down fails the task, as in Ansible: {all}");
 }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::demo::{Demo, NODES, lock_is_free, signal, text};
-use crate::support::describe;
+use crate::support::demo::{Demo, NODES, lock_is_free};
+use crate::support::{Running, signal};
 
 /// A bind mount over a directory of the test (read-only, or a small tmpfs), undone on drop. Needs root, as the test
 /// machines and CI run; the mount is private to the test's own temp dir, so tests stay parallel-safe.
@@ -44,14 +44,15 @@ fn path_str(path: &Path) -> &str {
 
 fn mount(args: &[&str]) {
     let out = Command::new("mount").args(args).output().expect("run mount");
-    assert!(out.status.success(), "mount {args:?} failed (these tests need root, as CI has): {}", text(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "mount {args:?} failed (these tests need root, as CI has): {stderr}");
 }
 
 /// A run that a failing test must not leave behind (blocked on its stdout, or in a drain that never ends).
-struct KillOnDrop(std::process::Child);
+struct KillOnDrop(Running);
 
 impl std::ops::Deref for KillOnDrop {
-    type Target = std::process::Child;
+    type Target = Running;
     fn deref(&self) -> &Self::Target {
         &self.0
     }
@@ -87,7 +88,7 @@ fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
 fn fifty_runs_started_at_the_same_instant_let_exactly_one_through() {
     let demo = Demo::new();
     // The winner stays in node-1's drain until it is interrupted, so it holds the lock while the others try.
-    demo.set_cue("node-1", "drain_hang", "forever");
+    demo.fake.set_cue("node-1", "drain_hang", "forever");
     // A lock left by a killed run is there, so every run also races to take over a stale lock.
     std::fs::create_dir_all(demo.path(".upgrade-state")).expect("state dir");
     std::fs::write(demo.path(".upgrade-state/lock"), r#"{"pid": 4000000000, "started": "2026-11-23T09:00:00Z"}"#)
@@ -98,7 +99,7 @@ fn fifty_runs_started_at_the_same_instant_let_exactly_one_through() {
     assert!(made.success());
     let mut runs: Vec<std::process::Child> = (0..50)
         .map(|_| {
-            let upgrade = demo.command(&["--grace-period", "0"]);
+            let upgrade = demo.scenario(&["--grace-period", "0"]).command();
             let mut command = Command::new("sh");
             command
                 .arg("-c")
@@ -136,7 +137,7 @@ fn fifty_runs_started_at_the_same_instant_let_exactly_one_through() {
                 i += 1;
             }
         }
-        let draining = demo.calls().iter().any(|(n, a)| n == "node-1" && a == "drain");
+        let draining = demo.fake.calls().iter().any(|c| c.node == "node-1" && c.action == "drain");
         if runs.is_empty() || (draining && quiet_since.elapsed() > Duration::from_secs(2)) {
             break;
         }
@@ -150,10 +151,10 @@ fn fifty_runs_started_at_the_same_instant_let_exactly_one_through() {
     }
     for run in still_running {
         let out = run.wait_with_output().expect("wait for the winner");
-        assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+        assert_eq!(out.status.code(), Some(130), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     }
     assert_eq!((winners, refused), (1, 49), "exactly one run takes the lock");
-    let drains = demo.calls().iter().filter(|(n, a)| n == "node-1" && a == "drain").count();
+    let drains = demo.fake.calls().iter().filter(|c| c.node == "node-1" && c.action == "drain").count();
     assert_eq!(drains, 1, "node-1 was drained by one run only");
     assert!(lock_is_free(&demo.path(".upgrade-state")), "the lock is let go at the end");
 }
@@ -168,7 +169,7 @@ fn a_lock_naming_a_live_but_unrelated_pid_is_taken_over() {
         let holder = format!(r#"{{"pid": {pid}, "started": "2026-11-23T09:00:00Z"}}"#);
         std::fs::write(demo.path(".upgrade-state/lock"), holder).expect("write a stale lock");
         let out = demo.run(&["--phase", "preflight"]);
-        assert_eq!(out.status.code(), Some(0), "the stale lock of pid {pid} is taken over\n{}", describe(&out));
+        assert_eq!(out.code, 0, "the stale lock of pid {pid} is taken over\n{out}");
     }
 }
 
@@ -179,11 +180,11 @@ fn a_read_only_state_directory_refuses_the_start_with_exit_2_and_touches_nothing
     std::fs::create_dir_all(&state).expect("state dir");
     let _read_only = Mount::read_only(&state);
     let out = demo.run(&[]);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "a refused start\n{}", describe(&out));
+    let stderr = out.stderr.clone();
+    assert_eq!(out.code, 2, "a refused start\n{out}");
     assert!(stderr.contains(&state.display().to_string()) && stderr.contains("Read-only file system"), "{stderr}");
     assert!(stderr.contains("--state-dir"), "says what to do: {stderr}");
-    assert!(demo.calls().is_empty(), "nothing was touched: {:?}", demo.calls());
+    assert!(demo.fake.calls().is_empty(), "nothing was touched: {:?}", demo.fake.calls());
 }
 
 /// A kubectl that takes 3 s over the first `get nodes` (preflight's read of the cluster) and says when it starts it.
@@ -208,18 +209,22 @@ fn a_sigterm_during_preflight_starts_no_later_phase() {
     let kubectl = slow_first_cluster_read(&demo);
     let child = demo.spawn(&["-e", &kubectl]);
     wait_until("preflight reads the cluster", Duration::from_secs(30), || demo.path("preflight-reading").exists());
-    signal(&child, libc::SIGTERM);
-    let out = child.wait_with_output().expect("wait for upgrade");
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
-    assert!(!stdout.contains("== etcd-backup"), "the etcd backup did not start\n{}", describe(&out));
-    assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{}", describe(&out));
+    child.signal(libc::SIGTERM);
+    let out = child.finish();
+    let stdout = out.stdout.clone();
+    assert_eq!(out.code, 130, "{out}");
+    assert!(!stdout.contains("== etcd-backup"), "the etcd backup did not start\n{out}");
+    assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{out}");
     // The cluster lock (a ConfigMap taken before the read and released at the end) is not a node.
-    let touched: Vec<_> =
-        demo.calls().into_iter().filter(|(_, a)| a != "get-nodes" && !a.ends_with("-configmap")).collect();
-    assert!(touched.is_empty(), "no node was touched: {touched:?}\n{}", describe(&out));
-    assert!(stdout.contains("preflight's remaining checks were not run"), "says so\n{}", describe(&out));
-    assert!(stdout.contains("result: interrupted"), "{}", describe(&out));
+    let touched: Vec<_> = demo
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.action != "get-nodes" && !c.action.ends_with("-configmap"))
+        .collect();
+    assert!(touched.is_empty(), "no node was touched: {touched:?}\n{out}");
+    assert!(stdout.contains("preflight's remaining checks were not run"), "says so\n{out}");
+    assert!(stdout.contains("result: interrupted"), "{out}");
 }
 
 /// Fills a file system: writes to `path` until the kernel says it is full (ENOSPC).
@@ -246,38 +251,38 @@ fn a_state_filesystem_that_fills_up_mid_run_stops_new_hosts_and_fails_the_run() 
     // journal and the host logs get ENOSPC from the kernel. (RLIMIT_FSIZE would give EFBIG on any file the run or
     // its commands write; a tmpfs fills only the state directory.)
     let _tmpfs = Mount::tmpfs(&state, "4m");
-    demo.set_cue("node-1", "drain_hang", "2");
+    demo.fake.set_cue("node-1", "drain_hang", "2");
     let child = demo.spawn(&[]);
     demo.wait_for_call("node-1", "drain");
     fill(&state.join("filler"));
-    let out = child.wait_with_output().expect("wait for upgrade");
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "a run whose journal is incomplete fails\n{}", describe(&out));
-    assert!(!stdout.contains("result: success"), "{}", describe(&out));
-    assert!(stdout.contains("No space left on device"), "says why\n{}", describe(&out));
-    assert!(stdout.contains("no new host starts"), "says what happens\n{}", describe(&out));
+    let out = child.finish();
+    let stdout = out.stdout.clone();
+    assert_eq!(out.code, 1, "a run whose journal is incomplete fails\n{out}");
+    assert!(!stdout.contains("result: success"), "{out}");
+    assert!(stdout.contains("No space left on device"), "says why\n{out}");
+    assert!(stdout.contains("no new host starts"), "says what happens\n{out}");
     for what in ["cannot write the journal", "cannot write the host log"] {
-        assert!(stdout.matches(what).count() <= 2, "`{what}` is said once (and in the summary)\n{}", describe(&out));
+        assert!(stdout.matches(what).count() <= 2, "`{what}` is said once (and in the summary)\n{out}");
     }
-    assert!(stdout.contains("state directory: cannot write the "), "the summary says it\n{}", describe(&out));
+    assert!(stdout.contains("state directory: cannot write the "), "the summary says it\n{out}");
     // The batch in flight finished; the next one never started; nothing is left cordoned.
     for node in ["node-1", "node-2", "node-3"] {
-        assert_eq!(demo.upgrades(node), 1, "{node} in flight finished\n{}", describe(&out));
+        assert_eq!(demo.fake.upgrades(node), 1, "{node} in flight finished\n{out}");
     }
     for node in ["node-4", "node-5", "node-6"] {
-        assert!(!demo.calls().iter().any(|(n, _)| n == node), "{node} was not started\n{}", describe(&out));
+        assert!(!demo.fake.calls().iter().any(|c| c.node == node), "{node} was not started\n{out}");
     }
     for node in NODES {
-        assert!(!demo.is_cordoned(node), "{node} is not left cordoned\n{}", describe(&out));
+        assert!(!demo.fake.is_cordoned(node), "{node} is not left cordoned\n{out}");
     }
 
     // With space again, the same command finishes the upgrade, each node once.
     std::fs::remove_file(state.join("filler")).expect("free the space");
     let rerun = demo.run(&[]);
-    assert_eq!(rerun.status.code(), Some(0), "{}", describe(&rerun));
+    assert_eq!(rerun.code, 0, "{rerun}");
     for node in NODES {
-        assert_eq!(demo.upgrades(node), 1, "{node} upgraded exactly once\n{}", describe(&rerun));
-        assert!(!demo.is_cordoned(node), "{node}\n{}", describe(&rerun));
+        assert_eq!(demo.fake.upgrades(node), 1, "{node} upgraded exactly once\n{rerun}");
+        assert!(!demo.fake.is_cordoned(node), "{node}\n{rerun}");
     }
 }
 
@@ -312,16 +317,17 @@ fn when_the_cluster_cannot_be_read_at_the_end_the_summary_lists_the_nodes_the_ho
         r#"{{"upgrade_kubectl": "{} {{{{ demo_fake_cluster }}}}/kubectl {{{{ demo_fake }}}}", "upgrade_node_ready_timeout": 3}}"#,
         script.display()
     );
-    demo.set_cue("node-2", "ready_fail", "");
+    demo.fake.set_cue("node-2", "ready_fail", "");
 
     let out = demo.run(&["--output", "json", "--serial", "1", "-e", &vars]);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    let summary: Value = text(&out.stdout)
+    assert_eq!(out.code, 1, "{out}");
+    let summary: Value = out
+        .stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|e| e["event"] == "summary")
-        .unwrap_or_else(|| panic!("no summary\n{}", describe(&out)));
-    assert!(demo.is_cordoned("node-2"), "the scenario: node-2 is left cordoned\n{}", describe(&out));
+        .unwrap_or_else(|| panic!("no summary\n{out}"));
+    assert!(demo.fake.is_cordoned("node-2"), "the scenario: node-2 is left cordoned\n{out}");
     let cordoned: Vec<&str> =
         summary["left_cordoned"].as_array().expect("left_cordoned").iter().filter_map(|c| c["node"].as_str()).collect();
     assert_eq!(cordoned, ["node-2"], "as the hosts reported\n{summary}");
@@ -344,17 +350,17 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
     // node-1 and node-3 are still in flight (in their mid hook) when the interrupts come.
     std::fs::write(demo.path("hooks/node_mid.yml"), "- name: a slow hook\n  command: sleep 3\n")
         .expect("write the hook");
-    demo.set_cue("node-2", "drain_hang", "forever");
+    demo.fake.set_cue("node-2", "drain_hang", "forever");
     let mut child = KillOnDrop(demo.spawn(&["--output", "json"]));
     // Nobody reads stdout. The run still gets to node-2's drain, past three 1 MB lines.
     let reached = Instant::now() + Duration::from_secs(60);
-    while !demo.calls().iter().any(|(n, a)| n == "node-2" && a == "drain") {
-        assert!(Instant::now() < reached, "the run froze behind its unread stdout: {:?}", demo.calls());
+    while !demo.fake.calls().iter().any(|c| c.node == "node-2" && c.action == "drain") {
+        assert!(Instant::now() < reached, "the run froze behind its unread stdout: {:?}", demo.fake.calls());
         std::thread::sleep(Duration::from_millis(50));
     }
-    signal(&child, libc::SIGINT);
+    child.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(300));
-    signal(&child, libc::SIGINT);
+    child.signal(libc::SIGINT);
     // The second interrupt is handled while stdout is still unread: the journal gets its last line at once.
     let journal = demo.path(".upgrade-state/journal.jsonl");
     wait_until("the second interrupt is handled", Duration::from_secs(10), || {
@@ -385,7 +391,7 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
     };
     assert_eq!(status.code(), Some(130));
     assert!(lock_is_free(&demo.path(".upgrade-state")), "the exit let the run lock go");
-    let out = text(&reader.join().expect("reader"));
+    let out = String::from_utf8_lossy(&reader.join().expect("reader")).into_owned();
     let events: Vec<Value> = out
         .lines()
         .enumerate()

@@ -3,13 +3,13 @@
 //! cluster API.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::describe;
 use crate::support::etcd::TestEtcd;
 use crate::support::fake_cluster::FakeCluster;
 use crate::support::sshd::TestSshd;
+use crate::support::{Outcome, Scenario, cluster_inventory, cluster_vars};
 
 const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
 
@@ -60,45 +60,25 @@ impl Cluster {
     }
 
     fn inventory(&self) -> PathBuf {
-        let mut text = String::from("all:\n  vars:\n");
-        for (k, v) in self.fake.command_vars() {
-            text.push_str(&format!("    {k}: \"{v}\"\n"));
-        }
-        text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", crate::support::etcd::etcdctl_binary().display()));
-        text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", self.etcd.endpoints()));
-        text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");
-        text.push_str("    upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
-        text.push_str("    upgrade_node_ready_delay: 1\n    upgrade_node_ready_timeout: 20\n");
+        let mut vars = cluster_vars(&self.fake, &self.etcd);
         for line in &self.vars {
-            text.push_str(&format!("    {line}\n"));
+            vars.push_str(&format!("    {line}\n"));
         }
-        text.push_str("  children:\n    masters:\n      hosts:\n");
-        for m in MASTERS {
-            text.push_str(&self.sshd.yaml_host(m, 8));
-        }
-        text.push_str("    etcd:\n      hosts:\n        m1:\n");
-        for (group, hosts) in &self.groups {
-            text.push_str(&format!("    {group}:\n      hosts:\n"));
-            for h in hosts {
-                text.push_str(&self.sshd.yaml_host(h, 8));
-            }
-        }
+        let groups: Vec<(&str, &[String])> =
+            self.groups.iter().map(|(g, hosts)| (g.as_str(), hosts.as_slice())).collect();
+        let text = cluster_inventory(&vars, &MASTERS, &groups, |h| self.sshd.yaml_host(h, 8));
         let path = self.path("hosts.yml");
         std::fs::write(&path, text).expect("inventory");
         path
     }
 
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
-        command.args(args).arg("--inventory").arg(self.inventory()).current_dir(self.dir.path());
-        command.env("NO_COLOR", "1");
-        command
+    /// `upgrade ARGS --inventory hosts.yml` in the cluster's directory.
+    fn scenario(&self, args: &[&str]) -> Scenario {
+        Scenario::in_dir(self.dir.path()).args(args).inventory(self.inventory()).env("NO_COLOR", "1")
     }
 
-    fn upgrade(&self, args: &[&str], code: i32) -> Output {
-        let output = self.command(args).output().expect("run upgrade");
-        assert_eq!(output.status.code(), Some(code), "upgrade {args:?}: {}", describe(&output));
-        output
+    fn upgrade(&self, args: &[&str], code: i32) -> Outcome {
+        self.scenario(args).run().expect_code(code)
     }
 
     /// Waits until the fake cluster logged a call whose action and arguments match.
@@ -117,10 +97,6 @@ impl Cluster {
     fn backups(&self) -> usize {
         std::fs::read_dir(self.sshd.host_root("m1").join("etcd-backups")).map(|d| d.count()).unwrap_or(0)
     }
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -143,7 +119,8 @@ fn a_target_two_edges_away_is_walked_hop_by_hop_and_a_run_killed_in_the_second_h
     let cluster = graph_cluster();
     // The final target given with -e, the highest precedence, does not hide each hop's own target from its steps.
     let target = ["-e", "upgrade_target_version=v1.30.2"];
-    let mut child = cluster.command(&target).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start");
+    let mut child =
+        cluster.scenario(&target).command().stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start");
     // Hop 2 has begun on the control plane: m1 went to v1.30.2 and m2 is being drained.
     cluster.wait_for("m2's drain in hop 2", |_| {
         let calls = cluster.fake.calls();
@@ -157,7 +134,7 @@ fn a_target_two_edges_away_is_walked_hop_by_hop_and_a_run_killed_in_the_second_h
     assert!(journal.contains(r#""event":"hop-started""#) && journal.contains(r#""hop":2"#), "{journal}");
 
     let resumed = cluster.upgrade(&target, 0);
-    let out = stdout(&resumed);
+    let out = resumed.stdout.clone();
     assert!(out.contains("resuming the update path at hop 2 of 2: v1.29.1 -> v1.30.2"), "{out}");
     assert!(!out.contains("hop 1 of 2"), "hop 1 is not done again: {out}");
     for host in ["m1", "m2", "m3", "n1", "n2"] {
@@ -178,7 +155,7 @@ fn a_target_two_edges_away_is_walked_hop_by_hop_and_a_run_killed_in_the_second_h
 fn a_target_the_graph_does_not_reach_is_refused_before_anything_is_touched() {
     let cluster = graph_cluster();
     let refused = cluster.upgrade(&["--target-version", "v1.31.0"], 2);
-    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    let err = refused.stderr.clone();
     assert!(err.contains("not reachable from v1.28.5"), "{err}");
     assert!(err.contains("v1.29.0, v1.29.1, v1.30.2"), "the hint says what the graph offers: {err}");
     // The run's own cluster lock (a ConfigMap, taken and released) is not a touch of the cluster's nodes.
@@ -189,24 +166,19 @@ fn a_target_the_graph_does_not_reach_is_refused_before_anything_is_touched() {
 #[test]
 fn versions_lists_the_targets_the_graph_offers_from_the_cluster_or_from_a_given_version() {
     let cluster = graph_cluster();
-    let listed = cluster.command(&["versions"]).output().expect("run");
-    assert!(listed.status.success(), "{}", describe(&listed));
-    let text = stdout(&listed);
+    let listed = cluster.scenario(&["versions"]).success();
+    let text = listed.stdout.clone();
     assert!(text.contains("Running version: v1.28.5 (the masters, read from the cluster)"), "{text}");
     assert!(text.contains("v1.30.2      v1.29.1 -> v1.30.2 (2 hops)"), "{text}");
 
-    let listed = cluster.command(&["versions", "--from", "1.29.1", "--output", "json"]).output().expect("run");
-    let doc: serde_json::Value =
-        serde_json::from_slice(&listed.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe(&listed)));
+    let doc = cluster.scenario(&["versions", "--from", "1.29.1", "--output", "json"]).run().json();
     assert_eq!(doc["targets"], serde_json::json!([{"version": "v1.30.2", "path": ["v1.30.2"]}]));
 }
 
 #[test]
 fn the_plan_shows_the_hops_from_each_version_and_keeps_its_old_keys() {
     let cluster = graph_cluster();
-    let plan = cluster.command(&["--plan", "--output", "json"]).output().expect("run");
-    let doc: serde_json::Value =
-        serde_json::from_slice(&plan.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe(&plan)));
+    let doc = cluster.scenario(&["--plan", "--output", "json"]).run().json();
     assert_eq!(doc["update_graph"]["hops_from"]["v1.28.5"], serde_json::json!(["v1.29.1", "v1.30.2"]));
     assert_eq!(doc["settings"]["target_version"], "v1.30.2");
     assert_eq!(doc["phases"][3]["batches"], serde_json::json!([["n1"], ["n2"]]));
@@ -217,7 +189,7 @@ fn without_a_graph_a_target_two_minors_ahead_lists_the_hops_it_would_need() {
     let cluster =
         Cluster::new("v1.28.5", "n1 v1.28.5 -\n", &[("nodes", &["n1"])]).var("upgrade_target_version: v1.31.0");
     let refused = cluster.upgrade(&[], 2);
-    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    let err = refused.stderr.clone();
     assert!(err.contains("the hops to v1.31.0: v1.29.x -> v1.30.x -> v1.31.0"), "{err}");
 }
 
@@ -242,7 +214,7 @@ fn zone_age_takes_the_nodes_without_a_zone_then_zone_a_then_zone_b_oldest_first_
         cluster.fake.set_cue(node, "created", created);
     }
     let run = cluster.upgrade(&[], 0);
-    let out = stdout(&run);
+    let out = run.stdout.clone();
     assert!(out.contains("zone-age order (by topology.kubernetes.io/zone, oldest first): n5, n3, n2, n4, n1"), "{out}");
     assert!(out.contains("-- batch 1/3: n5, n3") && out.contains("-- batch 3/3: n1"), "{out}");
     let drained: Vec<String> = cluster
@@ -266,7 +238,7 @@ fn the_offline_plan_orders_by_the_zones_of_node_labels_and_says_the_run_orders_a
     let inventory = "[masters]\nm1\n[nodes]\nn1 node_labels=\"{'topology.kubernetes.io/zone': 'b'}\"\n\
                      n2 node_labels=\"{'topology.kubernetes.io/zone': 'a'}\"\nn3\n\
                      [all:vars]\nupgrade_nodes_order=zone-age\nupgrade_nodes_max_unavailable=2\n";
-    let mut out = crate::support::Scenario::new()
+    let out = crate::support::Scenario::new()
         .file("hosts", inventory)
         .args(["--inventory", "hosts", "--plan", "--output", "json"])
         .success();
@@ -311,7 +283,7 @@ fn blue_green_evacuates_the_blue_nodes_in_batches_counts_a_stuck_drain_and_rolls
     cluster.fake.set_cue("n2", "drain_hang", "");
 
     let run = cluster.upgrade(&[], 1);
-    let out = stdout(&run);
+    let out = run.stdout.clone();
     assert!(out.contains("[n2] FAILED at drain: drain timed out after 2s"), "{out}");
     assert!(
         out.contains("-- batch 1/2: n1, n2") && out.contains("-- batch 2/2: n3"),
@@ -347,7 +319,7 @@ fn blue_green_evacuates_the_blue_nodes_in_batches_counts_a_stuck_drain_and_rolls
     for n in ["n1", "n2"] {
         assert!(!cluster.fake.is_cordoned(n), "{n} is schedulable again");
     }
-    assert!(cluster.fake.is_cordoned("n3"), "n3 was cordoned before the run: {}", stdout(&rollback));
+    assert!(cluster.fake.is_cordoned("n3"), "n3 was cordoned before the run: {}", rollback.stdout);
     for g in ["g1", "g2", "g3"] {
         assert!(cluster.fake.is_cordoned(g), "{g} is unschedulable again");
     }
@@ -360,7 +332,7 @@ fn blue_green_refuses_green_nodes_not_ready_at_the_target_before_touching_anythi
         .var("upgrade_target_version: v1.29.1")
         .var("upgrade_nodes_strategy: blue-green");
     let refused = cluster.upgrade(&[], 1);
-    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    let err = refused.stderr.clone();
     assert!(err.contains("the green nodes are not ready to take the load: g1 runs v1.28.5, not v1.29.1"), "{err}");
     // The run's own cluster lock (a ConfigMap, taken and released) is not a touch of the cluster's nodes.
     let touched = |a: &str| !a.starts_with("get") && !a.ends_with("-configmap");
@@ -389,7 +361,7 @@ fn a_surge_cycle_adds_a_node_before_each_blue_drain_and_removes_the_old_one_afte
         );
     }
     let run = cluster.upgrade(&[], 0);
-    let out = stdout(&run);
+    let out = run.stdout.clone();
     assert!(out.contains("blue node n1 evacuated and its node object deleted"), "{out}");
     let timeline: Vec<(String, String)> = cluster
         .fake
@@ -420,7 +392,7 @@ fn a_surge_cycle_adds_a_node_before_each_blue_drain_and_removes_the_old_one_afte
 fn the_plan_shows_the_blue_green_strategy_and_keeps_its_old_keys() {
     let inventory = "[masters]\nm1\n[nodes]\nn1\nn2\n[new_nodes]\ng1\n\
                      [all:vars]\nupgrade_nodes_strategy=blue-green\nupgrade_blue_green_label=generation\n";
-    let mut out = crate::support::Scenario::new()
+    let out = crate::support::Scenario::new()
         .file("hosts", inventory)
         .args(["--inventory", "hosts", "--plan", "--output", "json"])
         .success();

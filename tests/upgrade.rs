@@ -2,11 +2,12 @@
 //! and the scripted fake cluster API for kubectl/kubeadm.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::support::etcd::TestEtcd;
 use crate::support::fake_cluster::FakeCluster;
 use crate::support::sshd::TestSshd;
+use crate::support::{Outcome, Scenario, cluster_inventory, cluster_vars};
 
 pub(crate) const TARGET: &str = "v1.29.1";
 pub(crate) const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
@@ -24,54 +25,6 @@ pub(crate) struct TestCluster {
     all_vars: Vec<String>,
     /// Hosts that use `other_sshd`.
     on_other: Vec<String>,
-}
-
-/// What one run of the binary did (tests/kubeadm.rs shares it).
-pub(crate) struct Run {
-    pub(crate) output: Output,
-    pub(crate) command: String,
-    pub(crate) dir: PathBuf,
-}
-
-impl Run {
-    pub(crate) fn code(&self) -> i32 {
-        self.output.status.code().unwrap_or(-1)
-    }
-    pub(crate) fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.output.stdout).into_owned()
-    }
-    pub(crate) fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-    /// Panics with everything a reader needs: the command, its output, the scratch directory.
-    pub(crate) fn explain(&self, why: &str) -> ! {
-        panic!(
-            "{why}\ncommand: {}\nexit code: {}\nscratch: {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.command,
-            self.code(),
-            self.dir.display(),
-            self.stdout(),
-            self.stderr()
-        );
-    }
-    pub(crate) fn expect_code(self, code: i32) -> Run {
-        if self.code() != code {
-            self.explain(&format!("expected exit code {code}"));
-        }
-        self
-    }
-    pub(crate) fn expect_stdout(self, needle: &str) -> Run {
-        if !self.stdout().contains(needle) {
-            self.explain(&format!("stdout lacks `{needle}`"));
-        }
-        self
-    }
-    pub(crate) fn expect_stderr(self, needle: &str) -> Run {
-        if !self.stderr().contains(needle) {
-            self.explain(&format!("stderr lacks `{needle}`"));
-        }
-        self
-    }
 }
 
 impl TestCluster {
@@ -124,47 +77,28 @@ impl TestCluster {
     }
 
     pub(crate) fn inventory(&self) -> PathBuf {
-        let mut text = String::from("all:\n  vars:\n");
-        text.push_str(&format!("    upgrade_target_version: {TARGET}\n"));
-        for (k, v) in self.fake.command_vars() {
-            text.push_str(&format!("    {k}: \"{v}\"\n"));
-        }
-        text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", crate::support::etcd::etcdctl_binary().display()));
-        text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", self.etcd.endpoints()));
-        text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");
-        text.push_str("    upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
-        text.push_str("    upgrade_node_ready_delay: 1\n    upgrade_node_ready_timeout: 20\n");
+        let mut vars = format!("    upgrade_target_version: {TARGET}\n");
+        vars.push_str(&cluster_vars(&self.fake, &self.etcd));
         for line in &self.all_vars {
-            text.push_str(&format!("    {line}\n"));
+            vars.push_str(&format!("    {line}\n"));
         }
-        text.push_str("  children:\n    masters:\n      hosts:\n");
-        for m in MASTERS {
-            text.push_str(&self.host_entry(m));
-        }
-        text.push_str("    etcd:\n      hosts:\n        m1:\n    nodes:\n      hosts:\n");
-        for n in &self.nodes {
-            text.push_str(&self.host_entry(n));
-        }
+        let text = cluster_inventory(&vars, &MASTERS, &[("nodes", &self.nodes)], |h| self.host_entry(h));
         let path = self.path("hosts.yml");
         std::fs::write(&path, text).expect("inventory");
         path
     }
 
-    pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
-        command.arg("--inventory").arg(self.inventory()).args(args).current_dir(self.dir.path());
-        command.env("NO_COLOR", "1");
-        command
+    /// `upgrade --inventory hosts.yml ARGS` in the cluster's directory.
+    pub(crate) fn scenario(&self, args: &[&str]) -> Scenario {
+        Scenario::on_cluster(self.dir.path(), &self.inventory()).args(args)
     }
 
-    pub(crate) fn upgrade(&self, args: &[&str]) -> Run {
-        let mut command = self.command(args);
-        let output = command.output().expect("run upgrade");
-        Run {
-            output,
-            command: format!("upgrade --inventory hosts.yml {}", args.join(" ")),
-            dir: self.dir.path().into(),
-        }
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        self.scenario(args).command()
+    }
+
+    pub(crate) fn upgrade(&self, args: &[&str]) -> Outcome {
+        self.scenario(args).run()
     }
 
     fn version(&self, node: &str) -> String {
@@ -194,7 +128,7 @@ fn a_full_upgrade_backs_up_etcd_then_masters_one_at_a_time_then_nodes_in_batches
     let list = nodes(6, "region=a");
     let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: \"50%\"");
     let run = cluster.upgrade(&[]).expect_code(0);
-    let run = run.expect_stdout("etcd snapshot verified").expect_stdout("result: success");
+    let run = run.stdout_has("etcd snapshot verified").stdout_has("result: success");
 
     for host in MASTERS.iter().copied().chain(cluster.nodes.iter().map(String::as_str)) {
         assert_eq!(cluster.version(host), TARGET, "{host} is at the target");
@@ -233,7 +167,7 @@ fn a_label_selects_the_nodes_by_the_labels_the_cluster_reports() {
     assert_eq!(cluster.version("n2"), "v1.28.5", "n2 is not selected");
     assert_eq!(cluster.fake.upgrades("n2"), 0);
 
-    cluster.upgrade(&["--phase", "nodes", "--label", "region=nowhere"]).expect_code(2).expect_stderr("matches none");
+    cluster.upgrade(&["--phase", "nodes", "--label", "region=nowhere"]).expect_code(2).stderr_has("matches none");
 }
 
 #[test]
@@ -244,11 +178,11 @@ fn a_drain_that_outlasts_the_drain_timeout_fails_the_node_which_is_uncordoned_an
         .var("upgrade_nodes_serial: 2")
         .var("upgrade_nodes_max_fail_percentage: 50");
     cluster.fake.set_cue("n1", "drain_hang", "");
-    let run = cluster.upgrade(&[]).expect_code(1).expect_stdout("[n1] FAILED at drain: drain timed out after 2s");
+    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("[n1] FAILED at drain: drain timed out after 2s");
     assert_eq!(cluster.version("n1"), "v1.28.5", "n1 was not upgraded");
     assert!(!cluster.fake.is_cordoned("n1"), "n1 got its capacity back");
     assert_eq!(cluster.version("n2"), TARGET, "one failure of two is within 50%");
-    let _ = run.expect_stdout("failed: 1");
+    let _ = run.stdout_has("failed: 1");
 }
 
 #[test]
@@ -266,7 +200,7 @@ fn failures_that_exceed_max_fail_percentage_stop_the_later_batches_but_equal_one
     let exceeded =
         TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 49");
     exceeded.fake.set_cue("n1", "upgrade_fail", "");
-    exceeded.upgrade(&[]).expect_code(1).expect_stdout("not started");
+    exceeded.upgrade(&[]).expect_code(1).stdout_has("not started");
     assert_eq!(exceeded.fake.upgrades("n3"), 0, "batch 2 never started");
     assert_eq!(exceeded.version("n2"), TARGET, "the rest of batch 1 finished");
 
@@ -284,7 +218,7 @@ fn a_batch_in_which_every_node_fails_stops_the_run_even_at_100_percent() {
         TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 2").var("upgrade_nodes_max_fail_percentage: 100");
     cluster.fake.set_cue("n1", "upgrade_fail", "");
     cluster.fake.set_cue("n2", "upgrade_fail", "");
-    cluster.upgrade(&[]).expect_code(1).expect_stdout("not started");
+    cluster.upgrade(&[]).expect_code(1).stdout_has("not started");
     assert_eq!(cluster.fake.upgrades("n3"), 0);
 }
 
@@ -299,9 +233,9 @@ fn a_failing_master_hook_stops_the_run_before_the_next_master_and_hook_output_is
     cluster
         .upgrade(&[])
         .expect_code(1)
-        .expect_stdout("post hook on m1")
-        .expect_stdout("[m2] FAILED at post-hook")
-        .expect_stdout("master m2 failed");
+        .stdout_has("post hook on m1")
+        .stdout_has("[m2] FAILED at post-hook")
+        .stdout_has("master m2 failed");
     assert_eq!(cluster.fake.upgrades("m3"), 0, "m3 was not started");
     assert_eq!(cluster.fake.upgrades("n1"), 0, "the nodes were not started");
 }
@@ -309,7 +243,7 @@ fn a_failing_master_hook_stops_the_run_before_the_next_master_and_hook_output_is
 #[test]
 fn a_nodes_only_run_is_refused_while_the_masters_are_behind() {
     let cluster = TestCluster::new(&[("n1", "region=a")]);
-    cluster.upgrade(&["--phase", "nodes"]).expect_code(2).expect_stderr("upgrade the control plane first");
+    cluster.upgrade(&["--phase", "nodes"]).expect_code(2).stderr_has("upgrade the control plane first");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched");
 }
 
@@ -319,7 +253,7 @@ fn a_second_run_after_success_changes_nothing() {
     let cluster = TestCluster::new(&spec(&list));
     cluster.upgrade(&[]).expect_code(0);
     let calls = cluster.fake.calls().len();
-    cluster.upgrade(&[]).expect_code(0).expect_stdout("nothing to upgrade");
+    cluster.upgrade(&[]).expect_code(0).stdout_has("nothing to upgrade");
     let after: Vec<String> = cluster.fake.calls()[calls..].iter().map(|c| c.action.clone()).collect();
     // Its own cluster lock, taken and released, is all it wrote.
     let writes: Vec<&String> = after.iter().filter(|a| !a.starts_with("get")).collect();
@@ -338,16 +272,14 @@ fn an_sshd_killed_during_a_nodes_upgrade_fails_that_node_and_the_run_goes_on() {
         .var("upgrade_nodes_max_fail_percentage: 50");
     // n2's drain takes a while; its host dies in the middle of it.
     cluster.fake.set_cue("n2", "drain_hang", "6");
-    let child = cluster.command(&[]).stdout(std::process::Stdio::piped()).spawn().expect("start upgrade");
+    let child = cluster.scenario(&[]).spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !cluster.drained().iter().any(|n| n == "n2") {
         assert!(std::time::Instant::now() < deadline, "n2's drain never started");
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     cluster.other_sshd.as_ref().expect("second sshd").kill();
-    let output = child.wait_with_output().expect("upgrade finishes: no hang");
-    let run = Run { output, command: "upgrade --inventory hosts.yml".into(), dir: cluster.dir.path().into() };
-    let run = run.expect_code(1).expect_stdout("[n2] FAILED");
+    let run = child.finish().expect_code(1).stdout_has("[n2] FAILED");
     assert_eq!(cluster.version("n1"), TARGET, "the other nodes of the batch finished");
     assert_eq!(cluster.version("n3"), TARGET);
     drop(run);
@@ -360,8 +292,8 @@ fn ci_runs_the_control_plane_then_the_nodes_as_separate_phases_and_the_backup_ga
     cluster
         .upgrade(&["--phase", "control-plane"])
         .expect_code(0)
-        .expect_stdout("no verified etcd backup of this target exists: taking one first")
-        .expect_stdout("etcd snapshot verified");
+        .stdout_has("no verified etcd backup of this target exists: taking one first")
+        .stdout_has("etcd snapshot verified");
     for m in MASTERS {
         assert_eq!(cluster.version(m), TARGET);
     }
@@ -386,9 +318,9 @@ fn nodes_already_at_the_target_keep_their_place_in_the_planned_batches_and_are_s
     cluster
         .upgrade(&[])
         .expect_code(0)
-        .expect_stdout("-- batch 1/2: n1, n2")
-        .expect_stdout("-- batch 2/2: n3, n4")
-        .expect_stdout("[n1] skipped: already at v1.29.1");
+        .stdout_has("-- batch 1/2: n1, n2")
+        .stdout_has("-- batch 2/2: n3, n4")
+        .stdout_has("[n1] skipped: already at v1.29.1");
     assert_eq!(cluster.fake.upgrades("n1"), 0, "n1 was not touched");
     assert!(cluster.fake.actions_on("n1").iter().all(|a| a.starts_with("get")), "{:?}", cluster.fake.actions_on("n1"));
     for n in ["n2", "n3", "n4"] {
@@ -469,7 +401,7 @@ fn a_node_upgraded_with_rolling_restart_mode_system_is_rebooted_and_waited_for()
         .var("upgrade_reboot_timeout: 60")
         .var("upgrade_boot_time_command: \"cat {{ host_root }}/boot_id\"");
 
-    cluster.upgrade(&[]).expect_code(0).expect_stdout("result: success");
+    cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
     let host = cluster.other_sshd.as_ref().expect("second sshd");
     let reboots = std::fs::read_to_string(host.host_root("n1").join("reboots")).expect("n1 was rebooted");
     assert_eq!(reboots, "reboot\n", "exactly one reboot");
@@ -492,8 +424,8 @@ fn a_node_upgraded_with_rolling_restart_mode_system_is_rebooted_and_waited_for()
 fn a_failing_kubeadm_upgrade_plan_stops_the_run_in_preflight_with_kubeadms_message() {
     let cluster = TestCluster::new(&[("n1", "region=a")]);
     cluster.fake.set_cue("m1", "plan_fail", "[upgrade/health] FATAL: there are unhealthy control plane pods");
-    let run = cluster.upgrade(&[]).expect_code(1).expect_stderr("unhealthy control plane pods");
-    run.expect_stderr("upgrade_kubeadm_plan_check: false");
+    let run = cluster.upgrade(&[]).expect_code(1).stderr_has("unhealthy control plane pods");
+    run.stderr_has("upgrade_kubeadm_plan_check: false");
     let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
     assert!(actions.contains(&"kubeadm-plan".to_string()), "{actions:?}");
     assert!(!actions.iter().any(|a| a == "cordon" || a == "drain" || a.starts_with("kubeadm-a")), "{actions:?}");
@@ -514,7 +446,7 @@ fn the_custom_flavour_runs_no_package_or_kubeadm_plan_checks_and_keeps_the_contr
         .var(&format!("upgrade_master_upgrade_command: \"{command}\""))
         .var(&format!("upgrade_node_upgrade_command: \"{command}\""));
     let run = cluster.upgrade(&[]).expect_code(0);
-    assert!(!run.stdout().contains("package manager"), "no package manager detection:\n{}", run.stdout());
+    assert!(!run.stdout.contains("package manager"), "no package manager detection:\n{}", run.stdout);
     let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
     assert!(!actions.iter().any(|a| a.starts_with("kubeadm")), "{actions:?}");
     assert!(actions.contains(&"readyz".to_string()), "the health gate still asks /readyz: {actions:?}");
@@ -529,9 +461,9 @@ fn kubeadm_certificates_expiring_within_30_days_stop_preflight_before_anything_m
     cluster
         .upgrade(&[])
         .expect_code(1)
-        .expect_stderr("certificate(s) expire within 30 days (default)")
-        .expect_stderr("m1: kubeadm certificate apiserver expires ")
-        .expect_stderr("kubeadm certs renew");
+        .stderr_has("certificate(s) expire within 30 days (default)")
+        .stderr_has("m1: kubeadm certificate apiserver expires ")
+        .stderr_has("kubeadm certs renew");
     assert!(cluster.drained().is_empty(), "nothing was drained");
     assert_eq!(cluster.version("m1"), "v1.28.5");
 
@@ -547,14 +479,14 @@ fn kubelet_versions_with_a_distribution_suffix_count_as_the_target_from_prefligh
         // The kubelet "package" the distribution ships reports its own suffix, as EKS, GKE and k3s kubelets do.
         let package = format!("{} --node {{{{ node_name }}}} upgrade {TARGET}{suffix}", cluster.fake.tool("fake-node"));
         let extra = serde_json::json!({ "upgrade_kubelet_package_command": package }).to_string();
-        cluster.upgrade(&["-e", &extra]).expect_code(0).expect_stdout("result: success");
+        cluster.upgrade(&["-e", &extra]).expect_code(0).stdout_has("result: success");
         for host in MASTERS.into_iter().chain(["n1"]) {
             assert_eq!(cluster.version(host), format!("{TARGET}{suffix}"), "{host}");
             assert_eq!(cluster.fake.upgrades(host), 1, "{host} upgraded once ({suffix})");
             assert!(!cluster.fake.is_cordoned(host), "{host} schedulable again ({suffix})");
         }
         // A re-run sees every node at the target: nothing is upgraded again.
-        cluster.upgrade(&["-e", &extra]).expect_code(0).expect_stdout("nothing to upgrade");
+        cluster.upgrade(&["-e", &extra]).expect_code(0).stdout_has("nothing to upgrade");
         assert_eq!(cluster.fake.upgrades("n1"), 1, "n1 not upgraded again ({suffix})");
     }
 }
@@ -581,7 +513,7 @@ fn wait_ready_polls_again_after_an_answer_that_is_not_json() {
         "upgrade_kubelet_package_command": package,
     })
     .to_string();
-    cluster.upgrade(&["-e", &extra]).expect_code(0).expect_stdout("result: success");
+    cluster.upgrade(&["-e", &extra]).expect_code(0).stdout_has("result: success");
     assert!(!flag.exists(), "the last wait-ready was given the non-JSON answer");
     for host in MASTERS.into_iter().chain(["n1"]) {
         assert_eq!(cluster.version(host), TARGET, "{host}");

@@ -8,17 +8,9 @@ use serde_json::{Value, json};
 
 use super::*;
 
-/// The shared fixtures: `UPGRADE_SHARED_DIR`, else `<crate>/../shared`, else `/work/shared`.
-fn shared_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("UPGRADE_SHARED_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if beside.is_dir() { beside } else { PathBuf::from("/work/shared") }
-}
-
+/// openshift-ansible 3.11's example inventories, kept in the repository so that a clone tests on its own.
 fn fixtures() -> PathBuf {
-    shared_dir().join("fixtures/openshift-ansible-3.11")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openshift-ansible-3.11")
 }
 
 fn strings(items: &[&str]) -> Vec<String> {

@@ -9,7 +9,7 @@
 //! lock written from this very state directory on this machine is taken over at once, since this process holds the
 //! directory's flock and so its writer cannot be alive.
 //!
-//! The commands are the task file cluster_lock.yml (DESIGN.md's cluster-object shapes); this module decides.
+//! The commands are the task file cluster_lock.yml (docs/DESIGN.md's cluster-object shapes); this module decides.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,6 +1,6 @@
 //! Progress bars for a person at a terminal: the whole run (phases), the current phase (batches), the current batch
 //! (hosts), and one line per host in flight with its current step. Drawn on stderr, only when stderr is a terminal;
-//! otherwise `None` and the human reporter prints plain timestamped lines (DESIGN.md §5: indicatif drops output
+//! otherwise `None` and the human reporter prints plain timestamped lines (docs/DESIGN.md §5: indicatif drops output
 //! when its target is hidden).
 
 use std::collections::HashMap;

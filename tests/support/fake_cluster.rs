@@ -18,9 +18,9 @@ pub struct Call {
     pub argv: String,
 }
 
-/// A fake cluster with its own state directory, removed on drop.
+/// A fake cluster: its state directory, removed on drop when the cluster made it.
 pub struct FakeCluster {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     state: PathBuf,
 }
 
@@ -34,10 +34,15 @@ impl FakeCluster {
     pub fn init(nodes: &str) -> FakeCluster {
         let dir = tempfile::Builder::new().prefix("fake-cluster-").tempdir().expect("temp dir");
         let state = dir.path().join("state");
-        let cluster = FakeCluster { _dir: dir, state };
+        let cluster = FakeCluster { _dir: Some(dir), state };
         let out = cluster.run_with_stdin("init", &[], nodes.as_bytes());
         assert!(out.status.success(), "fake-cluster init failed: {}", String::from_utf8_lossy(&out.stderr));
         cluster
+    }
+
+    /// The fake cluster whose state is in `state` (made by `fake-cluster init`), owned by someone else.
+    pub fn at(state: &Path) -> FakeCluster {
+        FakeCluster { _dir: None, state: state.to_path_buf() }
     }
 
     pub fn state_dir(&self) -> &Path {

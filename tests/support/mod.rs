@@ -1,5 +1,5 @@
 //! Helpers shared by every integration test: a scenario builder that runs the real `upgrade` binary in its own
-//! scratch directory, and the location of the shared fixtures.
+//! scratch directory, and the location of the fixtures.
 
 #![allow(dead_code)]
 
@@ -10,37 +10,47 @@ pub mod kube_api;
 pub mod sshd;
 pub mod stand_in_host;
 
+use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-/// The shared fixtures (`fixtures/openshift-ansible-3.11`, `hooks/`): `$UPGRADE_SHARED_DIR`, else `../shared` beside
-/// the crate, else `/work/shared`.
-pub fn shared_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("UPGRADE_SHARED_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared")
-}
-
-/// One of the openshift-ansible 3.11 example inventories.
+/// One of openshift-ansible 3.11's example inventories (tests/fixtures/openshift-ansible-3.11).
 pub fn openshift_fixture(name: &str) -> PathBuf {
-    shared_dir().join("fixtures/openshift-ansible-3.11").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openshift-ansible-3.11").join(name)
 }
 
-/// One run of `upgrade` in a fresh scratch directory (also its working directory): files to create, arguments,
-/// environment. `{dir}` in an argument stands for the scratch directory.
+/// The one way tests run the `upgrade` binary: a scenario of arguments, environment and files, run in a scratch
+/// directory (its working directory) with `.run()`, `.success()`, `.failure(code)` or `.spawn()`. The finishers
+/// print the command, its output and the scratch directory when the exit code is not the expected one.
+///
+/// `Scenario::new()` makes a fresh scratch directory; `Scenario::in_dir` runs in a fixture's own directory (a test
+/// cluster's, a demo copy's) whose sshd, etcd and fake cluster the fixture's inventory already names.
+/// `{dir}` in an argument stands for the scratch directory.
 pub struct Scenario {
-    dir: TempDir,
+    dir: Scratch,
     args: Vec<OsString>,
-    env: Vec<(OsString, OsString)>,
+    /// `None` removes the variable.
+    env: Vec<(OsString, Option<OsString>)>,
+}
+
+/// Where a scenario runs: a temp directory it owns, or a fixture's directory that outlives it.
+enum Scratch {
+    Owned(TempDir),
+    Fixture(PathBuf),
+}
+
+impl Scratch {
+    fn path(&self) -> &Path {
+        match self {
+            Scratch::Owned(dir) => dir.path(),
+            Scratch::Fixture(path) => path,
+        }
+    }
 }
 
 impl Default for Scenario {
@@ -52,7 +62,17 @@ impl Default for Scenario {
 impl Scenario {
     pub fn new() -> Self {
         let dir = tempfile::Builder::new().prefix("upgrade-test-").tempdir().expect("create a scratch directory");
-        Scenario { dir, args: Vec::new(), env: Vec::new() }
+        Scenario { dir: Scratch::Owned(dir), args: Vec::new(), env: Vec::new() }
+    }
+
+    /// A scenario that runs in `dir`, a directory some fixture owns (and removes).
+    pub fn in_dir(dir: &Path) -> Self {
+        Scenario { dir: Scratch::Fixture(dir.to_path_buf()), args: Vec::new(), env: Vec::new() }
+    }
+
+    /// A run against a test cluster: in the cluster's directory, `--inventory INVENTORY`, no colours.
+    pub fn on_cluster(dir: &Path, inventory: &Path) -> Self {
+        Scenario::in_dir(dir).inventory(inventory).env("NO_COLOR", "1")
     }
 
     /// Writes a file (parent directories included) relative to the scratch directory.
@@ -84,8 +104,18 @@ impl Scenario {
         args.into_iter().fold(self, Scenario::arg)
     }
 
+    /// `--inventory PATH`.
+    pub fn inventory(self, path: impl AsRef<OsStr>) -> Self {
+        self.arg("--inventory").arg(path)
+    }
+
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.env.push((key.into(), value.into()));
+        self.env.push((key.into(), Some(value.into())));
+        self
+    }
+
+    pub fn env_remove(mut self, key: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), None));
         self
     }
 
@@ -97,21 +127,23 @@ impl Scenario {
         self.dir.path().join(relative)
     }
 
-    /// Runs the binary and returns what happened, whatever the exit code.
-    pub fn run(self) -> Outcome {
+    /// The command, not yet started, for a test that needs its own pipes or its own way to wait.
+    pub fn command(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
         command.args(&self.args).current_dir(self.dir.path());
         for (key, value) in &self.env {
-            command.env(key, value);
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
         }
-        let output = command.output().expect("run the upgrade binary");
-        Outcome {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            args: self.args,
-            dir: Some(self.dir),
-        }
+        command
+    }
+
+    /// Runs the binary and returns what happened, whatever the exit code.
+    pub fn run(self) -> Outcome {
+        let output = self.command().output().expect("run the upgrade binary");
+        Outcome::new(output, self.args, self.dir)
     }
 
     /// Runs and expects exit code 0.
@@ -123,69 +155,155 @@ impl Scenario {
     pub fn failure(self, code: i32) -> Outcome {
         self.run().expect_code(code)
     }
+
+    /// Starts the binary with stdout and stderr piped, for a test that signals, kills or reads it while it runs.
+    pub fn spawn(self) -> Running {
+        let mut command = self.command();
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = command.spawn().expect("start the upgrade binary");
+        Running { child, args: self.args, dir: self.dir }
+    }
 }
 
-/// The result of a run. It keeps the scratch directory alive for follow-up checks.
+/// A started run. It derefs to its `Child` (`id()`, `kill()`, `stdout.take()`); `finish()` waits for it.
+pub struct Running {
+    child: Child,
+    args: Vec<OsString>,
+    dir: Scratch,
+}
+
+impl Running {
+    /// Waits for the run to end and returns what happened.
+    pub fn finish(self) -> Outcome {
+        let output = self.child.wait_with_output().expect("wait for the upgrade binary");
+        Outcome::new(output, self.args, self.dir)
+    }
+
+    /// Waits for the run to end; past `limit` it is killed (so a hang fails the test instead of holding it).
+    pub fn finish_within(mut self, limit: Duration) -> Outcome {
+        let deadline = Instant::now() + limit;
+        while self.child.try_wait().expect("poll upgrade").is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        self.finish()
+    }
+
+    /// Sends `signal` (`libc::SIGINT`, ...) to the run.
+    pub fn signal(&self, signal: i32) {
+        self::signal(&self.child, signal);
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
+/// The result of a run. It keeps an owned scratch directory alive for follow-up checks.
 pub struct Outcome {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
     args: Vec<OsString>,
-    dir: Option<TempDir>,
+    dir: PathBuf,
+    /// The owned scratch directory, kept on disk when the test fails.
+    owned: RefCell<Option<TempDir>>,
 }
 
 impl Outcome {
-    pub fn dir(&self) -> &Path {
-        self.dir.as_ref().map_or(Path::new(""), |d| d.path())
+    fn new(output: Output, args: Vec<OsString>, dir: Scratch) -> Outcome {
+        let path = dir.path().to_path_buf();
+        let owned = match dir {
+            Scratch::Owned(dir) => Some(dir),
+            Scratch::Fixture(_) => None,
+        };
+        Outcome {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            args,
+            dir: path,
+            owned: RefCell::new(owned),
+        }
     }
 
-    fn expect_code(mut self, code: i32) -> Self {
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.dir.join(relative)
+    }
+
+    /// stdout then stderr, for a check that does not care where a message went.
+    pub fn output(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    pub fn expect_code(self, code: i32) -> Self {
         if self.code != code {
             self.fail(&format!("expected exit code {code}, got {}", self.code));
         }
         self
     }
 
-    /// Fails the test with everything needed to reproduce it; the scratch directory is kept for a look.
-    pub fn fail(&mut self, why: &str) -> ! {
+    /// Fails the test with everything needed to reproduce it; an owned scratch directory is kept for a look.
+    pub fn fail(&self, why: &str) -> ! {
         let text = self.to_string();
-        if let Some(dir) = self.dir.take() {
+        if let Some(dir) = self.owned.borrow_mut().take() {
             let _ = dir.keep();
         }
         panic!("{why}\n{text}");
     }
 
     /// stdout parsed as one JSON document.
-    pub fn json(&mut self) -> serde_json::Value {
+    pub fn json(&self) -> serde_json::Value {
         match serde_json::from_str(&self.stdout) {
             Ok(v) => v,
             Err(e) => self.fail(&format!("stdout is not one JSON document: {e}")),
         }
     }
 
-    pub fn stdout_has(mut self, needle: &str) -> Self {
+    pub fn stdout_has(self, needle: &str) -> Self {
         if !self.stdout.contains(needle) {
             self.fail(&format!("stdout lacks {needle:?}"));
         }
         self
     }
 
-    pub fn stdout_lacks(mut self, needle: &str) -> Self {
+    pub fn stdout_lacks(self, needle: &str) -> Self {
         if self.stdout.contains(needle) {
             self.fail(&format!("stdout has {needle:?}"));
         }
         self
     }
 
-    pub fn stderr_has(mut self, needle: &str) -> Self {
+    pub fn stderr_has(self, needle: &str) -> Self {
         if !self.stderr.contains(needle) {
             self.fail(&format!("stderr lacks {needle:?}"));
         }
         self
     }
 
+    /// stdout or stderr has `needle`.
+    pub fn output_has(self, needle: &str) -> Self {
+        if !self.output().contains(needle) {
+            self.fail(&format!("the output lacks {needle:?}"));
+        }
+        self
+    }
+
     /// Checks a condition on the outcome, failing with the full context.
-    pub fn check(mut self, what: &str, ok: impl FnOnce(&Outcome) -> bool) -> Self {
+    pub fn check(self, what: &str, ok: impl FnOnce(&Outcome) -> bool) -> Self {
         if !ok(&self) {
             self.fail(what);
         }
@@ -204,24 +322,54 @@ impl fmt::Display for Outcome {
     }
 }
 
-/// Runs the real `upgrade` binary with `args` and `--inventory INVENTORY`.
-pub fn upgrade_with(args: &[&str], inventory: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .arg("--inventory")
-        .arg(inventory)
-        .output()
-        .expect("run upgrade")
+/// `upgrade ARGS --inventory INVENTORY`, run in the inventory's directory: a task file or `check` on hosts.
+pub fn upgrade_with(args: &[&str], inventory: &Path) -> Outcome {
+    Scenario::in_dir(inventory.parent().expect("the inventory's directory")).args(args).inventory(inventory).run()
 }
 
-/// A finished command as a failing test shows it: exit code, stdout, stderr.
-pub fn describe(out: &std::process::Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+/// Sends `signal` (`libc::SIGINT`, ...) to a child process.
+pub fn signal(child: &Child, signal: i32) {
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: kill only sends a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "send signal {signal}");
+}
+
+/// The `all:vars` lines (YAML, indented for `all: vars:`) that every end-to-end cluster of the tests shares: the
+/// built-in playbooks' commands pointed at the fake cluster, the real etcd for the backup, short readiness polls.
+pub fn cluster_vars(fake: &fake_cluster::FakeCluster, etcd: &etcd::TestEtcd) -> String {
+    let mut text = String::new();
+    for (k, v) in fake.command_vars() {
+        text.push_str(&format!("    {k}: \"{v}\"\n"));
+    }
+    text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", etcd::etcdctl_binary().display()));
+    text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", etcd.endpoints()));
+    text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");
+    text.push_str("    upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
+    text.push_str("    upgrade_node_ready_delay: 1\n    upgrade_node_ready_timeout: 20\n");
+    text
+}
+
+/// A YAML inventory: `vars` under `all: vars:`, the masters (the first one also the etcd host), then each group of
+/// hosts; `host` writes one host's entry (its connection variables).
+pub fn cluster_inventory(
+    vars: &str,
+    masters: &[&str],
+    groups: &[(&str, &[String])],
+    host: impl Fn(&str) -> String,
+) -> String {
+    let mut text = format!("all:\n  vars:\n{vars}");
+    text.push_str("  children:\n    masters:\n      hosts:\n");
+    for m in masters {
+        text.push_str(&host(m));
+    }
+    text.push_str(&format!("    etcd:\n      hosts:\n        {}:\n", masters.first().copied().unwrap_or("m1")));
+    for (group, hosts) in groups {
+        text.push_str(&format!("    {group}:\n      hosts:\n"));
+        for h in hosts.iter() {
+            text.push_str(&host(h));
+        }
+    }
+    text
 }
 
 /// Whether the process whose pid a command wrote to `pid_file` has ended (or is a zombie), waiting up to `limit`:

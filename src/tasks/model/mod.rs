@@ -1,6 +1,6 @@
 //! The task-file model: a YAML task list read into `Task` values that remember their file and line.
 //!
-//! Only the Ansible subset DESIGN.md lists is accepted; anything else (an unknown key or module, two modules in one
+//! Only the Ansible subset docs/DESIGN.md lists is accepted; anything else (an unknown key or module, two modules in one
 //! task, an argument of the wrong type) is an input error naming the file, line, column and task. The types are here,
 //! the reader in `parse`; the model is the bottom of `tasks` and imports neither `modules` nor `engine`.
 
