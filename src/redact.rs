@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::events::{Event, EventSink, SharedSink};
-use crate::phase::{HostOutcome, HostReport, Summary};
+use crate::vocabulary::{HostOutcome, HostReport, Summary};
 
 pub const MASK: &str = "********";
 
@@ -130,7 +130,7 @@ impl Redactor {
                 self.value(result);
             }
             Event::StepFinished { error: Some(error), .. } => self.string(error),
-            Event::HostCompleted { report } => self.report(report),
+            Event::HostFinished { report } => self.report(report),
             Event::Notice { message, .. } => self.string(message),
             Event::RunFinished { summary } => self.summary_in_place(summary),
             _ => {}
@@ -148,7 +148,7 @@ impl Redactor {
     fn summary_in_place(&self, summary: &mut Summary) {
         summary.hosts.iter_mut().for_each(|h| self.report(h));
         if let Some(stopped) = &mut summary.stopped {
-            self.string(stopped);
+            stopped.texts_mut().into_iter().for_each(|text| self.string(text));
         }
         for node in &mut summary.left_cordoned {
             self.string(&mut node.fix);
