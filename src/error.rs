@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::vocabulary::ExitCode;
+
 /// Where in a user's file something went wrong. Lines and columns count from 1; 0 means unknown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
@@ -47,13 +49,16 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub fn exit_code(self) -> i32 {
+    pub fn code(self) -> ExitCode {
         match self {
-            ErrorKind::Input => 2,
-            ErrorKind::HostsFailed => 1,
-            ErrorKind::Interrupted => 130,
-            ErrorKind::Internal => 1,
+            ErrorKind::Input => ExitCode::BadInput,
+            ErrorKind::HostsFailed | ErrorKind::Internal => ExitCode::Failed,
+            ErrorKind::Interrupted => ExitCode::Interrupted,
         }
+    }
+
+    pub fn exit_code(self) -> i32 {
+        self.code().code()
     }
 }
 
@@ -104,6 +109,9 @@ impl Error {
     }
     pub fn exit_code(&self) -> i32 {
         self.kind.exit_code()
+    }
+    pub fn code(&self) -> ExitCode {
+        self.kind.code()
     }
 }
 

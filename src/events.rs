@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::vocabulary::{HostReport, Phase, Step, Summary};
+
 /// What a finished task did on one host, as Ansible's callbacks and recap count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskStatus {
@@ -73,8 +75,8 @@ pub enum Event {
         ignored: bool,
         rescued: bool,
     },
-    /// A host finished its task list (for `run-tasks`: the whole file).
-    HostFinished {
+    /// A host finished a task list (for `run-tasks`: the whole file; in an upgrade: one step's file).
+    TaskListFinished {
         host: String,
         failed: bool,
         unreachable: bool,
@@ -85,51 +87,51 @@ pub enum Event {
     RunStarted {
         run: String,
         target: String,
-        phases: Vec<String>,
+        phases: Vec<Phase>,
         resumed: bool,
     },
     PhaseStarted {
-        phase: String,
+        phase: Phase,
     },
     PhaseFinished {
-        phase: String,
+        phase: Phase,
         ok: bool,
         duration: Duration,
     },
     /// Batch `index` of `total` (1-based) starts with these hosts.
     BatchStarted {
-        phase: String,
+        phase: Phase,
         index: usize,
         total: usize,
         hosts: Vec<String>,
     },
     /// A batch ended; `failed` of its `size` hosts failed.
     BatchFinished {
-        phase: String,
+        phase: Phase,
         index: usize,
         failed: usize,
         size: usize,
     },
     HostStarted {
-        phase: String,
+        phase: Phase,
         host: String,
     },
     StepStarted {
-        phase: String,
+        phase: Phase,
         host: String,
-        step: crate::phase::Step,
+        step: Step,
     },
     StepFinished {
-        phase: String,
+        phase: Phase,
         host: String,
-        step: crate::phase::Step,
+        step: Step,
         ok: bool,
         duration: Duration,
         error: Option<String>,
     },
-    /// A host's sequence in a phase ended.
-    HostCompleted {
-        report: crate::phase::HostReport,
+    /// A host's sequence in a phase ended (`host-finished` in the JSON events).
+    HostFinished {
+        report: HostReport,
     },
     /// Something a person should read, about a host or the whole run (`host: None`).
     Notice {
@@ -138,7 +140,7 @@ pub enum Event {
     },
     /// The run is over; the summary says what was done and what is left.
     RunFinished {
-        summary: crate::phase::Summary,
+        summary: Summary,
     },
     /// The process exits at once (a second interrupt): reporters flush and clear what they draw.
     Exiting,

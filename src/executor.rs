@@ -4,27 +4,26 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::events::{Event, SharedSink};
+use crate::events::SharedSink;
 use crate::inventory::{Inventory, Vars};
-use crate::journal::{DEFAULT_STATE_DIR, History, Journal, JournalEntry, RunLock, utc_timestamp};
+use crate::journal::{DEFAULT_STATE_DIR, History, Journal, RunLock};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
+use crate::phase::manager::{self, preflight_failed};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
-use crate::phase::{
-    HostOutcome, HostReport, Summary, cluster_hooks, control_plane, etcd_backup, nodes, preflight, verify,
-};
-use crate::plan::{Phase, Plan, render::plan_text};
+use crate::plan::{Plan, render::plan_text};
 use crate::redact::Redactor;
 use crate::redact::sink::Redacting;
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
 use crate::session::{Remote, UpgradeRequest};
-use crate::settings::{HookPoint, OutputFormat, TargetVersion};
+use crate::settings::{OutputFormat, TargetVersion};
 use crate::strategy::{blue_green, hops};
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::EngineOptions;
+use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
 
 /// `upgrade --inventory X`: the upgrade itself.
 pub fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
@@ -116,12 +115,14 @@ pub fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remo
                     let run = current.set(run);
                     let (mut summary, error) = blue_green::rollback(&run).await;
                     summary.interrupted |= run.was_interrupted();
-                    if let Some(failure) = run.write_failures.failure() {
+                    if let Some(failure) = run.recorder.write_failures.failure() {
                         summary.state_error = Some(failure.clone());
                     }
                     (summary, error)
                 }
-                Err(e) => (Summary { error_code: Some(e.exit_code()), ..Summary::empty(target.to_string()) }, Some(e)),
+                Err(e) => {
+                    (Summary { stopped: Some(preflight_failed(&e)), ..Summary::empty(target.to_string()) }, Some(e))
+                }
             }
         } else {
             run_hops(&base, &journal, history, &target, &stop, &current).await
@@ -141,7 +142,7 @@ pub fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remo
     junit.map_err(|e| redactor.error(e))?;
     match error {
         Some(e) => Err(redactor.error(e)),
-        None => Ok(summary.exit_code()),
+        None => Ok(summary.exit_code().code()),
     }
 }
 
@@ -247,11 +248,7 @@ async fn run_hops(
     current: &CurrentRun,
 ) -> (Summary, Option<Error>) {
     let failed = |e: Error| {
-        let summary = Summary {
-            stopped: Some(format!("preflight: {}", e.message)),
-            error_code: Some(e.exit_code()),
-            ..Summary::empty(target.to_string())
-        };
+        let summary = Summary { stopped: Some(preflight_failed(&e)), ..Summary::empty(target.to_string()) };
         (summary, Some(e))
     };
     let hops = match &base.plan.strategy.update_graph {
@@ -286,7 +283,7 @@ async fn run_hops(
             Ok(run) => current.set(run),
             Err(e) => return failed(e),
         };
-        return run_phases(&run, stop).await;
+        return manager::run(&run, stop).await;
     };
     let mut all: Option<Summary> = None;
     let mut history = Some(history);
@@ -295,18 +292,14 @@ async fn run_hops(
             // The hops before succeeded, then a signal or a failed write asked the run to stop: it ends here, and a
             // re-run starts at this hop.
             let last = current.get();
-            let reason = last.as_ref().map_or_else(|| "the run was interrupted".to_string(), |run| run.stop_reason());
-            let message = format!(
-                "{reason} between two hops: the hop to {} and the later ones were not started; re-run the same \
-                 command to continue the update path to {target}",
-                hop.target
-            );
+            let halt = last.as_ref().map_or(Halt::Interrupted, |run| run.halt());
+            let stopped = StopReason::BetweenHops { halt, next: hop.target.to_string(), target: target.to_string() };
             if let Some(run) = &last {
-                run.notice(None, message.clone());
+                run.notice(None, stopped.to_string());
                 done.interrupted |= run.was_interrupted();
             }
             done.state_error = base.write_failures.failure().cloned();
-            done.stopped = Some(message);
+            done.stopped = Some(stopped);
             return (done, None);
         }
         // Each hop reads the journal as the hops before it left it.
@@ -320,8 +313,8 @@ async fn run_hops(
         };
         run.record(hop.journal_entry(&run, target));
         run.notice(None, format!("update path to {target}: {}", hop.describe()));
-        let (summary, error) = run_phases(&run, stop).await;
-        let ok = error.is_none() && summary.exit_code() == 0;
+        let (summary, error) = manager::run(&run, stop).await;
+        let ok = error.is_none() && summary.exit_code() == ExitCode::Success;
         let merged = match all.take() {
             None => summary,
             Some(mut earlier) => {
@@ -418,235 +411,7 @@ async fn watch_signals(stop: Arc<StopHandle>, current: Arc<CurrentRun>, grace: D
             tokio::task::block_in_place(|| drain_output(&stdout, OUTPUT_DRAIN_IDLE_ON_EXIT));
             // Commands already running on hosts end on their own (a re-run starts those hosts' sequences again).
             // The run lock is let go by the kernel as the process ends.
-            std::process::exit(130);
+            std::process::exit(ExitCode::Interrupted.code());
         }
     }
-}
-
-/// Runs the phases; returns the summary and, when preflight stopped the run, its error (rendered at the top).
-async fn run_phases(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Option<Error>) {
-    let phases: Vec<String> = run.plan.phases.iter().map(|p| p.phase.name().to_string()).collect();
-    let resumed = run.history.runs > 0;
-    run.event(Event::RunStarted { run: run.run_id(), target: run.target.to_string(), phases, resumed });
-    run.record(JournalEntry::RunStarted {
-        run: run.run_id(),
-        time: utc_timestamp(std::time::SystemTime::now()),
-        target: run.target.to_string(),
-    });
-    let mut summary = Summary::empty(run.target.to_string());
-
-    let started = phase_started(run, Phase::Preflight);
-    let pre = match preflight::run(run).await {
-        Ok(pre) => pre,
-        Err(e) => {
-            phase_finished(run, Phase::Preflight, false, started);
-            summary.stopped = Some(format!("preflight: {}", e.message));
-            summary.error_code = Some(e.exit_code());
-            summary.interrupted = run.was_interrupted();
-            release_cluster_lock(run).await;
-            finish(run, &mut summary);
-            return (summary, Some(e));
-        }
-    };
-    if !pre.resume.is_empty() {
-        summary.resumed = Some(pre.resume.clone());
-    }
-    for report in &pre.skipped {
-        run.event(Event::HostCompleted { report: report.clone() });
-    }
-    summary.hosts.extend(pre.skipped.iter().cloned());
-    phase_finished(run, Phase::Preflight, true, started);
-    // A stop asked for while preflight ran (a signal, a state directory that cannot be written) starts nothing more.
-    if stop.is_stopping() {
-        summary.stopped = Some(format!("{} during preflight: no later phase was started", run.stop_reason()));
-    }
-
-    let nodes_to_upgrade: Vec<String> =
-        pre.node_batches.iter().flatten().filter(|h| !pre.nodes_skipped.contains_key(*h)).cloned().collect();
-    let nothing_to_do = pre.masters.is_empty() && nodes_to_upgrade.is_empty();
-    let upgrades_something = run.plan.has_phase(Phase::ControlPlane) || run.plan.has_phase(Phase::Nodes);
-    if !upgrades_something {
-        let current = pre.control_plane_version.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
-        run.notice(None, format!("preflight passed: the control plane runs {current}, the target is {}", run.target));
-    } else if nothing_to_do {
-        run.notice(None, format!("nothing to upgrade: every selected host already runs {}", run.target));
-    }
-    // The gate holds for phase-by-phase runs too: a run that changes the control plane without a verified backup of
-    // this target (from this run or an earlier one) takes one first.
-    let implied_backup = summary.stopped.is_none()
-        && !run.plan.has_phase(Phase::EtcdBackup)
-        && run.plan.has_phase(Phase::ControlPlane)
-        && !pre.masters.is_empty()
-        && !etcd_backup::done_earlier(run);
-    if implied_backup {
-        run.notice(
-            None,
-            "the control plane is about to change and no verified etcd backup of this target exists: taking one first",
-        );
-    }
-    if run.plan.has_phase(Phase::EtcdBackup) && nothing_to_do {
-        run.notice(None, "etcd backup skipped: nothing will change");
-    } else if summary.stopped.is_none() && (run.plan.has_phase(Phase::EtcdBackup) || implied_backup) {
-        let started = phase_started(run, Phase::EtcdBackup);
-        let (reports, open) = etcd_backup::run(run).await;
-        summary.hosts.extend(reports);
-        phase_finished(run, Phase::EtcdBackup, open, started);
-        if !open {
-            summary.stopped = Some("the etcd backup failed: nothing else was started".into());
-        }
-    }
-
-    // The cluster hooks run when this run upgrades something; each once per target (the journal remembers).
-    let cluster_hooks = upgrades_something && !nothing_to_do;
-    if cluster_hooks {
-        cluster_hook(run, &mut summary, HookPoint::ClusterPre).await;
-    }
-
-    if run.plan.has_phase(Phase::ControlPlane) {
-        if summary.stopped.is_none() {
-            let started = phase_started(run, Phase::ControlPlane);
-            let (reports, stopped) = control_plane::run(run, &pre.masters, stop).await;
-            summary.hosts.extend(reports);
-            phase_finished(run, Phase::ControlPlane, stopped.is_none(), started);
-            summary.stopped = stopped;
-        } else {
-            summary.hosts.extend(not_started(run, Phase::ControlPlane, &pre.masters, &summary.stopped));
-        }
-    }
-
-    if cluster_hooks {
-        cluster_hook(run, &mut summary, HookPoint::ClusterMid).await;
-    }
-
-    if run.plan.has_phase(Phase::Nodes) {
-        // Nodes already at the target are said to be skipped, whatever else happens.
-        let skipped_now = |run: &UpgradeRun| -> Vec<HostReport> {
-            pre.node_batches
-                .iter()
-                .flatten()
-                .filter_map(|h| pre.nodes_skipped.get(h).map(|reason| (h, reason)))
-                .map(|(h, reason)| {
-                    run.host_completed(Phase::Nodes, h, HostOutcome::Skipped { reason: reason.clone() }, Instant::now())
-                })
-                .collect()
-        };
-        if nodes_to_upgrade.is_empty() {
-            summary.hosts.extend(skipped_now(run));
-        } else if summary.stopped.is_none() {
-            let started = phase_started(run, Phase::Nodes);
-            let (reports, stopped) = if run.plan.strategy.blue_green.enabled() {
-                blue_green::run(run, &pre.node_batches, stop).await
-            } else {
-                nodes::run(run, &pre.node_batches, &pre.nodes_skipped, stop).await
-            };
-            summary.hosts.extend(reports);
-            phase_finished(run, Phase::Nodes, stopped.is_none(), started);
-            summary.stopped = stopped;
-        } else {
-            summary.hosts.extend(skipped_now(run));
-            summary.hosts.extend(not_started(run, Phase::Nodes, &nodes_to_upgrade, &summary.stopped));
-        }
-    }
-
-    if cluster_hooks && run.plan.has_phase(Phase::Nodes) {
-        cluster_hook(run, &mut summary, HookPoint::ClusterPost).await;
-    }
-
-    // The cluster is read at the end whatever happened, to say what is left cordoned.
-    let verifying = run.plan.has_phase(Phase::Verify);
-    let started = verifying.then(|| phase_started(run, Phase::Verify));
-    match verify::final_state(run).await {
-        Ok(cluster) => {
-            if verifying {
-                let upgraded: Vec<String> = summary
-                    .hosts
-                    .iter()
-                    .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }))
-                    .filter(|r| r.phase == Phase::ControlPlane.name() || r.phase == Phase::Nodes.name())
-                    .map(|r| r.host.clone())
-                    .collect();
-                let upgraded = blue_green::to_verify(run, upgraded);
-                let installed = verify::installed_versions(run, &upgraded).await;
-                let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded);
-                summary.not_ready_untouched = verify::not_ready_untouched(run, &cluster, &upgraded);
-                let ok = checks.iter().all(|r| !r.outcome.is_failure());
-                summary.hosts.extend(checks);
-                if let Some(started) = started {
-                    phase_finished(run, Phase::Verify, ok, started);
-                }
-            }
-            summary.left_cordoned = verify::left_cordoned(run, &cluster);
-        }
-        Err(e) => {
-            run.notice(None, format!("could not read the cluster at the end: {e}"));
-            summary.left_cordoned = verify::left_cordoned_by_hosts(run, &summary.hosts);
-            summary.cluster_read_error = Some(e.message.clone());
-            if let Some(started) = started {
-                phase_finished(run, Phase::Verify, false, started);
-            }
-        }
-    }
-    summary.interrupted = run.was_interrupted();
-    release_cluster_lock(run).await;
-    finish(run, &mut summary);
-    (summary, None)
-}
-
-/// Runs one cluster hook unless the run has already stopped; a failure stops the run at this point.
-async fn cluster_hook(run: &UpgradeRun, summary: &mut Summary, point: HookPoint) {
-    if summary.stopped.is_some() || run.stop.is_stopping() {
-        return;
-    }
-    let Some(report) = cluster_hooks::run(run, point).await else { return };
-    if let HostOutcome::Failed { reason, .. } = &report.outcome {
-        summary.stopped = Some(format!("the {} failed: {reason}; nothing after it was started", point.variables().0));
-    }
-    summary.hosts.push(report);
-}
-
-fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<String>) -> Vec<HostReport> {
-    let reason = why.clone().unwrap_or_else(|| "an earlier phase stopped the run".into());
-    hosts
-        .iter()
-        .map(|h| run.host_completed(phase, h, HostOutcome::NotStarted { reason: reason.clone() }, Instant::now()))
-        .collect()
-}
-
-fn phase_started(run: &UpgradeRun, phase: Phase) -> Instant {
-    run.event(Event::PhaseStarted { phase: phase.name().into() });
-    Instant::now()
-}
-
-fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
-    run.event(Event::PhaseFinished { phase: phase.name().into(), ok, duration: started.elapsed() });
-}
-
-/// The cluster-wide lock goes before the summary: the run is over for whoever waits for it.
-async fn release_cluster_lock(run: &UpgradeRun) {
-    let held = run.cluster_lock.lock().ok().and_then(|mut slot| slot.take());
-    if let Some((me, renewer)) = held {
-        renewer.abort();
-        crate::phase::cluster_lock::release(run, &me).await;
-    }
-}
-
-fn finish(run: &UpgradeRun, summary: &mut Summary) {
-    let status = |summary: &Summary| match summary.exit_code() {
-        0 => "success",
-        130 => "interrupted",
-        _ => "failed",
-    };
-    let recorded = run.record(JournalEntry::RunFinished {
-        run: run.run_id(),
-        time: utc_timestamp(std::time::SystemTime::now()),
-        status: status(summary).into(),
-    });
-    // Checked after the last entry, so a journal that failed on it too never reads as a success.
-    if let Some(failure) = run.write_failures.failure() {
-        summary.state_error = Some(failure.clone());
-        if summary.stopped.is_none() && !recorded {
-            summary.stopped = Some(format!("the journal's last entry could not be written ({failure})"));
-        }
-    }
-    run.event(Event::RunFinished { summary: summary.clone() });
 }

@@ -5,11 +5,14 @@ use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use crate::time_format::{compact_timestamp, utc_timestamp};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::vocabulary::{Phase, RunStatus, Step, step_name};
 
 /// The state directory's default name, beside the inventory.
 pub const DEFAULT_STATE_DIR: &str = ".upgrade-state";
@@ -151,7 +154,7 @@ pub enum JournalEntry {
     HostStarted {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
         #[serde(default)]
         was_cordoned: bool,
@@ -161,21 +164,23 @@ pub enum JournalEntry {
     StepStarted {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
-        step: String,
+        #[serde(with = "step_name")]
+        step: Step,
     },
     StepDone {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
-        step: String,
+        #[serde(with = "step_name")]
+        step: Step,
     },
     HostFinished {
         run: String,
         time: String,
-        phase: String,
+        phase: Phase,
         host: String,
         outcome: HostRecord,
         detail: String,
@@ -183,7 +188,7 @@ pub enum JournalEntry {
     RunFinished {
         run: String,
         time: String,
-        status: String,
+        status: RunStatus,
     },
     /// A backup written on a host under `dir` (`upgrade_etcd_backup_dir/<timestamp>`): the verified etcd snapshot,
     /// or the configuration files copied into `dir/config` (their paths on the host). `upgrade restore` reads these.
@@ -210,6 +215,30 @@ pub enum JournalEntry {
     },
 }
 
+impl JournalEntry {
+    /// Its free text (hosts, targets, details, paths), for masking secrets; the phase, step and status are words of
+    /// the tool's own and stay readable, so a masked entry still resumes.
+    pub fn texts_mut(&mut self) -> Vec<&mut String> {
+        match self {
+            JournalEntry::RunStarted { run, time, target } => vec![run, time, target],
+            JournalEntry::HostStarted { run, time, host, .. }
+            | JournalEntry::StepStarted { run, time, host, .. }
+            | JournalEntry::StepDone { run, time, host, .. } => vec![run, time, host],
+            JournalEntry::HostFinished { run, time, host, detail, .. } => vec![run, time, host, detail],
+            JournalEntry::RunFinished { run, time, .. } => vec![run, time],
+            JournalEntry::Backup { run, time, host, timestamp, dir, snapshot, files } => {
+                let mut texts = vec![run, time, host, timestamp, dir];
+                texts.extend(snapshot.iter_mut());
+                texts.extend(files.iter_mut());
+                texts
+            }
+            JournalEntry::HopStarted { run, time, from, target, final_target, .. } => {
+                vec![run, time, from, target, final_target]
+            }
+        }
+    }
+}
+
 /// How a host's sequence ended, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -227,9 +256,9 @@ pub struct HostHistory {
     /// Started (again) after its last end: the run stopped while the host was in flight.
     pub in_flight: bool,
     /// Steps done in the attempt that was in flight.
-    pub steps_done: Vec<String>,
+    pub steps_done: Vec<Step>,
     /// Steps started and never recorded done (the upgrade step cut short by a kill).
-    pub steps_cut_short: Vec<String>,
+    pub steps_cut_short: Vec<Step>,
     /// Whether the node was cordoned before the sequence first started (by someone else).
     pub was_cordoned: bool,
     /// The target of the run that recorded the host last.
@@ -237,8 +266,8 @@ pub struct HostHistory {
 }
 
 impl HostHistory {
-    pub fn did(&self, step: &str) -> bool {
-        self.steps_done.iter().any(|s| s == step)
+    pub fn did(&self, step: Step) -> bool {
+        self.steps_done.contains(&step)
     }
 
     /// The last attempt did not end in success: it was cut short or it failed.
@@ -250,7 +279,7 @@ impl HostHistory {
 /// Everything earlier runs recorded, per (phase, host).
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    pub hosts: BTreeMap<(String, String), HostHistory>,
+    pub hosts: BTreeMap<(Phase, String), HostHistory>,
     /// The target of the last recorded run.
     pub target: Option<String>,
     pub runs: usize,
@@ -271,8 +300,46 @@ pub struct HopHistory {
 }
 
 impl History {
-    pub fn host(&self, phase: &str, host: &str) -> Option<&HostHistory> {
-        self.hosts.get(&(phase.to_string(), host.to_string()))
+    pub fn host(&self, phase: Phase, host: &str) -> Option<&HostHistory> {
+        self.hosts.get(&(phase, host.to_string()))
+    }
+
+    /// An earlier run of `target` started this host's sequence in `phase` and did not finish it (cut short or
+    /// failed): it runs again, to finish what is left.
+    pub fn unfinished(&self, phase: Phase, host: &str, target: &str) -> bool {
+        self.host(phase, host).is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target))
+    }
+
+    /// The host's last recorded sequence in `phase` upgraded it.
+    pub fn upgraded_earlier(&self, phase: Phase, host: &str) -> bool {
+        self.host(phase, host).and_then(|h| h.finished) == Some(HostRecord::Upgraded)
+    }
+
+    /// An earlier run of `target` ended this host's sequence in `phase` with one of `outcomes`, and nothing started
+    /// it again since (a verified backup, a cluster hook run to the end, a blue node evacuated).
+    pub fn finished_for(&self, phase: Phase, host: &str, target: &str, outcomes: &[HostRecord]) -> bool {
+        self.host(phase, host).is_some_and(|h| {
+            !h.in_flight && h.finished.is_some_and(|f| outcomes.contains(&f)) && h.target.as_deref() == Some(target)
+        })
+    }
+
+    /// An earlier run of ours left this node cordoned: its attempt did not finish, and the node was schedulable when
+    /// it first started.
+    pub fn cordoned_by_earlier_run(&self, phase: Phase, host: &str) -> bool {
+        self.host(phase, host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
+    }
+
+    /// The node was cordoned (by someone else) before this tool's first attempt at it.
+    pub fn was_cordoned(&self, phase: Phase, host: &str) -> bool {
+        self.host(phase, host).is_some_and(|h| h.was_cordoned)
+    }
+
+    /// In an unfinished attempt for `target`, `step` was done (`done: true`) or started and never recorded done.
+    pub fn step_of_unfinished(&self, phase: Phase, host: &str, target: &str, step: Step, done: bool) -> bool {
+        self.unfinished(phase, host, target)
+            && self
+                .host(phase, host)
+                .is_some_and(|h| if done { h.did(step) } else { h.steps_cut_short.contains(&step) })
     }
 
     fn apply(&mut self, entry: &JournalEntry) {
@@ -283,7 +350,7 @@ impl History {
             }
             JournalEntry::HostStarted { phase, host, was_cordoned, .. } => {
                 let target = self.target.clone();
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 // A sequence started again after one that was cut short or failed keeps what that one knew: whether
                 // the node was cordoned before us, and (same target) whether the upgrade step already ran.
                 let carry = h.unfinished() && h.target == target;
@@ -296,20 +363,20 @@ impl History {
                 h.target = target;
             }
             JournalEntry::StepStarted { phase, host, step, .. } => {
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 if !h.steps_cut_short.contains(step) {
-                    h.steps_cut_short.push(step.clone());
+                    h.steps_cut_short.push(*step);
                 }
             }
             JournalEntry::StepDone { phase, host, step, .. } => {
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 h.steps_cut_short.retain(|s| s != step);
-                if !h.did(step) {
-                    h.steps_done.push(step.clone());
+                if !h.did(*step) {
+                    h.steps_done.push(*step);
                 }
             }
             JournalEntry::HostFinished { phase, host, outcome, .. } => {
-                let h = self.hosts.entry((phase.clone(), host.clone())).or_default();
+                let h = self.hosts.entry((*phase, host.clone())).or_default();
                 h.in_flight = false;
                 h.finished = Some(*outcome);
                 if *outcome != HostRecord::Failed {
@@ -320,7 +387,7 @@ impl History {
             JournalEntry::Backup { .. } => {}
             JournalEntry::RunFinished { status, .. } => {
                 if let Some(hop) = &mut self.hop {
-                    hop.finished |= status == "success";
+                    hop.finished |= *status == RunStatus::Success;
                 }
             }
             JournalEntry::HopStarted { hop, hops, from, target, final_target, .. } => {
@@ -488,46 +555,9 @@ fn read_history(path: &Path) -> Result<History> {
     Ok(history)
 }
 
-/// `2026-11-22T00:27:42Z`
-pub fn utc_timestamp(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s) = civil(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
-}
-
-/// `20261122T002742Z`: for file and directory names.
-pub fn compact_timestamp(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s) = civil(t);
-    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
-}
-
-/// A time as UTC (year, month, day, hour, minute, second): Howard Hinnant's days-to-civil, to avoid a date crate.
-pub fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn timestamps_are_utc() {
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_307_262);
-        assert_eq!(utc_timestamp(t), "2026-11-22T00:27:42Z");
-        assert_eq!(compact_timestamp(UNIX_EPOCH), "19700101T000000Z");
-        assert_eq!(utc_timestamp(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
-    }
 
     #[test]
     fn a_second_run_is_refused_while_the_first_holds_the_lock() {
@@ -600,13 +630,13 @@ mod tests {
             assert_eq!(history.runs, 0);
             let run = j.run_id().to_string();
             let t = || "t".to_string();
-            let (nodes, n1, n2) = ("nodes".to_string(), "n1".to_string(), "n2".to_string());
+            let (nodes, n1, n2) = (Phase::Nodes, "n1".to_string(), "n2".to_string());
             j.record(&JournalEntry::RunStarted { run: run.clone(), time: t(), target: "v1.29.1".into() }).unwrap();
             for h in [&n1, &n2] {
                 j.record(&JournalEntry::HostStarted {
                     run: run.clone(),
                     time: t(),
-                    phase: nodes.clone(),
+                    phase: nodes,
                     host: h.clone(),
                     was_cordoned: false,
                 })
@@ -615,9 +645,9 @@ mod tests {
             j.record(&JournalEntry::StepDone {
                 run: run.clone(),
                 time: t(),
-                phase: nodes.clone(),
+                phase: nodes,
                 host: n2.clone(),
-                step: "drain".into(),
+                step: Step::Drain,
             })
             .unwrap();
             j.record(&JournalEntry::HostFinished {
@@ -637,17 +667,17 @@ mod tests {
         {
             let (mut j, _) = Journal::open(dir.path(), false).unwrap();
             let run = j.run_id().to_string();
-            j.record(&JournalEntry::RunFinished { run, time: "t".into(), status: "interrupted".into() }).unwrap();
+            j.record(&JournalEntry::RunFinished { run, time: "t".into(), status: RunStatus::Interrupted }).unwrap();
         }
         let text = fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
         assert!(text.lines().last().unwrap().contains("run-finished"), "{text}");
         let (_, history) = Journal::open(dir.path(), false).unwrap();
         assert_eq!(history.runs, 1);
         assert_eq!(history.target.as_deref(), Some("v1.29.1"));
-        let n1 = history.host("nodes", "n1").unwrap();
+        let n1 = history.host(Phase::Nodes, "n1").unwrap();
         assert_eq!((n1.finished, n1.in_flight), (Some(HostRecord::Upgraded), false));
-        let n2 = history.host("nodes", "n2").unwrap();
-        assert_eq!((n2.finished, n2.in_flight, n2.steps_done.clone()), (None, true, vec!["drain".to_string()]));
+        let n2 = history.host(Phase::Nodes, "n2").unwrap();
+        assert_eq!((n2.finished, n2.in_flight, n2.steps_done.clone()), (None, true, vec![Step::Drain]));
 
         let (_, fresh) = Journal::open(dir.path(), true).unwrap();
         assert_eq!(fresh.runs, 0);

@@ -24,7 +24,9 @@ pub mod session;
 pub mod settings;
 pub mod strategy;
 pub mod tasks;
+pub mod time_format;
 pub mod unlock;
+pub mod vocabulary;
 pub mod yaml;
 
 #[cfg(test)]
@@ -44,7 +46,8 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Err(err) => {
             let _ = err.print();
             // --help and --version are not failures; every usage error exits 2, like any bad input.
-            return if err.use_stderr() { 2 } else { 0 };
+            let code = if err.use_stderr() { vocabulary::ExitCode::BadInput } else { vocabulary::ExitCode::Success };
+            return code.code();
         }
     };
     let outcome = commands::run(&cli);
@@ -52,7 +55,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         Ok(code) => code,
         Err(err) => {
             report_error(&err);
-            err.exit_code()
+            err.code().code()
         }
     }
 }

@@ -186,6 +186,18 @@ fn a_drain_that_outlasts_the_drain_timeout_fails_the_node_which_is_uncordoned_an
 }
 
 #[test]
+fn a_drain_that_fails_saying_timed_out_before_the_drain_timeout_is_not_called_a_drain_timeout() {
+    let list = nodes(1, "region=a");
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_drain_timeout: 600");
+    cluster.fake.set_cue("n1", "drain_fail", "error: timed out waiting for the condition");
+    let _ = cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .stdout_has("timed out waiting for the condition")
+        .stdout_lacks("drain timed out after");
+}
+
+#[test]
 fn failures_that_exceed_max_fail_percentage_stop_the_later_batches_but_equal_ones_do_not() {
     let list = nodes(4, "region=a");
     let exceeded =

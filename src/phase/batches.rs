@@ -5,7 +5,7 @@ use std::future::Future;
 
 use tokio::sync::watch;
 
-use super::HostOutcome;
+use crate::vocabulary::HostOutcome;
 
 /// Set by the signal handler; checked before anything new starts. Two levels: *stopping* (no new host starts,
 /// hosts in flight finish their sequence) and *aborting* (the grace period is over: hosts in flight stop at the next
@@ -162,7 +162,7 @@ where
         .into_iter()
         .map(|o| {
             o.unwrap_or_else(|| HostOutcome::Failed {
-                step: super::Step::Connect,
+                step: crate::vocabulary::Step::Connect,
                 reason: "internal error: the host's task stopped unexpectedly".into(),
                 unreachable: false,
                 left_cordoned: false,
@@ -174,7 +174,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase::Step;
+    use crate::vocabulary::Step;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 

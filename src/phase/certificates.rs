@@ -7,10 +7,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::Step;
 use super::run::UpgradeRun;
 use crate::error::{Error, Result};
-use crate::plan::Phase;
+use crate::vocabulary::Phase;
+use crate::vocabulary::Step;
 
 /// One certificate's end date as a host reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ impl CertificateDate {
     /// `2027-11-23 10:07:59 UTC`.
     pub fn date(&self) -> String {
         let at = UNIX_EPOCH + std::time::Duration::from_secs(self.not_after.max(0) as u64);
-        let (y, mo, d, h, mi, s) = crate::journal::civil(at);
+        let (y, mo, d, h, mi, s) = crate::time_format::civil(at);
         format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
     }
 }
@@ -233,7 +233,7 @@ ca                      Nov 21, 2034 10:00 UTC   9y              no
     fn civil_dates_agree_with_the_journals_clock() {
         for (y, m, d) in [(1970, 1, 1), (2000, 2, 29), (2000, 3, 1), (2027, 11, 23), (2099, 12, 31)] {
             let at = UNIX_EPOCH + std::time::Duration::from_secs(days_from_civil(y, m, d) as u64 * 86_400);
-            let (cy, cm, cd, ..) = crate::journal::civil(at);
+            let (cy, cm, cd, ..) = crate::time_format::civil(at);
             assert_eq!((cy, i64::from(cm), i64::from(cd)), (y, m, d));
         }
     }

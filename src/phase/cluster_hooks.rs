@@ -6,16 +6,16 @@
 use std::time::Instant;
 
 use super::run::UpgradeRun;
-use super::{HostOutcome, HostReport, Step};
 use crate::journal::HostRecord;
 use crate::settings::HookPoint;
+use crate::vocabulary::{HostOutcome, HostReport, Phase, Step};
 
-/// The name the hook point's step carries in events, journal and JUnit: `cluster-pre-hook`, ...
-pub fn phase_name(point: HookPoint) -> &'static str {
+/// The pseudo-phase the hook point's step carries in events, journal and JUnit: `cluster-pre-hook`, ...
+pub fn phase_of(point: HookPoint) -> Phase {
     match point {
-        HookPoint::ClusterMid => "cluster-mid-hook",
-        HookPoint::ClusterPost => "cluster-post-hook",
-        _ => "cluster-pre-hook",
+        HookPoint::ClusterMid => Phase::ClusterMidHook,
+        HookPoint::ClusterPost => Phase::ClusterPostHook,
+        _ => Phase::ClusterPreHook,
     }
 }
 
@@ -24,7 +24,7 @@ pub fn phase_name(point: HookPoint) -> &'static str {
 /// nothing ran.
 pub async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport> {
     let hook = run.plan.cluster_hooks.get(&point)?.clone();
-    let phase = phase_name(point);
+    let phase = phase_of(point);
     let host = run.first_master.clone();
     let started = Instant::now();
     if done_earlier(run, phase, &host) {
@@ -44,9 +44,6 @@ pub async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport> {
     Some(run.host_completed(phase, &host, outcome, started))
 }
 
-fn done_earlier(run: &UpgradeRun, phase: &str, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history.host(phase, host).is_some_and(|h| {
-        !h.in_flight && h.finished == Some(HostRecord::Upgraded) && h.target.as_deref() == Some(target.as_str())
-    })
+fn done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
+    run.history.finished_for(phase, host, &run.target.to_string(), &[HostRecord::Upgraded])
 }

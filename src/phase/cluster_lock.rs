@@ -15,10 +15,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use super::Step;
 use super::run::UpgradeRun;
 use crate::error::{Error, Result};
-use crate::plan::Phase;
+use crate::vocabulary::Phase;
+use crate::vocabulary::Step;
 
 /// Default of `upgrade_cluster_lock_ttl`.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
@@ -44,7 +44,7 @@ impl Holder {
         Holder {
             holder: format!("{user}@{}", crate::journal::host_name()),
             location: state_dir.to_string(),
-            started: crate::journal::utc_timestamp(SystemTime::now()),
+            started: crate::time_format::utc_timestamp(SystemTime::now()),
             run: run.to_string(),
             renewed: Some(epoch_now()),
         }

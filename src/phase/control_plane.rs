@@ -3,29 +3,29 @@
 use super::batches::StopSignal;
 use super::run::UpgradeRun;
 use super::sequence::{Role, upgrade_host};
-use super::{HostOutcome, HostReport};
 use crate::events::Event;
-use crate::plan::Phase;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, StopReason};
 
 /// Upgrades `masters` in order. Returns the reports and, when the phase stopped early, why.
-pub async fn run(run: &UpgradeRun, masters: &[String], stop: &StopSignal) -> (Vec<HostReport>, Option<String>) {
+pub async fn run(run: &UpgradeRun, masters: &[String], stop: &StopSignal) -> (Vec<HostReport>, Option<StopReason>) {
     let mut reports = Vec::new();
-    let mut stopped: Option<String> = None;
+    let mut stopped: Option<StopReason> = None;
     for (index, master) in masters.iter().enumerate() {
         if stopped.is_none() && stop.is_stopping() {
-            stopped = Some(run.stop_reason());
+            stopped = Some(StopReason::Halted(run.halt()));
         }
         if let Some(why) = &stopped {
             reports.push(run.host_completed(
                 Phase::ControlPlane,
                 master,
-                HostOutcome::NotStarted { reason: why.clone() },
+                HostOutcome::NotStarted { reason: why.to_string() },
                 std::time::Instant::now(),
             ));
             continue;
         }
         run.event(Event::BatchStarted {
-            phase: Phase::ControlPlane.name().into(),
+            phase: Phase::ControlPlane,
             index: index + 1,
             total: masters.len(),
             hosts: vec![master.clone()],
@@ -33,13 +33,13 @@ pub async fn run(run: &UpgradeRun, masters: &[String], stop: &StopSignal) -> (Ve
         let report = upgrade_host(run, master, Role::Master).await;
         let failed = report.outcome.is_failure();
         run.event(Event::BatchFinished {
-            phase: Phase::ControlPlane.name().into(),
+            phase: Phase::ControlPlane,
             index: index + 1,
             failed: usize::from(failed),
             size: 1,
         });
         if failed {
-            stopped = Some(format!("master {master} failed; the masters after it were not started"));
+            stopped = Some(StopReason::MasterFailed { master: master.clone() });
         }
         reports.push(report);
     }

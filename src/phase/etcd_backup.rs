@@ -6,9 +6,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::run::UpgradeRun;
-use super::{HostOutcome, HostReport, Step};
-use crate::journal::{JournalEntry, utc_timestamp};
-use crate::plan::Phase;
+use crate::journal::JournalEntry;
+use crate::time_format::utc_timestamp;
+use crate::vocabulary::{HostOutcome, HostReport, Phase, Step};
 
 /// Whether every etcd host has a verified backup of this target from an earlier run.
 pub fn done_earlier(run: &UpgradeRun) -> bool {
@@ -43,7 +43,7 @@ pub async fn run(run: &UpgradeRun) -> (Vec<HostReport>, bool) {
 }
 
 /// The pseudo-phase of the configuration backups in events, journal and JUnit.
-pub const CONFIG_BACKUP: &str = "config-backup";
+const CONFIG_BACKUP: Phase = Phase::ConfigBackup;
 
 /// Copies the host's configuration files beside the snapshot (config_backup.yml) and lists them in the journal.
 async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
@@ -92,11 +92,8 @@ async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
 /// The journal says this host's backup succeeded in an earlier run with the same target.
 fn backed_up_earlier(run: &UpgradeRun, host: &str) -> bool {
     use crate::journal::HostRecord;
-    run.history.host(Phase::EtcdBackup.name(), host).is_some_and(|h| {
-        !h.in_flight
-            && matches!(h.finished, Some(HostRecord::Upgraded | HostRecord::Skipped))
-            && h.target.as_deref() == Some(run.target.to_string().as_str())
-    })
+    let backed_up = [HostRecord::Upgraded, HostRecord::Skipped];
+    run.history.finished_for(Phase::EtcdBackup, host, &run.target.to_string(), &backed_up)
 }
 
 async fn backup(run: &UpgradeRun, host: &str) -> HostReport {

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 use super::batches::{BatchStop, StopSignal, run_batches};
 use super::run::UpgradeRun;
 use super::sequence::{Role, upgrade_host};
-use super::{HostOutcome, HostReport};
 use crate::events::Event;
-use crate::plan::{Phase, threshold_exceeded};
+use crate::plan::threshold_exceeded;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, StopReason};
 
 /// Upgrades the batches in order. Returns the reports and, when the phase stopped early, why.
 pub async fn run(
@@ -17,7 +18,7 @@ pub async fn run(
     batches: &[Vec<String>],
     skip: &HashMap<String, String>,
     stop: &StopSignal,
-) -> (Vec<HostReport>, Option<String>) {
+) -> (Vec<HostReport>, Option<StopReason>) {
     let skip = Arc::new(skip.clone());
     let max_fail = run.plan.settings.max_fail_percentage.value;
     let (reports, stopped) = run_in_batches(run, batches, stop, |run, host| {
@@ -37,11 +38,10 @@ pub async fn run(
     })
     .await;
     let stopped = stopped.map(|stop| match stop {
-        BatchStop::Threshold { batch, failed, size } => format!(
-            "batch {batch}: {failed} of {size} nodes failed, more than max-fail-percentage {max_fail} allows; \
-             the later batches were not started"
-        ),
-        BatchStop::Interrupted => format!("{}; nodes not yet started were left alone", run.stop_reason()),
+        BatchStop::Threshold { batch, failed, size } => {
+            StopReason::Threshold { batch, failed, size, max_fail: max_fail.to_string(), blue: false }
+        }
+        BatchStop::Interrupted => StopReason::HaltedBatches { halt: run.halt(), blue: false },
     });
     (reports, stopped)
 }
@@ -60,18 +60,18 @@ where
 {
     let max_fail = run.plan.settings.max_fail_percentage.value;
     let total = batches.len();
-    let phase = Phase::Nodes.name().to_string();
+    let phase = Phase::Nodes;
     let finished: Arc<Mutex<HashMap<String, HostReport>>> = Arc::default();
     let result = run_batches(
         batches,
         stop,
         |index, failed, size| {
-            run.event(Event::BatchFinished { phase: phase.clone(), index, failed, size });
+            run.event(Event::BatchFinished { phase, index, failed, size });
             threshold_exceeded(failed, size, max_fail)
         },
         |index, hosts| {
             run.batch_started(hosts);
-            run.event(Event::BatchStarted { phase: phase.clone(), index, total, hosts: hosts.to_vec() })
+            run.event(Event::BatchStarted { phase, index, total, hosts: hosts.to_vec() })
         },
         |host| {
             let (finished, report) = (finished.clone(), per_host(run.clone(), host.clone()));

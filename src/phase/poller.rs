@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Step;
 use super::run::{StepFailure, UpgradeRun};
 use crate::cluster::{ClusterNode, parse_node, parse_node_list};
 use crate::settings::TargetVersion;
+use crate::vocabulary::Step;
 
 /// What the last read said about one node.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ impl NodePoller {
 /// The wait-ready step of `host`: its node Ready at the target within `upgrade_node_ready_timeout`, read by the
 /// run's one poller every `upgrade_node_ready_delay` seconds.
 pub async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure> {
-    let fail = |reason: String| StepFailure { step: Step::WaitReady, reason, unreachable: false, interrupted: false };
+    let fail = |reason: String| StepFailure::new(Step::WaitReady, reason);
     let seconds = |template: &str, default: u64| {
         run.render_for(host, template)
             .trim()

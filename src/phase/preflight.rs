@@ -8,12 +8,13 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::run::UpgradeRun;
-use super::{HostOutcome, HostReport, Step};
 use crate::cluster::{ClusterNode, parse_node_list};
 use crate::error::{Error, Result};
 use crate::flavor::Flavor;
-use crate::plan::Phase;
+use crate::journal::History;
 use crate::settings::TargetVersion;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, Resume, Step};
 
 /// What preflight decided the later phases do.
 #[derive(Debug, Default)]
@@ -31,28 +32,6 @@ pub struct Preflight {
     pub control_plane_version: Option<TargetVersion>,
     /// What this run takes over from earlier ones.
     pub resume: Resume,
-}
-
-/// What a run takes over from earlier, unfinished ones (from the journal, checked against the cluster).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Resume {
-    /// Hosts an earlier run upgraded, skipped now (they run the target).
-    pub done_earlier: Vec<String>,
-    /// Hosts in flight when an earlier run stopped: their sequence starts again.
-    pub in_flight_restarted: Vec<String>,
-    /// Hosts that failed in an earlier run: tried again.
-    pub failed_retried: Vec<String>,
-    /// Nodes found cordoned by an earlier run of ours.
-    pub cordoned_by_earlier_run: Vec<String>,
-}
-
-impl Resume {
-    pub fn is_empty(&self) -> bool {
-        self.done_earlier.is_empty()
-            && self.in_flight_restarted.is_empty()
-            && self.failed_retried.is_empty()
-            && self.cordoned_by_earlier_run.is_empty()
-    }
 }
 
 pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
@@ -505,10 +484,92 @@ pub async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterN
     })
 }
 
+/// What preflight decides for this run, from the cluster as read: the pure decision, then the zone-age order and
+/// the batches of the nodes selected, and what is taken over from earlier runs.
 pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<Preflight> {
-    let target = &run.target;
-    let plan = &run.plan;
-    let mut result = Preflight::default();
+    let hosts = run
+        .plan
+        .masters
+        .iter()
+        .chain(run.plan.phase(Phase::Nodes).into_iter().flat_map(|p| p.batches.iter().flatten()));
+    let hosts: Vec<&String> = hosts.collect();
+    let input = DecisionInput {
+        plan: &run.plan,
+        target: &run.target,
+        allow_skip_minor: run.options.allow_skip_minor,
+        inventory: &run.inventory,
+        history: &run.history,
+        node_names: hosts.iter().map(|h| ((*h).clone(), run.node_name(h))).collect(),
+        installed: run.host_versions.lock().map(|m| m.clone()).unwrap_or_default(),
+        probes_installed: hosts.iter().filter(|h| run.probes_host_version(h)).map(|h| (*h).clone()).collect(),
+    };
+    let order = |kept: Vec<String>| crate::strategy::order::for_run(run, kept, cluster);
+    let decision = decide_from(&input, cluster, &order, &mut |notice| run.notice(None, notice))?;
+    let result = Preflight {
+        masters: decision.masters,
+        node_batches: decision.node_batches,
+        nodes_skipped: decision.nodes_skipped,
+        skipped: decision.skipped,
+        control_plane_version: Some(decision.control_plane_version),
+        ..Preflight::default()
+    };
+    let mut result = result;
+    result.resume = resume(run, cluster, &result);
+    Ok(result)
+}
+
+/// What the decision reads besides the cluster: the plan, the target, what earlier runs recorded, and how each
+/// planned host is known (its node name, what it has installed when that is what counts).
+pub(crate) struct DecisionInput<'a> {
+    pub plan: &'a crate::plan::Plan,
+    pub target: &'a TargetVersion,
+    pub allow_skip_minor: bool,
+    /// The inventory, for the batches (a node group's own serial).
+    pub inventory: &'a crate::inventory::Inventory,
+    pub history: &'a History,
+    /// Each planned host's Kubernetes node name.
+    pub node_names: HashMap<String, String>,
+    /// What probed hosts have installed (`upgrade_host_version_command`), by inventory name.
+    pub installed: HashMap<String, String>,
+    /// Hosts whose "at the target" is decided from what they have installed, not from their kubelet.
+    pub probes_installed: BTreeSet<String>,
+}
+
+impl DecisionInput<'_> {
+    fn node_name<'h>(&'h self, host: &'h str) -> &'h str {
+        self.node_names.get(host).map_or(host, String::as_str)
+    }
+}
+
+/// What the decision says, before the nodes are ordered and batched.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Decision {
+    /// Masters still to upgrade, in order.
+    pub masters: Vec<String>,
+    /// Masters with nothing to do.
+    pub skipped: Vec<HostReport>,
+    /// The nodes the label selects, in run order (`None` without a nodes phase).
+    pub nodes_selected: Option<Vec<String>>,
+    /// The selected nodes cut into batches by serial, as the plan cuts them.
+    pub node_batches: Vec<Vec<String>>,
+    /// Selected nodes with nothing to do, and why.
+    pub nodes_skipped: HashMap<String, String>,
+    /// The version the masters run.
+    pub control_plane_version: TargetVersion,
+}
+
+/// The decision itself: every host the run upgrades is a node of the cluster, the masters run one version, the
+/// target is not older and skips no minor (unless allowed), a nodes-only run finds the masters at the target, the
+/// label selects something; hosts at the target are skipped unless an earlier run left them half-way. Pure: what
+/// the operator should read is handed to `say` as it comes, even when the decision then refuses; `order` puts the
+/// selected nodes in run order (the strategy's zone-age order).
+pub(crate) fn decide_from(
+    input: &DecisionInput<'_>,
+    cluster: &HashMap<String, ClusterNode>,
+    order: &dyn Fn(Vec<String>) -> Vec<String>,
+    say: &mut dyn FnMut(String),
+) -> Result<Decision> {
+    let (plan, target) = (input.plan, input.target);
 
     // Every host the run upgrades must be a node the cluster knows.
     let nodes_phase: Vec<String> = plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
@@ -516,9 +577,9 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
         .masters
         .iter()
         .chain(&nodes_phase)
-        .filter(|h| !cluster.contains_key(&run.node_name(h)))
+        .filter(|h| !cluster.contains_key(input.node_name(h)))
         .map(|h| {
-            let node = run.node_name(h);
+            let node = input.node_name(h);
             if node == *h { h.clone() } else { format!("{h} (node_name {node})") }
         })
         .collect();
@@ -526,7 +587,7 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
         let known: Vec<&str> =
             cluster.keys().map(String::as_str).collect::<BTreeSet<_>>().into_iter().take(10).collect();
         return Err(Error::input(format!("the cluster has no node for: {}", missing.join(", ")))
-            .in_file(&run.inventory.path)
+            .in_file(&input.inventory.path)
             .hint(format!(
                 "set node_name on those hosts to their Kubernetes node names (the cluster has: {})",
                 known.join(", ")
@@ -534,12 +595,89 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
     }
 
     // Each host's version: what it has installed when the flavour probes it, else its kubelet's.
-    let probed = run.host_versions.lock().map(|m| m.clone()).unwrap_or_default();
-    let text_of =
-        |h: &String| probed.get(h).cloned().unwrap_or_else(|| cluster[&run.node_name(h)].kubelet_version.clone());
+    let text_of = |h: &String| {
+        input.installed.get(h).cloned().unwrap_or_else(|| cluster[input.node_name(h)].kubelet_version.clone())
+    };
     let version_of = |h: &String| TargetVersion::parse(&text_of(h)).ok();
+    let current = control_plane_version(input, &text_of, say)?;
+    check_target(input, &current)?;
 
-    // Masters run one version.
+    let unfinished = |phase: Phase, host: &str| input.history.unfinished(phase, host, &target.to_string());
+    let skipped = |phase: Phase, host: &str, version: &TargetVersion| {
+        let earlier = input.history.upgraded_earlier(phase, host);
+        let reason = skip_reason(input.probes_installed.contains(host), earlier, version, target);
+        let node = input.node_name(host);
+        HostReport {
+            phase,
+            host: host.into(),
+            node: (node != host).then(|| node.to_string()),
+            outcome: HostOutcome::Skipped { reason },
+            duration: std::time::Duration::ZERO,
+        }
+    };
+    let mut decision = Decision {
+        masters: Vec::new(),
+        skipped: Vec::new(),
+        nodes_selected: None,
+        node_batches: Vec::new(),
+        nodes_skipped: HashMap::new(),
+        control_plane_version: current,
+    };
+    if plan.has_phase(Phase::ControlPlane) {
+        for m in &plan.masters {
+            match version_of(m) {
+                Some(v) if v >= *target && !unfinished(Phase::ControlPlane, m) => {
+                    decision.skipped.push(skipped(Phase::ControlPlane, m, &v))
+                }
+                _ => decision.masters.push(m.clone()),
+            }
+        }
+    }
+    if let Some(nodes_plan) = plan.phase(Phase::Nodes) {
+        let candidates = nodes_plan.batches.concat();
+        let labels_of = |h: &str| cluster.get(input.node_name(h)).map(|n| &n.labels);
+        let selector = plan.settings.label.value.as_ref();
+        let order = |kept: Vec<String>, left: &[String]| {
+            if let (Some(selector), false) = (selector, left.is_empty()) {
+                say(format!("label `{selector}` leaves out: {}", left.join(", ")));
+            }
+            Ok(order(kept))
+        };
+        // A percentage of serial is of all the nodes selected for the phase, as in the plan.
+        let selection = crate::plan::select_and_batch(
+            &candidates,
+            crate::plan::NodeLabels::Cluster(&labels_of),
+            true,
+            &plan.settings,
+            &plan.node_labels,
+            input.inventory,
+            order,
+        )?;
+        let selected = selection.nodes;
+        for h in &selected {
+            match version_of(h) {
+                // Blue nodes are evacuated whatever version they run.
+                Some(v) if v >= *target && !unfinished(Phase::Nodes, h) && !plan.strategy.blue_green.enabled() => {
+                    if let HostOutcome::Skipped { reason } = skipped(Phase::Nodes, h, &v).outcome {
+                        decision.nodes_skipped.insert(h.clone(), reason);
+                    }
+                }
+                _ => {}
+            }
+        }
+        decision.nodes_selected = Some(selected);
+        decision.node_batches = selection.batches;
+    }
+    Ok(decision)
+}
+
+/// The masters run one version (or, mid-way through a control-plane upgrade, the target and one older): that one.
+fn control_plane_version(
+    input: &DecisionInput<'_>,
+    text_of: &dyn Fn(&String) -> String,
+    say: &mut dyn FnMut(String),
+) -> Result<TargetVersion> {
+    let (plan, target) = (input.plan, input.target);
     let mut master_versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for m in &plan.masters {
         // Grouped by release: masters at v1.29.1-eks-1 and v1.29.1-eks-2 run one version.
@@ -552,7 +690,7 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
     if master_versions.len() == 2 && plan.has_phase(Phase::ControlPlane) {
         if let Some(at_target) = target_text {
             let done = master_versions.remove(&at_target).unwrap_or_default();
-            run.notice(None, format!("control-plane upgrade in progress: {} already at {at_target}", done.join(", ")));
+            say(format!("control-plane upgrade in progress: {} already at {at_target}", done.join(", ")));
         }
     }
     if master_versions.len() > 1 {
@@ -561,17 +699,22 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
         return Err(Error::hosts_failed(format!("the masters run different versions: {}", described.join("; ")))
             .hint("bring every master to one version first (finish or repeat the control-plane upgrade)"));
     }
-    let (current_text, _) = master_versions.iter().next().map(|(v, h)| (v.clone(), h.clone())).unwrap_or_default();
-    let current = TargetVersion::parse(&current_text).map_err(|_| {
+    let current_text = master_versions.keys().next().cloned().unwrap_or_default();
+    TargetVersion::parse(&current_text).map_err(|_| {
         Error::hosts_failed(format!("the masters report version `{current_text}`, which is not major.minor.patch"))
-    })?;
+    })
+}
 
-    if *target < current {
+/// The target against the control plane's version: no downgrade, no skipped minor unless allowed, and nodes never
+/// ahead of the masters.
+fn check_target(input: &DecisionInput<'_>, current: &TargetVersion) -> Result<()> {
+    let (plan, target) = (input.plan, input.target);
+    if *target < *current {
         return Err(Error::input(format!("the target {target} is older than the control plane's {current}"))
             .hint("a downgrade is not supported: give a newer --target-version / upgrade_target_version"));
     }
     let skips_minor = target.major != current.major || target.minor > current.minor + 1;
-    if skips_minor && !run.options.allow_skip_minor {
+    if skips_minor && !input.allow_skip_minor {
         return Err(Error::input(format!(
             "the target {target} skips a minor version (the control plane runs {current})"
         ))
@@ -581,98 +724,39 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
              supports it",
             current.major,
             current.minor + 1,
-            crate::strategy::graph::minor_hops(&current, target).join(" -> ")
+            crate::strategy::graph::minor_hops(current, target).join(" -> ")
         )));
     }
-    if plan.has_phase(Phase::Nodes) && !plan.has_phase(Phase::ControlPlane) && current < *target {
+    if plan.has_phase(Phase::Nodes) && !plan.has_phase(Phase::ControlPlane) && *current < *target {
         return Err(Error::input(format!("the nodes cannot go to {target} while the masters run {current}"))
             .hint("upgrade the control plane first: upgrade --phase control-plane, then --phase nodes"));
     }
-    result.control_plane_version = Some(current.clone());
-
-    if plan.has_phase(Phase::ControlPlane) {
-        for m in &plan.masters {
-            match version_of(m) {
-                Some(v) if v >= *target && !unfinished(run, Phase::ControlPlane, m) => {
-                    result.skipped.push(skipped(run, Phase::ControlPlane, m, &v))
-                }
-                _ => result.masters.push(m.clone()),
-            }
-        }
-    }
-
-    if let Some(nodes_plan) = plan.phase(Phase::Nodes) {
-        let candidates = nodes_plan.batches.concat();
-        let labels_of = |h: &str| cluster.get(&run.node_name(h)).map(|n| &n.labels);
-        let labels = crate::plan::NodeLabels::Cluster(&labels_of);
-        let order = |kept: Vec<String>, left: &[String]| {
-            if let (Some(selector), false) = (&plan.settings.label.value, left.is_empty()) {
-                run.notice(None, format!("label `{selector}` leaves out: {}", left.join(", ")));
-            }
-            Ok(crate::strategy::order::for_run(run, kept, cluster))
-        };
-        // A percentage of serial is of all the nodes selected for the phase, as in the plan.
-        let selection = crate::plan::select_and_batch(
-            &candidates,
-            labels,
-            true,
-            &plan.settings,
-            &plan.node_labels,
-            &run.inventory,
-            order,
-        )?;
-        for h in &selection.nodes {
-            match version_of(h) {
-                // Blue nodes are evacuated whatever version they run.
-                Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) && !plan.strategy.blue_green.enabled() => {
-                    let report = skipped(run, Phase::Nodes, h, &v);
-                    if let HostOutcome::Skipped { reason } = report.outcome {
-                        result.nodes_skipped.insert(h.clone(), reason);
-                    }
-                }
-                _ => {}
-            }
-        }
-        result.node_batches = selection.batches;
-    }
-
-    result.resume = resume(run, cluster, &result);
-    Ok(result)
+    Ok(())
 }
 
 /// An earlier run of the same target started this host's sequence and did not finish it (cut short or failed): it
 /// runs again even when the node already reports the target, to finish what is left (restart, uncordon, hooks).
 fn unfinished(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history.host(phase.name(), host).is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()))
+    run.history.unfinished(phase, host, &run.target.to_string())
 }
 
-fn skipped(run: &UpgradeRun, phase: Phase, host: &str, version: &TargetVersion) -> HostReport {
-    let node = run.node_name(host);
-    let earlier =
-        run.history.host(phase.name(), host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded);
-    let reason = if run.probes_host_version(host) {
-        // Said so, because the cluster's kubelet version may read the same before and after (OpenShift 3.11.z).
+/// Why a host at (or past) the target is skipped. `installed`: its version is what it has installed, said so because
+/// the cluster's kubelet version may read the same before and after (OpenShift 3.11.z).
+fn skip_reason(installed: bool, earlier: bool, version: &TargetVersion, target: &TargetVersion) -> String {
+    if installed {
         if earlier {
             format!("upgraded by an earlier run (has {version} installed)")
-        } else if *version > run.target {
+        } else if version > target {
             format!("already has {version} installed, newer than the target")
         } else {
             format!("already at {version}: installed on the host")
         }
     } else if earlier {
         format!("upgraded by an earlier run (runs {version})")
-    } else if *version > run.target {
+    } else if version > target {
         format!("already runs {version}, newer than the target")
     } else {
         format!("already at {version}")
-    };
-    HostReport {
-        phase: phase.name().into(),
-        host: host.into(),
-        node: (node != host).then_some(node),
-        outcome: HostOutcome::Skipped { reason },
-        duration: std::time::Duration::ZERO,
     }
 }
 
@@ -682,14 +766,14 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
     if run.history.runs == 0 {
         return resume;
     }
-    let earlier = |phase: Phase, host: &str| run.history.host(phase.name(), host);
+    let earlier = |phase: Phase, host: &str| run.history.host(phase, host);
     let skipped = decided
         .skipped
         .iter()
         .map(|r| (Phase::ControlPlane, &r.host))
         .chain(decided.nodes_skipped.keys().map(|h| (Phase::Nodes, h)));
     for (phase, host) in skipped {
-        if earlier(phase, host).and_then(|h| h.finished) == Some(crate::journal::HostRecord::Upgraded) {
+        if run.history.upgraded_earlier(phase, host) {
             resume.done_earlier.push(host.clone());
         }
     }
@@ -722,7 +806,7 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
     // and be out of this run's plan (a narrower --limit or --label).
     for ((phase, host), history) in &run.history.hosts {
         // Cluster hooks run on the first master without cordoning it.
-        if phase.starts_with("cluster-") {
+        if phase.is_cluster_hook() {
             continue;
         }
         let node = run.node_name(host);
@@ -743,4 +827,304 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
         );
     }
     resume
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+    use super::*;
+    use crate::error::{ErrorKind, Location};
+    use crate::inventory::{Group, Host, Inventory, Vars};
+    use crate::journal::{HostHistory, HostRecord};
+    use crate::plan::{Plan, PlanRequest};
+    use crate::settings::SettingFlags;
+
+    /// Three masters (m1 first) and two nodes, every host its own node.
+    fn plan(phases: &[&str]) -> (Plan, Inventory) {
+        let dir = std::env::temp_dir();
+        let mut inv = Inventory::new(dir.join("hosts"), dir);
+        for (group, hosts) in [("masters", &["m1", "m2"][..]), ("etcd", &["m1"]), ("nodes", &["m1", "m2", "n1", "n2"])]
+        {
+            for h in hosts {
+                inv.hosts.entry(h.to_string()).or_insert_with(|| Host::new(h, Location::new("hosts", 1, 1)));
+            }
+            let mut g = Group::new(group);
+            g.hosts = hosts.iter().map(|h| h.to_string()).collect();
+            inv.groups.insert(group.to_string(), g);
+        }
+        inv.refresh();
+        let request = PlanRequest {
+            phases: phases.iter().map(|p| p.to_string()).collect(),
+            flags: SettingFlags { target_version: Some("v1.29.1".into()), ..SettingFlags::default() },
+            ..PlanRequest::default()
+        };
+        (Plan::build(&inv, &Vars::new(), &request).unwrap(), inv)
+    }
+
+    fn cluster(versions: &[(&str, &str)]) -> HashMap<String, ClusterNode> {
+        versions
+            .iter()
+            .map(|(name, version)| {
+                let node = ClusterNode {
+                    name: name.to_string(),
+                    labels: BTreeMap::new(),
+                    unschedulable: false,
+                    kubelet_version: version.to_string(),
+                    ready: true,
+                    created: String::new(),
+                };
+                (name.to_string(), node)
+            })
+            .collect()
+    }
+
+    fn history(entries: &[(Phase, &str, HostHistory)]) -> History {
+        let hosts = entries.iter().map(|(p, h, hh)| ((*p, h.to_string()), hh.clone())).collect();
+        History { hosts, runs: 1, ..History::default() }
+    }
+
+    fn in_flight() -> HostHistory {
+        HostHistory { in_flight: true, target: Some("v1.29.1".into()), ..HostHistory::default() }
+    }
+
+    fn upgraded() -> HostHistory {
+        HostHistory { finished: Some(HostRecord::Upgraded), target: Some("v1.29.1".into()), ..HostHistory::default() }
+    }
+
+    /// What a case expects: masters to upgrade, skipped masters, nodes to upgrade, skipped nodes with their reason,
+    /// and a notice containing this text (or none); or an error of this kind whose message contains this text.
+    enum Want {
+        Decided {
+            masters: &'static [&'static str],
+            skipped: &'static [&'static str],
+            nodes: &'static [&'static str],
+            skipped_nodes: &'static [(&'static str, &'static str)],
+            notice: Option<&'static str>,
+        },
+        Refused(ErrorKind, &'static str),
+    }
+
+    // Long because it is a table: one row per case, then one loop that checks them all.
+    #[test]
+    fn the_decision_table() {
+        const OLD: &str = "v1.28.5";
+        const NEW: &str = "v1.29.1";
+        let all_old = [("m1", OLD), ("m2", OLD), ("n1", OLD), ("n2", OLD)];
+        #[rustfmt::skip]
+        // (name, arguments, kubelet versions, earlier runs, --allow-skip-minor, expected)
+        type Case<'a> = (&'a str, Vec<&'a str>, Vec<(&'a str, &'a str)>, History, bool, Want);
+        let cases: Vec<Case> = vec![
+            (
+                "everything to do",
+                vec![],
+                all_old.to_vec(),
+                History::default(),
+                false,
+                Want::Decided {
+                    masters: &["m1", "m2"],
+                    skipped: &[],
+                    nodes: &["n1", "n2"],
+                    skipped_nodes: &[],
+                    notice: None,
+                },
+            ),
+            (
+                "a node at the target is skipped",
+                vec![],
+                vec![("m1", OLD), ("m2", OLD), ("n1", NEW), ("n2", OLD)],
+                History::default(),
+                false,
+                Want::Decided {
+                    masters: &["m1", "m2"],
+                    skipped: &[],
+                    nodes: &["n1", "n2"],
+                    skipped_nodes: &[("n1", "already at v1.29.1")],
+                    notice: None,
+                },
+            ),
+            (
+                "a node newer than the target is skipped",
+                vec![],
+                vec![("m1", OLD), ("m2", OLD), ("n1", "v1.29.3"), ("n2", OLD)],
+                History::default(),
+                false,
+                Want::Decided {
+                    masters: &["m1", "m2"],
+                    skipped: &[],
+                    nodes: &["n1", "n2"],
+                    skipped_nodes: &[("n1", "already runs v1.29.3, newer than the target")],
+                    notice: None,
+                },
+            ),
+            (
+                "an earlier run upgraded it",
+                vec![],
+                vec![("m1", OLD), ("m2", OLD), ("n1", NEW), ("n2", OLD)],
+                history(&[(Phase::Nodes, "n1", upgraded())]),
+                false,
+                Want::Decided {
+                    masters: &["m1", "m2"],
+                    skipped: &[],
+                    nodes: &["n1", "n2"],
+                    skipped_nodes: &[("n1", "upgraded by an earlier run (runs v1.29.1)")],
+                    notice: None,
+                },
+            ),
+            (
+                "a node at the target left half-way runs again",
+                vec![],
+                vec![("m1", OLD), ("m2", OLD), ("n1", NEW), ("n2", OLD)],
+                history(&[(Phase::Nodes, "n1", in_flight())]),
+                false,
+                Want::Decided {
+                    masters: &["m1", "m2"],
+                    skipped: &[],
+                    nodes: &["n1", "n2"],
+                    skipped_nodes: &[],
+                    notice: None,
+                },
+            ),
+            (
+                "masters split between the target and one older: in progress",
+                vec![],
+                vec![("m1", NEW), ("m2", OLD), ("n1", OLD), ("n2", OLD)],
+                History::default(),
+                false,
+                Want::Decided {
+                    masters: &["m2"],
+                    skipped: &["m1"],
+                    nodes: &["n1", "n2"],
+                    skipped_nodes: &[],
+                    notice: Some("control-plane upgrade in progress: m1 already at v1.29.1"),
+                },
+            ),
+            (
+                "masters on two older versions",
+                vec![],
+                vec![("m1", "v1.27.3"), ("m2", OLD), ("n1", OLD), ("n2", OLD)],
+                History::default(),
+                false,
+                Want::Refused(ErrorKind::HostsFailed, "the masters run different versions"),
+            ),
+            (
+                "a downgrade",
+                vec![],
+                vec![("m1", "v1.30.0"), ("m2", "v1.30.0"), ("n1", OLD), ("n2", OLD)],
+                History::default(),
+                false,
+                Want::Refused(ErrorKind::Input, "older than the control plane's v1.30.0"),
+            ),
+            (
+                "a skipped minor",
+                vec![],
+                vec![("m1", "v1.27.3"), ("m2", "v1.27.3"), ("n1", OLD), ("n2", OLD)],
+                History::default(),
+                false,
+                Want::Refused(ErrorKind::Input, "skips a minor version"),
+            ),
+            (
+                "a skipped minor, allowed",
+                vec![],
+                vec![("m1", "v1.27.3"), ("m2", "v1.27.3"), ("n1", OLD), ("n2", OLD)],
+                History::default(),
+                true,
+                Want::Decided {
+                    masters: &["m1", "m2"],
+                    skipped: &[],
+                    nodes: &["n1", "n2"],
+                    skipped_nodes: &[],
+                    notice: None,
+                },
+            ),
+            (
+                "nodes before the masters",
+                vec!["nodes"],
+                all_old.to_vec(),
+                History::default(),
+                false,
+                Want::Refused(ErrorKind::Input, "the nodes cannot go to v1.29.1 while the masters run v1.28.5"),
+            ),
+            (
+                "nodes after the masters",
+                vec!["nodes"],
+                vec![("m1", NEW), ("m2", NEW), ("n1", OLD), ("n2", OLD)],
+                History::default(),
+                false,
+                Want::Decided { masters: &[], skipped: &[], nodes: &["n1", "n2"], skipped_nodes: &[], notice: None },
+            ),
+            (
+                "a host the cluster does not know",
+                vec![],
+                vec![("m1", OLD), ("m2", OLD), ("n1", OLD)],
+                History::default(),
+                false,
+                Want::Refused(ErrorKind::Input, "the cluster has no node for: n2"),
+            ),
+        ];
+        for (name, phases, versions, history, allow_skip_minor, want) in cases {
+            let (plan, inventory) = plan(&phases);
+            let target = TargetVersion::parse(NEW).unwrap();
+            let input = DecisionInput {
+                plan: &plan,
+                target: &target,
+                allow_skip_minor,
+                inventory: &inventory,
+                history: &history,
+                node_names: HashMap::new(),
+                installed: HashMap::new(),
+                probes_installed: BTreeSet::new(),
+            };
+            let mut notices = Vec::new();
+            let got = decide_from(&input, &cluster(&versions), &|kept| kept, &mut |n| notices.push(n));
+            match (want, got) {
+                (Want::Decided { masters, skipped, nodes, skipped_nodes, notice }, Ok(d)) => {
+                    assert_eq!(d.masters, masters, "{name}: masters");
+                    let skipped_got: Vec<&str> = d.skipped.iter().map(|r| r.host.as_str()).collect();
+                    assert_eq!(skipped_got, skipped, "{name}: skipped masters");
+                    assert_eq!(d.nodes_selected.unwrap_or_default(), nodes, "{name}: nodes");
+                    let skipped_nodes: HashMap<String, String> =
+                        skipped_nodes.iter().map(|(h, r)| (h.to_string(), r.to_string())).collect();
+                    assert_eq!(d.nodes_skipped, skipped_nodes, "{name}: skipped nodes");
+                    match notice {
+                        Some(text) => assert!(notices.iter().any(|n| n.contains(text)), "{name}: {notices:?}"),
+                        None => assert!(notices.is_empty(), "{name}: {notices:?}"),
+                    }
+                }
+                (Want::Refused(kind, text), Err(e)) => {
+                    assert_eq!(e.kind, kind, "{name}: {e}");
+                    assert!(e.message.contains(text), "{name}: {e}");
+                }
+                (Want::Decided { .. }, Err(e)) => panic!("{name}: refused: {e}"),
+                (Want::Refused(..), Ok(d)) => panic!("{name}: decided {d:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_installed_version_decides_and_is_said_so() {
+        let (plan, inventory) = plan(&["control-plane"]);
+        let target = TargetVersion::parse("v1.29.1").unwrap();
+        let history = History::default();
+        let input = DecisionInput {
+            plan: &plan,
+            target: &target,
+            allow_skip_minor: false,
+            inventory: &inventory,
+            history: &history,
+            node_names: HashMap::from([("m2".to_string(), "master-2".to_string())]),
+            installed: HashMap::from([
+                ("m1".to_string(), "v1.29.1".to_string()),
+                ("m2".to_string(), "v1.29.1".to_string()),
+            ]),
+            probes_installed: BTreeSet::from(["m1".to_string(), "m2".to_string()]),
+        };
+        // The kubelets still say the old version: what is installed counts.
+        let cluster = cluster(&[("m1", "v1.29.0"), ("master-2", "v1.29.0"), ("n1", "v1.29.0"), ("n2", "v1.29.0")]);
+        let d = decide_from(&input, &cluster, &|kept| kept, &mut |_| {}).unwrap();
+        assert!(d.masters.is_empty());
+        let m2 = &d.skipped[1];
+        assert_eq!((m2.host.as_str(), m2.node.as_deref()), ("m2", Some("master-2")));
+        assert_eq!(m2.outcome, HostOutcome::Skipped { reason: "already at v1.29.1: installed on the host".into() });
+    }
 }

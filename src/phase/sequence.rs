@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::run::{StepFailure, UpgradeRun};
-use super::{HostOutcome, HostReport, Step};
 use crate::events::Event;
-use crate::plan::Phase;
 use crate::settings::HookPoint;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, Step};
 
 /// Whether the host is a master (control-plane phase) or a node (nodes phase): the hooks and files differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ impl Role {
 
 /// What one attempt at a host's sequence has done so far, for the clean-up after a failure or an interrupt.
 #[derive(Debug, Default)]
-struct Progress {
+struct Attempt {
     /// The node is unschedulable because of this run.
     cordoned: bool,
     /// The upgrade step ran (or had already run): the node must not be uncordoned half-way.
@@ -53,18 +53,18 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
     // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
     // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
     let at_target = run.version_before(host).is_some_and(|v| run.target.is_reported_by(&v));
-    let mut progress = Progress { cordoned: was_cordoned, upgraded: false };
-    let outcome = match steps(run, host, role, was_cordoned, at_target, &mut progress).await {
+    let mut attempt = Attempt { cordoned: was_cordoned, upgraded: false };
+    let outcome = match steps(run, host, role, was_cordoned, at_target, &mut attempt).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
         Err(f) => {
             if f.interrupted {
-                uncordon_after_interrupt(run, host, role, was_cordoned, &mut progress).await;
+                uncordon_after_interrupt(run, host, role, was_cordoned, &mut attempt).await;
             }
             HostOutcome::Failed {
                 step: f.step,
                 reason: f.reason,
                 unreachable: f.unreachable,
-                left_cordoned: progress.cordoned && !was_cordoned,
+                left_cordoned: attempt.cordoned && !was_cordoned,
             }
         }
     };
@@ -74,7 +74,7 @@ pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostRepor
 /// A node found cordoned that an earlier run of ours cordoned is not "cordoned before the run": it gets uncordoned.
 /// The journal knows: the earlier attempt did not finish, and the node was schedulable when it first started.
 fn cordoned_by_earlier_run(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    run.history.host(phase.name(), host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
+    run.history.cordoned_by_earlier_run(phase, host)
 }
 
 /// Before each step: past the grace period of an interrupt, the host stops here, between steps.
@@ -136,7 +136,7 @@ async fn cut_at_abort<T>(
         _ = stop.aborted() => {
             let failure = StepFailure::interrupted(step);
             run.event(Event::StepFinished {
-                phase: phase.name().into(),
+                phase,
                 host: host.into(),
                 step,
                 ok: false,
@@ -153,14 +153,14 @@ async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result
     safe_point(run, Step::WaitReady)?;
     let started = Instant::now();
     let event = |ok: bool, error: Option<String>| Event::StepFinished {
-        phase: phase.name().into(),
+        phase,
         host: host.into(),
         step: Step::WaitReady,
         ok,
         duration: started.elapsed(),
         error,
     };
-    run.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step: Step::WaitReady });
+    run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
     let result = super::poller::wait_ready(run, host).await;
     run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
     if result.is_ok() {
@@ -175,7 +175,7 @@ async fn steps(
     role: Role,
     was_cordoned: bool,
     at_target: bool,
-    progress: &mut Progress,
+    attempt: &mut Attempt,
 ) -> Result<(), StepFailure> {
     let phase = role.phase();
     let was = [("upgrade_node_was_cordoned", Value::Bool(was_cordoned))];
@@ -186,7 +186,7 @@ async fn steps(
     }
     if !was_cordoned {
         step(run, phase, host, Step::Cordon, "cordon.yml", &[]).await?;
-        progress.cordoned = true;
+        attempt.cordoned = true;
     }
     if role == Role::Node {
         hook(run, phase, host, HookPoint::NodePreDrain, Step::PreDrainHook).await?;
@@ -195,7 +195,7 @@ async fn steps(
         if failure.interrupted {
             return Err(failure);
         }
-        return Err(after_drain_failure(run, host, role, failure, was_cordoned, progress).await);
+        return Err(after_drain_failure(run, host, role, failure, was_cordoned, attempt).await);
     }
     if role == Role::Node {
         hook(run, phase, host, HookPoint::NodePre, Step::PreHook).await?;
@@ -214,7 +214,7 @@ async fn steps(
         };
         // From here on the node is half-way: it is not uncordoned by an interrupt, it is finished or left for a
         // re-run (which does not repeat this step).
-        progress.upgraded = true;
+        attempt.upgraded = true;
         if upgrade_cut_short(run, phase, host) {
             run.notice(
                 Some(host),
@@ -227,7 +227,7 @@ async fn steps(
         // leave the host worse off than either version. It is bounded by the commands' own `timeout:` instead.
         run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
     }
-    progress.upgraded = true;
+    attempt.upgraded = true;
     match role {
         Role::Master => {
             hook(run, phase, host, HookPoint::MasterMid, Step::MidHook).await?;
@@ -244,7 +244,7 @@ async fn steps(
         }
     }
     step(run, phase, host, Step::Uncordon, "uncordon.yml", &was).await?;
-    progress.cordoned = was_cordoned;
+    attempt.cordoned = was_cordoned;
     let post = match role {
         Role::Master => HookPoint::MasterPost,
         Role::Node => HookPoint::NodePost,
@@ -305,7 +305,7 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
     let delay = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_delay", 5).max(1));
     let file = run.playbook("node_ready_poll.yml");
     let started = Instant::now();
-    run.event(Event::StepStarted { phase: phase.name().into(), host: host.into(), step: Step::WaitReady });
+    run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
     let mut to_approve: Vec<String> = Vec::new();
     let result = loop {
         let more = [("upgrade_csrs_to_approve", Value::from(to_approve.clone()))];
@@ -344,19 +344,15 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
             }
         };
         if started.elapsed() >= timeout || run.stop.is_aborting() {
-            break Err(StepFailure {
-                step: Step::WaitReady,
-                reason: format!("{why} after {}s", timeout.as_secs()),
-                unreachable: false,
-                interrupted: false,
-            });
+            let reason = format!("{why} after {}s", timeout.as_secs());
+            break Err(StepFailure { timed_out: true, ..StepFailure::new(Step::WaitReady, reason) });
         }
         if to_approve.is_empty() {
             tokio::time::sleep(delay).await;
         }
     };
     run.event(Event::StepFinished {
-        phase: phase.name().into(),
+        phase,
         host: host.into(),
         step: Step::WaitReady,
         ok: result.is_ok(),
@@ -391,20 +387,14 @@ pub(crate) async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<
 }
 
 /// Past the grace period, a node this run cordoned and did not upgrade gets its capacity back.
-async fn uncordon_after_interrupt(
-    run: &UpgradeRun,
-    host: &str,
-    role: Role,
-    was_cordoned: bool,
-    progress: &mut Progress,
-) {
-    if !progress.cordoned || was_cordoned || progress.upgraded {
+async fn uncordon_after_interrupt(run: &UpgradeRun, host: &str, role: Role, was_cordoned: bool, attempt: &mut Attempt) {
+    if !attempt.cordoned || was_cordoned || attempt.upgraded {
         return;
     }
     let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
     match run.run_step(role.phase(), host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
         Ok(_) => {
-            progress.cordoned = false;
+            attempt.cordoned = false;
             run.notice(Some(host), "interrupted before its upgrade: uncordoned again");
         }
         Err(f) => run.notice(Some(host), format!("could not uncordon after the interrupt: {}", f.reason)),
@@ -413,12 +403,7 @@ async fn uncordon_after_interrupt(
 
 /// The journal says an earlier run started this host's upgrade step and died before it ended.
 fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history.host(phase.name(), host).is_some_and(|h| {
-        h.unfinished()
-            && h.target.as_deref() == Some(target.as_str())
-            && h.steps_cut_short.iter().any(|s| s == Step::Upgrade.name())
-    })
+    run.history.step_of_unfinished(phase, host, &run.target.to_string(), Step::Upgrade, false)
 }
 
 /// Reads the node from the cluster now (not as preflight saw it): an upgrade command left running by a killed run
@@ -441,10 +426,7 @@ async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
 
 /// The journal says the upgrade step of this host finished, for this target, in an attempt that did not finish.
 fn upgrade_done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history
-        .host(phase.name(), host)
-        .is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target.as_str()) && h.did(Step::Upgrade.name()))
+    run.history.step_of_unfinished(phase, host, &run.target.to_string(), Step::Upgrade, true)
 }
 
 /// A drain that failed or outlasted the drain timeout: the node is not upgraded, and gets its capacity back
@@ -455,10 +437,10 @@ async fn after_drain_failure(
     role: Role,
     mut failure: StepFailure,
     was_cordoned: bool,
-    progress: &mut Progress,
+    attempt: &mut Attempt,
 ) -> StepFailure {
     let limit = run.plan.settings.drain_timeout.value;
-    if failure.reason.contains("timed out") && limit.seconds() > 0 {
+    if failure.timed_out && limit.seconds() > 0 {
         failure.reason = format!("drain timed out after {limit}");
     }
     let keep = !run.host_flag(host, "upgrade_uncordon_after_drain_failure", true);
@@ -469,7 +451,7 @@ async fn after_drain_failure(
     let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
     match run.run_step(phase, host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
         Ok(_) => {
-            progress.cordoned = false;
+            attempt.cordoned = false;
             run.notice(Some(host), "uncordoned again after the failed drain, so its capacity comes back");
         }
         Err(f) => run.notice(Some(host), format!("could not uncordon after the failed drain: {}", f.reason)),

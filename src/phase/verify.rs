@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use super::preflight::read_cluster;
 use super::run::UpgradeRun;
-use super::{CordonedNode, HostOutcome, HostReport, Step};
 use crate::cluster::ClusterNode;
 use crate::error::Result;
-use crate::plan::Phase;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{CordonedNode, HostOutcome, HostReport, Step};
 
 /// What the upgraded hosts whose flavour probes them have installed now (`host_version.yml`), by host.
 pub async fn installed_versions(run: &UpgradeRun, upgraded: &[String]) -> HashMap<String, Result<String, String>> {

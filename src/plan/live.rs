@@ -16,9 +16,10 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
 use crate::inventory::{Inventory, Vars};
 use crate::phase::run::UpgradeRun;
-use crate::phase::{Step, cluster_lock, join_all, preflight};
+use crate::phase::{cluster_lock, join_all, preflight};
 use crate::plan::Phase;
 use crate::session::{Remote, Session, UpgradeRequest};
+use crate::vocabulary::Step;
 
 /// One host as the live plan sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -137,7 +138,7 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         .skipped
         .iter()
         .filter_map(|r| match &r.outcome {
-            crate::phase::HostOutcome::Skipped { reason } => Some((r.host.as_str(), reason.as_str())),
+            crate::vocabulary::HostOutcome::Skipped { reason } => Some((r.host.as_str(), reason.as_str())),
             _ => None,
         })
         .collect();

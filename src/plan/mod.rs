@@ -5,7 +5,6 @@ pub mod live;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::fmt;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -19,63 +18,15 @@ use crate::settings::{
 
 pub use render::{plan_json, plan_text};
 
-/// The phases of an upgrade, in the order they run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Phase {
-    Preflight,
-    EtcdBackup,
-    ControlPlane,
-    Nodes,
-    Verify,
-}
+pub use crate::vocabulary::Phase;
 
-impl Phase {
-    pub const ALL: [Phase; 5] = [Phase::Preflight, Phase::EtcdBackup, Phase::ControlPlane, Phase::Nodes, Phase::Verify];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Preflight => "preflight",
-            Phase::EtcdBackup => "etcd-backup",
-            Phase::ControlPlane => "control-plane",
-            Phase::Nodes => "nodes",
-            Phase::Verify => "verify",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// The phases `--phase` asks for, in run order, preflight always included. Empty means all.
-    pub fn select(names: &[String]) -> Result<Vec<Phase>> {
-        let mut wanted: BTreeSet<Phase> = BTreeSet::from([Phase::Preflight]);
-        let names: Vec<&str> =
-            names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()).collect();
-        if names.is_empty() {
-            return Ok(Phase::ALL.to_vec());
-        }
-        for name in names {
-            let phase = Phase::from_name(name).ok_or_else(|| {
-                let valid: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
-                Error::input(format!("--phase: unknown phase `{name}`"))
-                    .hint(format!("use one or more of {} (comma-separated)", valid.join(", ")))
-            })?;
-            wanted.insert(phase);
-        }
-        Ok(wanted.into_iter().collect())
-    }
-}
-
-impl AsRef<str> for Phase {
-    fn as_ref(&self) -> &str {
-        self.name()
-    }
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+/// The phases `--phase` asks for, in run order, preflight always included. Empty means all.
+pub fn select_phases(names: &[String]) -> Result<Vec<Phase>> {
+    Phase::select(names).map_err(|name| {
+        let valid: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+        Error::input(format!("--phase: unknown phase `{name}`"))
+            .hint(format!("use one or more of {} (comma-separated)", valid.join(", ")))
+    })
 }
 
 /// What a plan is asked for (built from the command line by `commands`).
@@ -171,7 +122,7 @@ impl Plan {
         request: &PlanRequest,
         labels_from_cluster: bool,
     ) -> Result<Plan> {
-        let selected = Phase::select(&request.phases)?;
+        let selected = select_phases(&request.phases)?;
         let wants = |p: Phase| selected.contains(&p);
         let limit = request.limit.clone();
 
@@ -370,6 +321,8 @@ impl Plan {
                     Phase::EtcdBackup => vec![etcd.clone()],
                     Phase::ControlPlane => masters.iter().map(|m| vec![m.clone()]).collect(),
                     Phase::Nodes => node_batches.clone(),
+                    // The pseudo-phases (cluster hooks, config backup) are never selected: `Phase::select`.
+                    _ => Vec::new(),
                 },
             })
             .collect();

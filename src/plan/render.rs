@@ -205,6 +205,8 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
                     }
                 }
             }
+            // The pseudo-phases are never part of a plan.
+            _ => {}
         }
     }
     if !plan.cluster_hooks.is_empty() {

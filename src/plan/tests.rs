@@ -56,7 +56,7 @@ fn threshold_must_be_exceeded_and_a_wholly_failed_batch_always_stops() {
 
 #[test]
 fn phases_parse_by_name_and_preflight_is_always_there() {
-    let names = |v: &[&str]| Phase::select(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    let names = |v: &[&str]| select_phases(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
     assert_eq!(names(&[]).unwrap(), Phase::ALL.to_vec());
     assert_eq!(names(&["nodes"]).unwrap(), vec![Phase::Preflight, Phase::Nodes]);
     assert_eq!(names(&["verify,etcd-backup"]).unwrap(), vec![Phase::Preflight, Phase::EtcdBackup, Phase::Verify]);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::Redactor;
 use crate::events::{Event, EventSink, SharedSink};
-use crate::phase::{HostOutcome, HostReport, Summary};
+use crate::vocabulary::{HostOutcome, HostReport, Summary};
 
 impl Redactor {
     fn report(&self, report: &mut HostReport) {
@@ -25,7 +25,7 @@ impl Redactor {
                 self.value(result);
             }
             Event::StepFinished { error: Some(error), .. } => self.string(error),
-            Event::HostCompleted { report } => self.report(report),
+            Event::HostFinished { report } => self.report(report),
             Event::Notice { message, .. } => self.string(message),
             Event::RunFinished { summary } => self.summary_in_place(summary),
             _ => {}
@@ -43,7 +43,7 @@ impl Redactor {
     fn summary_in_place(&self, summary: &mut Summary) {
         summary.hosts.iter_mut().for_each(|h| self.report(h));
         if let Some(stopped) = &mut summary.stopped {
-            self.string(stopped);
+            stopped.texts_mut().into_iter().for_each(|text| self.string(text));
         }
         for node in &mut summary.left_cordoned {
             self.string(&mut node.fix);

@@ -7,11 +7,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::events::{Event, EventSink};
-use crate::phase::{HostOutcome, Step, Summary};
 use crate::tasks::report::task_lines;
+use crate::vocabulary::{HostOutcome, Phase, Step, Summary};
 
 use super::output::OutputQueue;
-use super::progress::Progress;
+use super::progress::ProgressBars;
 
 pub struct HumanReporter {
     out: Mutex<Box<dyn Write + Send>>,
@@ -19,7 +19,7 @@ pub struct HumanReporter {
     timestamps: bool,
     color: bool,
     /// Progress bars on stderr, when it is a terminal.
-    progress: Option<Progress>,
+    progress: Option<ProgressBars>,
     /// The step each host is in, so hook task results show and built-in step tasks stay quiet.
     current_step: Mutex<HashMap<String, Step>>,
     /// The stdout queue, waited on briefly while the progress bars are cleared so lines land above them.
@@ -48,7 +48,7 @@ impl HumanReporter {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let mut reporter = HumanReporter::new(stdout.writer(), verbosity, !on_terminal);
         reporter.color = on_terminal && !no_color;
-        reporter.progress = Progress::on_stderr(!no_color);
+        reporter.progress = ProgressBars::on_stderr(!no_color);
         reporter.settle = Some(stdout.clone());
         reporter
     }
@@ -73,7 +73,7 @@ impl HumanReporter {
     fn write_lines(&self, lines: &[String]) {
         let Ok(mut out) = self.out.lock() else { return };
         let stamp = if self.timestamps {
-            let now = crate::journal::utc_timestamp(std::time::SystemTime::now());
+            let now = crate::time_format::utc_timestamp(std::time::SystemTime::now());
             format!("{} ", now.get(11..19).unwrap_or(&now))
         } else {
             String::new()
@@ -105,7 +105,10 @@ impl EventSink for HumanReporter {
         match event {
             Event::RunStarted { target, phases, resumed, .. } => {
                 let how = if *resumed { " (resuming an earlier run)" } else { "" };
-                self.write(&[format!("Upgrading to {target}: {}{how}", phases.join(", "))]);
+                self.write(&[format!(
+                    "Upgrading to {target}: {}{how}",
+                    phases.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+                )]);
             }
             Event::PhaseStarted { phase } => self.write(&[String::new(), self.paint(&format!("== {phase}"), "1")]),
             Event::PhaseFinished { phase, ok, duration } => {
@@ -113,10 +116,10 @@ impl EventSink for HumanReporter {
                 self.write(&[format!("== {phase} {status} in {}", secs(duration))]);
             }
             Event::BatchStarted { phase, index, total, hosts } => {
-                let what = if phase == "control-plane" { "master" } else { "batch" };
+                let what = if *phase == Phase::ControlPlane { "master" } else { "batch" };
                 self.write(&[format!("-- {what} {index}/{total}: {}", hosts.join(", "))]);
             }
-            Event::BatchFinished { phase, failed, size, .. } if phase == "nodes" && *failed > 0 => {
+            Event::BatchFinished { phase, failed, size, .. } if *phase == Phase::Nodes && *failed > 0 => {
                 self.write(&[format!("-- {failed} of {size} nodes of the batch failed")]);
             }
             Event::StepStarted { host, step, .. } => {
@@ -144,22 +147,22 @@ impl EventSink for HumanReporter {
                     self.write(&lines);
                 }
             }
-            Event::HostCompleted { report } => {
+            Event::HostFinished { report } => {
                 let host = &report.host;
                 let line = match &report.outcome {
                     HostOutcome::Upgraded { left_cordoned: true } => {
                         format!("[{host}] done in {} (left cordoned: it was before the run)", secs(&report.duration))
                     }
-                    HostOutcome::Upgraded { .. } if report.phase == "verify" => {
+                    HostOutcome::Upgraded { .. } if report.phase == Phase::Verify => {
                         format!("[{host}] verified: Ready at the target")
                     }
-                    HostOutcome::Upgraded { .. } if report.phase == "config-backup" => {
+                    HostOutcome::Upgraded { .. } if report.phase == Phase::ConfigBackup => {
                         format!("[{host}] configuration backup done in {}", secs(&report.duration))
                     }
-                    HostOutcome::Upgraded { .. } if report.phase.starts_with("cluster-") => {
+                    HostOutcome::Upgraded { .. } if report.phase.is_cluster_hook() => {
                         format!("[{host}] {} done in {}", report.phase, secs(&report.duration))
                     }
-                    HostOutcome::Upgraded { .. } if report.phase == "etcd-backup" => {
+                    HostOutcome::Upgraded { .. } if report.phase == Phase::EtcdBackup => {
                         format!("[{host}] backup done in {}", secs(&report.duration))
                     }
                     HostOutcome::Upgraded { .. } => format!("[{host}] done in {}", secs(&report.duration)),
@@ -185,7 +188,7 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
     let backups = summary
         .hosts
         .iter()
-        .filter(|r| r.phase == "etcd-backup" && matches!(r.outcome, HostOutcome::Upgraded { .. }))
+        .filter(|r| r.phase == Phase::EtcdBackup && matches!(r.outcome, HostOutcome::Upgraded { .. }))
         .count();
     if backups > 0 {
         lines.push(format!("etcd backups verified: {backups}"));
@@ -193,8 +196,8 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
     let hooks: Vec<&str> = summary
         .hosts
         .iter()
-        .filter(|r| r.phase.starts_with("cluster-") && matches!(r.outcome, HostOutcome::Upgraded { .. }))
-        .map(|r| r.phase.as_str())
+        .filter(|r| r.phase.is_cluster_hook() && matches!(r.outcome, HostOutcome::Upgraded { .. }))
+        .map(|r| r.phase.name())
         .collect();
     if !hooks.is_empty() {
         lines.push(format!("cluster hooks run: {}", hooks.join(", ")));
@@ -203,10 +206,10 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
         summary
             .hosts
             .iter()
-            .filter(|r| r.phase != "verify")
-            .filter(|r| !r.phase.starts_with("cluster-") || !matches!(r.outcome, HostOutcome::Upgraded { .. }))
+            .filter(|r| r.phase != Phase::Verify)
+            .filter(|r| !r.phase.is_cluster_hook() || !matches!(r.outcome, HostOutcome::Upgraded { .. }))
             .filter(|r| {
-                !matches!(r.phase.as_str(), "etcd-backup" | "config-backup")
+                !matches!(r.phase, Phase::EtcdBackup | Phase::ConfigBackup)
                     || !matches!(r.outcome, HostOutcome::Upgraded { .. })
             })
             .filter_map(|r| pick(&r.outcome).map(|detail| format!("  {} ({}){detail}", r.host, r.phase)))
@@ -239,10 +242,17 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
             lines.extend(entries);
         }
     }
+    lines.extend(what_is_left(summary));
+    lines
+}
+
+/// The end of the summary: what verify found, the cluster's state, why the run stopped and the verdict.
+fn what_is_left(summary: &Summary) -> Vec<String> {
+    let mut lines = Vec::new();
     let verify_failures: Vec<String> = summary
         .hosts
         .iter()
-        .filter(|r| r.phase == "verify")
+        .filter(|r| r.phase == Phase::Verify)
         .filter_map(|r| match &r.outcome {
             HostOutcome::Failed { reason, .. } => Some(format!("  {}: {reason}", r.host)),
             _ => None,
@@ -295,7 +305,7 @@ pub fn summary_lines(summary: &Summary) -> Vec<String> {
 }
 
 /// `3 hosts done by an earlier run, 1 in flight restarted, 1 failed tried again, 1 node found cordoned by it`
-pub fn resume_line(resume: &crate::phase::preflight::Resume) -> String {
+pub fn resume_line(resume: &crate::vocabulary::Resume) -> String {
     let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts = Vec::new();
     if !resume.done_earlier.is_empty() {
@@ -328,7 +338,7 @@ pub fn resume_line(resume: &crate::phase::preflight::Resume) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase::CordonedNode;
+    use crate::vocabulary::CordonedNode;
 
     fn summary(cluster_read_error: Option<&str>, cordoned: &[&str]) -> Summary {
         Summary {
@@ -343,7 +353,6 @@ mod tests {
             cluster_read_error: cluster_read_error.map(str::to_string),
             interrupted: false,
             resumed: None,
-            error_code: None,
             state_error: None,
         }
     }
@@ -364,7 +373,7 @@ mod tests {
         let mut s = summary(None, &[]);
         s.state_error = Some("cannot write the journal j: No space left on device".into());
         s.interrupted = true;
-        assert_eq!(s.exit_code(), 1);
+        assert_eq!(s.exit_code(), crate::vocabulary::ExitCode::Failed);
         let text = summary_lines(&s).join("\n");
         assert!(text.contains("state directory: cannot write the journal j: No space left on device"), "{text}");
         assert!(!text.contains("result: success"), "{text}");

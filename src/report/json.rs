@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use crate::events::{Event, EventSink};
+use crate::vocabulary::{ExitCode, RunStatus};
 
 pub struct JsonReporter {
     out: Mutex<Box<dyn Write + Send>>,
@@ -46,7 +47,7 @@ pub fn event_json(event: &Event) -> Option<Value> {
             "event": "step-finished", "phase": phase, "host": host, "step": step.name(),
             "status": if *ok { "ok" } else { "failed" }, "duration": ms(duration), "error": error
         }),
-        Event::HostCompleted { report } => {
+        Event::HostFinished { report } => {
             let mut v = serde_json::to_value(report).ok()?;
             if let Value::Object(m) = &mut v {
                 m.insert("event".into(), json!("host-finished"));
@@ -63,19 +64,16 @@ pub fn event_json(event: &Event) -> Option<Value> {
             let mut v = serde_json::to_value(summary).ok()?;
             if let Value::Object(m) = &mut v {
                 m.insert("event".into(), json!("summary"));
-                m.insert(
-                    "status".into(),
-                    json!(match summary.exit_code() {
-                        0 => "success",
-                        130 => "interrupted",
-                        _ => "failed",
-                    }),
-                );
-                m.insert("exit_code".into(), json!(summary.exit_code()));
+                m.insert("status".into(), json!(summary.exit_code().status().name()));
+                m.insert("exit_code".into(), json!(summary.exit_code().code()));
             }
             v
         }
-        Event::Exiting => json!({"event": "aborted", "status": "interrupted", "exit_code": 130}),
+        Event::Exiting => json!({
+            "event": "aborted",
+            "status": RunStatus::Interrupted.name(),
+            "exit_code": ExitCode::Interrupted.code()
+        }),
         _ => return None,
     };
     Some(value)
@@ -85,7 +83,7 @@ impl EventSink for JsonReporter {
     fn event(&self, event: &Event) {
         let Some(mut value) = event_json(event) else { return };
         if let Value::Object(m) = &mut value {
-            m.insert("time".into(), json!(crate::journal::utc_timestamp(std::time::SystemTime::now())));
+            m.insert("time".into(), json!(crate::time_format::utc_timestamp(std::time::SystemTime::now())));
         }
         if let (Ok(mut out), Ok(line)) = (self.out.lock(), serde_json::to_string(&value)) {
             let _ = writeln!(out, "{line}");

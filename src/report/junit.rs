@@ -2,20 +2,20 @@
 
 use std::fmt::Write;
 
-use crate::phase::{HostOutcome, HostReport, Step, Summary};
+use crate::vocabulary::{HostOutcome, HostReport, Phase, Step, Summary};
 
 /// The report of a run: a test case per host and phase; when a preflight check stopped the run, a failed
 /// `preflight` case says why (so a CI job shows the reason, not an empty report).
 pub fn render(summary: &Summary) -> String {
     let mut reports = Vec::new();
-    if let (Some(_), Some(why)) = (summary.error_code, &summary.stopped) {
+    if let Some(why) = summary.stopped.as_ref().and_then(|s| s.check_failed()) {
         reports.push(HostReport {
-            phase: "preflight".into(),
-            host: "preflight".into(),
+            phase: Phase::Preflight,
+            host: Phase::Preflight.name().into(),
             node: None,
             outcome: HostOutcome::Failed {
                 step: Step::ReadCluster,
-                reason: why.strip_prefix("preflight: ").unwrap_or(why).to_string(),
+                reason: why.to_string(),
                 unreachable: false,
                 left_cordoned: false,
             },
@@ -28,13 +28,13 @@ pub fn render(summary: &Summary) -> String {
 
 /// Renders host reports. Phases keep the order in which they first appear.
 pub fn render_reports(reports: &[HostReport]) -> String {
-    let mut phases: Vec<&str> = Vec::new();
+    let mut phases: Vec<Phase> = Vec::new();
     for r in reports {
-        if !phases.contains(&r.phase.as_str()) {
-            phases.push(&r.phase);
+        if !phases.contains(&r.phase) {
+            phases.push(r.phase);
         }
     }
-    let count = |pred: &dyn Fn(&HostOutcome) -> bool, phase: Option<&str>| {
+    let count = |pred: &dyn Fn(&HostOutcome) -> bool, phase: Option<Phase>| {
         reports.iter().filter(|r| phase.is_none_or(|p| r.phase == p) && pred(&r.outcome)).count()
     };
     let failed = |o: &HostOutcome| matches!(o, HostOutcome::Failed { .. });
@@ -56,7 +56,7 @@ pub fn render_reports(reports: &[HostReport]) -> String {
         let _ = writeln!(
             xml,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
-            escape(phase),
+            escape(phase.name()),
             cases.len(),
             count(&failed, Some(phase)),
             count(&skipped, Some(phase)),
@@ -66,7 +66,7 @@ pub fn render_reports(reports: &[HostReport]) -> String {
             let _ = write!(
                 xml,
                 "    <testcase classname=\"upgrade.{}\" name=\"{}\" time=\"{:.3}\"",
-                escape(phase),
+                escape(phase.name()),
                 escape(&case.host),
                 case.duration.as_secs_f64()
             );
@@ -76,7 +76,7 @@ pub fn render_reports(reports: &[HostReport]) -> String {
                     let _ = write!(xml, ">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(reason));
                 }
                 HostOutcome::Failed { step, reason, .. } => {
-                    let kind = if case.phase == "preflight" { "preflight".to_string() } else { step.to_string() };
+                    let kind = if case.phase == Phase::Preflight { case.phase.to_string() } else { step.to_string() };
                     let _ = write!(
                         xml,
                         ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
@@ -114,25 +114,19 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase::Step;
+    use crate::vocabulary::Step;
     use std::time::Duration;
 
-    fn report(phase: &str, host: &str, outcome: HostOutcome) -> HostReport {
-        HostReport {
-            phase: phase.into(),
-            host: host.into(),
-            node: None,
-            outcome,
-            duration: Duration::from_millis(1500),
-        }
+    fn report(phase: Phase, host: &str, outcome: HostOutcome) -> HostReport {
+        HostReport { phase, host: host.into(), node: None, outcome, duration: Duration::from_millis(1500) }
     }
 
     #[test]
     fn one_case_per_host_and_phase() {
         let xml = render_reports(&[
-            report("control-plane", "m1", HostOutcome::Upgraded { left_cordoned: false }),
+            report(Phase::ControlPlane, "m1", HostOutcome::Upgraded { left_cordoned: false }),
             report(
-                "nodes",
+                Phase::Nodes,
                 "n1",
                 HostOutcome::Failed {
                     step: Step::Drain,
@@ -141,7 +135,7 @@ mod tests {
                     left_cordoned: false,
                 },
             ),
-            report("nodes", "n2", HostOutcome::Skipped { reason: "already at v1.29.1".into() }),
+            report(Phase::Nodes, "n2", HostOutcome::Skipped { reason: "already at v1.29.1".into() }),
         ]);
         assert!(xml.contains("<testsuites name=\"upgrade\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""));
         assert!(xml.contains("<testsuite name=\"nodes\" tests=\"2\" failures=\"1\""));

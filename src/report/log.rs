@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::events::{Event, EventSink};
-use crate::phase::HostOutcome;
 use crate::tasks::report::task_lines;
+use crate::vocabulary::HostOutcome;
 
 /// Told when a host log cannot be written (the path and why), so the run can stop and say so.
 pub type OnWriteFailure = Box<dyn Fn(&Path, &str) + Send + Sync>;
@@ -74,7 +74,7 @@ impl HostLogReporter {
 }
 
 fn now() -> String {
-    crate::journal::utc_timestamp(std::time::SystemTime::now())
+    crate::time_format::utc_timestamp(std::time::SystemTime::now())
 }
 
 impl EventSink for HostLogReporter {
@@ -99,7 +99,7 @@ impl EventSink for HostLogReporter {
                 self.write(host, &lines);
             }
             Event::Notice { host: Some(host), message } => self.write(host, std::slice::from_ref(message)),
-            Event::HostCompleted { report } => {
+            Event::HostFinished { report } => {
                 let what = match &report.outcome {
                     HostOutcome::Upgraded { .. } => "done".to_string(),
                     HostOutcome::Skipped { reason } => format!("skipped: {reason}"),

@@ -11,7 +11,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events::Event;
 
-pub struct Progress {
+pub struct ProgressBars {
     multi: MultiProgress,
     color: bool,
     bars: Mutex<Bars>,
@@ -25,9 +25,9 @@ struct Bars {
     hosts: HashMap<String, ProgressBar>,
 }
 
-impl Progress {
+impl ProgressBars {
     /// Bars on stderr, or `None` when stderr is not a terminal.
-    pub fn on_stderr(color: bool) -> Option<Progress> {
+    pub fn on_stderr(color: bool) -> Option<ProgressBars> {
         use std::io::IsTerminal;
         if !std::io::stderr().is_terminal() {
             return None;
@@ -36,7 +36,7 @@ impl Progress {
         if multi.is_hidden() {
             return None;
         }
-        Some(Progress { multi, color, bars: Mutex::new(Bars::default()) })
+        Some(ProgressBars { multi, color, bars: Mutex::new(Bars::default()) })
     }
 
     /// Runs `f` (which prints lines) with the bars cleared, then draws them again below the new lines.
@@ -80,10 +80,10 @@ impl Progress {
             }
             Event::PhaseStarted { phase } => {
                 if let Some(overall) = &bars.overall {
-                    overall.set_message(phase.clone());
+                    overall.set_message(phase.name());
                 }
                 let bar = self.bar(0, "phase");
-                bar.set_message(phase.clone());
+                bar.set_message(phase.name());
                 bars.phase = Some(bar);
             }
             Event::BatchStarted { phase, index, total, hosts } => {
@@ -109,7 +109,7 @@ impl Progress {
                     spinner.set_message(format!("[{host}] {step}"));
                 }
             }
-            Event::HostCompleted { report } => {
+            Event::HostFinished { report } => {
                 if let Some(spinner) = bars.hosts.remove(&report.host) {
                     spinner.finish_and_clear();
                     self.multi.remove(&spinner);

@@ -18,9 +18,9 @@ use crate::phase::batches::{BatchStop, StopSignal};
 use crate::phase::nodes::run_in_batches;
 use crate::phase::run::{StepFailure, UpgradeRun};
 use crate::phase::sequence::{drain, hook, safe_point};
-use crate::phase::{HostOutcome, HostReport, Step, Summary};
-use crate::plan::Phase;
 use crate::settings::HookPoint;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, Step, StopReason, Summary};
 
 use super::nodes_strategy::{ADD_HOOK, REMOVE_HOOK};
 
@@ -117,7 +117,7 @@ pub async fn run(
     run: &Arc<UpgradeRun>,
     batches: &[Vec<String>],
     stop: &StopSignal,
-) -> (Vec<HostReport>, Option<String>) {
+) -> (Vec<HostReport>, Option<StopReason>) {
     let bg = &run.plan.strategy.blue_green;
     // Blue nodes an earlier run evacuated (for this target) are not evacuated again.
     let done: BTreeSet<String> = batches.iter().flatten().filter(|h| evacuated_earlier(run, h)).cloned().collect();
@@ -151,7 +151,7 @@ pub async fn run(
         reports.extend(blue.iter().map(|h| {
             run.host_completed(Phase::Nodes, h, HostOutcome::NotStarted { reason: why.clone() }, Instant::now())
         }));
-        return (reports, Some(format!("{why}; run `upgrade --rollback-blue-green` to switch back")));
+        return (reports, Some(StopReason::SwitchOver { host, step: failure.step, reason: failure.reason }));
     }
     run.notice(
         None,
@@ -172,11 +172,10 @@ pub async fn run(
         run_in_batches(run, &batches, stop, |run, host| async move { evacuate(&run, &host).await }).await;
     reports.extend(evacuated);
     let stopped = stopped.map(|stop| match stop {
-        BatchStop::Threshold { batch, failed, size } => format!(
-            "batch {batch}: {failed} of {size} blue nodes failed, more than max-fail-percentage {max_fail} allows; \
-             the later batches were not evacuated (`upgrade --rollback-blue-green` switches back)"
-        ),
-        BatchStop::Interrupted => format!("{}; blue nodes not yet started were left alone", run.stop_reason()),
+        BatchStop::Threshold { batch, failed, size } => {
+            StopReason::Threshold { batch, failed, size, max_fail: max_fail.to_string(), blue: true }
+        }
+        BatchStop::Interrupted => StopReason::HaltedBatches { halt: run.halt(), blue: true },
     });
     (reports, stopped)
 }
@@ -198,7 +197,7 @@ async fn evacuate(run: &UpgradeRun, host: &str) -> HostReport {
         }
         Err(mut f) => {
             let limit = run.plan.settings.drain_timeout.value;
-            if f.step == Step::Drain && f.reason.contains("timed out") && limit.seconds() > 0 {
+            if f.step == Step::Drain && f.timed_out && limit.seconds() > 0 {
                 f.reason = format!("drain timed out after {limit}");
             }
             HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: true }
@@ -245,10 +244,8 @@ async fn surge_hook_step(
 
 /// The journal says an earlier run evacuated this blue node for the same target.
 fn evacuated_earlier(run: &UpgradeRun, host: &str) -> bool {
-    let target = run.target.to_string();
-    run.history.host(Phase::Nodes.name(), host).is_some_and(|h| {
-        h.finished == Some(crate::journal::HostRecord::Upgraded) && !h.in_flight && h.target.as_deref() == Some(&target)
-    })
+    let evacuated = [crate::journal::HostRecord::Upgraded];
+    run.history.finished_for(Phase::Nodes, host, &run.target.to_string(), &evacuated)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -263,21 +260,19 @@ pub async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
         let e = Error::input("--rollback-blue-green: the inventory does not use the blue-green strategy")
             .in_file(&run.inventory.path)
             .hint("set upgrade_nodes_strategy: blue-green (and the green group) as for the run being rolled back");
-        summary.error_code = Some(e.exit_code());
         return (summary, Some(e));
     }
     run.event(Event::RunStarted {
         run: run.run_id(),
         target: run.target.to_string(),
-        phases: vec!["rollback-blue-green".into()],
+        phases: vec![Phase::RollbackBlueGreen],
         resumed: false,
     });
     let cluster: HashMap<String, ClusterNode> = match crate::phase::preflight::read_cluster(run, Phase::Preflight).await
     {
         Ok(nodes) => nodes.into_iter().map(|n| (n.name.clone(), n)).collect(),
         Err(e) => {
-            summary.stopped = Some(e.message.clone());
-            summary.error_code = Some(e.exit_code());
+            summary.stopped = Some(StopReason::ClusterUnreadable { message: e.message.clone(), exit_code: e.code() });
             return (summary, Some(e));
         }
     };
@@ -290,8 +285,7 @@ pub async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
     for (host, step, file) in moves {
         let started = Instant::now();
         let node = run.node_name(host);
-        let cordoned_before =
-            step == Step::Uncordon && run.history.host(Phase::Nodes.name(), host).is_some_and(|h| h.was_cordoned);
+        let cordoned_before = step == Step::Uncordon && run.history.was_cordoned(Phase::Nodes, host);
         let outcome = if !cluster.contains_key(&node) {
             HostOutcome::Skipped { reason: format!("node {node} is not in the cluster (deleted?): it must rejoin") }
         } else if cordoned_before {
@@ -306,13 +300,13 @@ pub async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
             }
         };
         let report = HostReport {
-            phase: "rollback-blue-green".into(),
+            phase: Phase::RollbackBlueGreen,
             host: host.clone(),
             node: (node != *host).then_some(node),
             outcome,
             duration: started.elapsed(),
         };
-        run.event(Event::HostCompleted { report: report.clone() });
+        run.event(Event::HostFinished { report: report.clone() });
         summary.hosts.push(report);
     }
     if let Ok(after) = crate::phase::verify::final_state(run).await {

@@ -3,11 +3,12 @@
 //! continues in the hop it stopped in rather than starting the path again from the masters' version.
 
 use crate::error::{Error, Result};
-use crate::journal::{History, JournalEntry, utc_timestamp};
+use crate::journal::{History, JournalEntry};
 use crate::phase::run::UpgradeRun;
-use crate::plan::Phase;
 use crate::settings::TargetVersion;
 use crate::strategy::UpdateGraph;
+use crate::time_format::utc_timestamp;
+use crate::vocabulary::Phase;
 
 /// One hop of the path: `index` of `total` (1-based), from the version before it to `target`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +113,7 @@ pub fn path_from(
 mod tests {
     use super::*;
     use crate::journal::HopHistory;
+    use crate::vocabulary::RunStatus;
     use std::path::Path;
 
     fn v(text: &str) -> TargetVersion {
@@ -174,17 +176,16 @@ mod tests {
             target: target.into(),
             final_target: "v1.30.2".into(),
         };
-        let finished =
-            |status: &str| JournalEntry::RunFinished { run: run.clone(), time: "t".into(), status: status.into() };
+        let finished = |status: RunStatus| JournalEntry::RunFinished { run: run.clone(), time: "t".into(), status };
         journal.record(&hop(1, "v1.29.1")).unwrap();
-        journal.record(&finished("success")).unwrap();
+        journal.record(&finished(RunStatus::Success)).unwrap();
         journal.record(&hop(2, "v1.30.2")).unwrap();
         let second = journal.try_clone().unwrap();
         let last = second.history().unwrap().hop.unwrap();
         assert_eq!((last.hop, last.target.as_str(), last.finished), (2, "v1.30.2", false));
-        journal.record(&finished("interrupted")).unwrap();
+        journal.record(&finished(RunStatus::Interrupted)).unwrap();
         assert!(!journal.history().unwrap().hop.unwrap().finished, "an interrupted hop is not finished");
-        journal.record(&finished("success")).unwrap();
+        journal.record(&finished(RunStatus::Success)).unwrap();
         assert!(journal.history().unwrap().hop.unwrap().finished);
     }
 

@@ -105,7 +105,7 @@ impl Engine {
             unreachable: matches!(flow, Flow::Unreachable),
             facts: self.facts.get(host).map(|f| (*f).clone()).unwrap_or_default(),
         };
-        self.sink.event(&Event::HostFinished {
+        self.sink.event(&Event::TaskListFinished {
             host: host.to_string(),
             failed: outcome.failed,
             unreachable: outcome.unreachable,

@@ -133,7 +133,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
 /// `2024-05-01 12:00:00.123456`, as Python's `datetime.now()` prints (UTC here).
 pub fn timestamp(t: SystemTime) -> String {
     let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let (year, month, day, hour, minute, second) = crate::journal::civil(t);
+    let (year, month, day, hour, minute, second) = crate::time_format::civil(t);
     format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}.{:06}", d.subsec_micros())
 }
 
