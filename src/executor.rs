@@ -100,6 +100,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         verbosity: args.run.verbose,
         command_timeout: None,
         prompter: crate::tasks::terminal_prompter(),
+        whole_stdout: false,
     };
 
     let grace = Duration::from_secs(args.grace_period);

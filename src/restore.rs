@@ -137,6 +137,7 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
             verbosity: args.run.verbose,
             command_timeout: None,
             prompter: terminal_prompter(),
+            whole_stdout: false,
         };
         let sink: SharedSink = reporter.clone();
         let host = [item.host.clone()];

@@ -65,6 +65,7 @@ impl Session {
                 verbosity: args.run.verbose,
                 command_timeout: None,
                 prompter: crate::tasks::terminal_prompter(),
+                whole_stdout: false,
             },
             sink,
             playbooks,

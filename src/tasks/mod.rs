@@ -133,8 +133,13 @@ pub fn run_tasks_command(args: &RunTasksArgs) -> Result<i32> {
     }
     let tasks = model::load_task_file(&args.file)?;
     let prompter = terminal_prompter();
-    let options =
-        EngineOptions { assume_yes: args.run.yes, verbosity: args.run.verbose, command_timeout: None, prompter };
+    let options = EngineOptions {
+        assume_yes: args.run.yes,
+        verbosity: args.run.verbose,
+        command_timeout: None,
+        prompter,
+        whole_stdout: false,
+    };
     let connect = ConnectOptions {
         connect_timeout: std::time::Duration::from_secs(args.run.connect_timeout),
         accept_new_host_keys: args.run.accept_new_host_keys,
