@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::OnceCell;
 
 use super::connect::ConnectionPool;
-use super::host_vars::FactStore;
+use super::host_vars::{FactStore, HostFacts};
 use super::model::{Action, Module, ModuleCall, Task};
 use super::modules::{self, ModuleContext};
 use super::{Templar, Vars};
@@ -104,7 +104,7 @@ impl Engine {
         let outcome = HostOutcome {
             failed: matches!(flow, Flow::Failed),
             unreachable: matches!(flow, Flow::Unreachable),
-            facts: self.facts.get(host).map(|f| (*f).clone()).unwrap_or_default(),
+            facts: self.facts.get_json(host),
         };
         self.sink.event(&Event::HostFinished {
             host: host.to_string(),
@@ -320,12 +320,15 @@ impl HostRun<'_> {
             let resolved = templar.render_value(v, &ctx).unwrap_or_else(|_| v.clone());
             ctx = ctx.with(k, &resolved);
         }
-        let facts = self.facts().map(|f| Value::Object((*f).clone())).unwrap_or(Value::Null);
-        ctx.with_map(&facts).with_map(&self.extra)
+        let ctx = match self.facts() {
+            Some(facts) => ctx.with_facts(facts),
+            None => ctx,
+        };
+        ctx.with_map(&self.extra)
     }
 
     /// The host's facts and registered results as they are now.
-    fn facts(&self) -> Option<Arc<Map<String, Value>>> {
+    fn facts(&self) -> Option<Arc<HostFacts>> {
         self.engine.facts.get(&self.host)
     }
 
@@ -605,7 +608,7 @@ impl HostRun<'_> {
                             let facts = after
                                 .iter()
                                 .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
-                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .map(|(k, v)| (k.clone(), (**v).clone()))
                                 .collect::<Map<String, Value>>();
                             // As Ansible, the facts and registered result of a run_once task are every host's at
                             // once: `hostvars[other]` shows them even before that host moves on.
