@@ -6,10 +6,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use upgrade::cli::Cli;
 use upgrade::inventory::{self, Inventory};
-use upgrade::plan::Plan;
+use upgrade::plan::{Plan, PlanRequest};
+use upgrade::settings::SettingFlags;
 
 const RUNS: usize = 15;
 
@@ -79,10 +78,14 @@ fn main() {
     let hosts = dir.path().join("hosts");
     let hosts_arg = hosts.to_string_lossy().into_owned();
 
-    for (title, extra_args) in [("all nodes", vec![]), ("label region=east", vec!["--label", "region=east"])] {
+    for (title, label) in [("all nodes", None), ("label region=east", Some("region=east"))] {
         let mut argv = vec!["upgrade", "-i", hosts_arg.as_str(), "--plan", "--output", "json"];
-        argv.extend(extra_args.iter().copied());
-        let args = Cli::try_parse_from(&argv).expect("arguments").upgrade;
+        argv.extend(label.iter().flat_map(|l| ["--label", l]));
+        // The same command line as `commands` hands it to the plan.
+        let args = PlanRequest {
+            flags: SettingFlags { label: label.map(str::to_string), ..SettingFlags::default() },
+            ..PlanRequest::default()
+        };
         let mut load_times = Vec::new();
         let mut plan_times = Vec::new();
         let mut total_times = Vec::new();

@@ -1,8 +1,12 @@
-//! The command line. Every flag is declared here; the modules that act on them read this struct.
+//! The command line. Every flag is declared here; only `commands` reads these structs, and turns them into the
+//! plain requests the domain takes.
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use crate::settings::OutputFormat;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,31 +44,6 @@ pub enum Command {
     Plan(UpgradeArgs),
     /// Remove the cluster-wide lock a run left behind (after confirmation; --yes for scripts).
     Unlock(UnlockArgs),
-}
-
-impl UpgradeArgs {
-    /// The arguments of an upgrade with nothing but an inventory and connection settings (`upgrade unlock`).
-    pub fn for_inventory(inventory: InventoryArgs, run: RunArgs) -> UpgradeArgs {
-        UpgradeArgs {
-            inventory,
-            phase: Vec::new(),
-            serial: None,
-            label: None,
-            max_fail_percentage: None,
-            drain_timeout: None,
-            target_version: None,
-            allow_skip_minor: false,
-            plan: false,
-            live: false,
-            output: OutputFormat::Text,
-            run,
-            state_dir: None,
-            fresh: false,
-            rollback_blue_green: false,
-            grace_period: 300,
-            junit: None,
-        }
-    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -254,10 +233,18 @@ pub struct VersionsArgs {
     pub run: RunArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    Text,
-    Json,
+// The format is the domain's type (the executor picks its reporters by it); the command line only names its values.
+impl ValueEnum for OutputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[OutputFormat::Text, OutputFormat::Json]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(match self {
+            OutputFormat::Text => "text",
+            OutputFormat::Json => "json",
+        }))
+    }
 }
 
 #[cfg(test)]

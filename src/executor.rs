@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
 use crate::events::{Event, SharedSink};
-use crate::inventory::{Inventory, parse_extra_vars};
+use crate::inventory::{Inventory, Vars};
 use crate::journal::{DEFAULT_STATE_DIR, History, Journal, JournalEntry, RunLock, utc_timestamp};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
@@ -20,22 +19,20 @@ use crate::plan::{Phase, Plan, render::plan_text};
 use crate::redact::{Redacting, Redactor};
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
-use crate::settings::{HookPoint, TargetVersion};
+use crate::session::{Remote, UpgradeRequest};
+use crate::settings::{HookPoint, OutputFormat, TargetVersion};
 use crate::strategy::{blue_green, hops};
-use crate::tasks::connect::{ConnectOptions, ConnectionPool};
+use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::EngineOptions;
 
 /// `upgrade --inventory X`: the upgrade itself.
-pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
-    let path = args.inventory.inventory.as_ref().ok_or_else(|| Error::input("--inventory is required"))?;
-    let inventory = Inventory::load(path)?;
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
-    let plan = Plan::build_for_run(&inventory, &extra, args)?;
+pub fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
+    let Remote { runtime, connect, engine: engine_options } = remote;
+    let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
     let target = match plan.settings.target_version.value.clone() {
         Some(target) => target,
         // A rollback goes back to what ran before: it needs no target (journal entries say v0.0.0).
-        None if args.rollback_blue_green => TargetVersion { major: 0, minor: 0, patch: 0, suffix: String::new() },
+        None if request.rollback_blue_green => TargetVersion { major: 0, minor: 0, patch: 0, suffix: String::new() },
         None => {
             let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
                 let passed = if plan.target_passed_over.is_empty() {
@@ -56,24 +53,23 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     check_hook_files(&plan)?;
     blue_green::check_surge_hooks(&plan)?;
 
-    let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
+    let state_dir = request.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
     let mut lock = RunLock::acquire(&state_dir)?;
-    let (journal, history) = Journal::open(&state_dir, args.fresh)?;
+    let (journal, history) = Journal::open(&state_dir, request.fresh)?;
     lock.name_run(journal.run_id())?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
-    // Built before anything is printed: past this point every return goes through `drain_output`.
-    let runtime = crate::tasks::async_runtime()?;
+    // Past this point every return goes through `drain_output`.
     let hosts = crate::inventory::host_vars_json(&inventory, &extra);
     let redactor = Arc::new(Redactor::from_hosts(&hosts));
     let stdout = OutputQueue::stdout();
-    let primary: SharedSink = match args.output {
+    let primary: SharedSink = match request.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            if !args.rollback_blue_green {
+            if !request.rollback_blue_green {
                 let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(&plan, &inventory)));
             }
-            Arc::new(HumanReporter::for_terminal(args.run.verbose, &stdout))
+            Arc::new(HumanReporter::for_terminal(engine_options.verbosity, &stdout))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
     };
@@ -90,20 +86,8 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     ));
     let sink: SharedSink =
         Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
-    let connect = ConnectOptions {
-        connect_timeout: Duration::from_secs(args.run.connect_timeout),
-        accept_new_host_keys: args.run.accept_new_host_keys,
-        command_timeout: None,
-    };
-    let engine_options = EngineOptions {
-        assume_yes: args.run.yes,
-        verbosity: args.run.verbose,
-        command_timeout: None,
-        prompter: crate::tasks::terminal_prompter(),
-        whole_stdout: false,
-    };
 
-    let grace = Duration::from_secs(args.grace_period);
+    let grace = request.grace_period;
     let base = RunBase {
         inventory: Arc::new(inventory),
         plan,
@@ -113,7 +97,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         sink: sink.clone(),
         playbooks,
         options: RunOptions {
-            allow_skip_minor: args.allow_skip_minor,
+            allow_skip_minor: request.allow_skip_minor,
             connect_timeout: connect.connect_timeout,
             state_dir: state_dir.canonicalize().unwrap_or_else(|_| state_dir.clone()),
         },
@@ -125,7 +109,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
         // run context in progress, and its stop is the one every hop and the write failures share.
         let current = Arc::new(CurrentRun::default());
         let signals = tokio::spawn(watch_signals(stop_handle, current.clone(), grace, stdout.clone()));
-        let result = if args.rollback_blue_green {
+        let result = if request.rollback_blue_green {
             match base.run(target.clone(), &journal, history, stop.clone()) {
                 Ok(run) => {
                     let run = current.set(run);
@@ -151,7 +135,7 @@ pub fn upgrade_command(args: &UpgradeArgs) -> Result<i32> {
     });
     drop(lock);
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
-    let junit = args.junit.as_ref().map(|path| write_junit(path, &redactor.summary(&summary))).transpose();
+    let junit = request.junit.as_ref().map(|path| write_junit(path, &redactor.summary(&summary))).transpose();
     drain_output(&stdout, OUTPUT_DRAIN_IDLE);
     junit.map_err(|e| redactor.error(e))?;
     match error {

@@ -3,6 +3,7 @@
 pub mod builtin_vars;
 pub mod cli;
 pub mod cluster;
+mod commands;
 pub mod connection;
 pub mod drain_blockers;
 pub mod error;
@@ -32,7 +33,7 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, UpgradeArgs};
+use crate::cli::Cli;
 use crate::error::Error;
 
 /// Runs the command line and returns the process exit code. Errors are rendered here, once.
@@ -45,19 +46,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return if err.use_stderr() { 2 } else { 0 };
         }
     };
-    let outcome = match &cli.command {
-        Some(Command::Check(args)) => tasks::check_command(args),
-        Some(Command::RunTasks(args)) => tasks::run_tasks_command(args),
-        Some(Command::Restore(args)) => restore::restore_command(args),
-        Some(Command::Plan(args)) => plan::plan_command(&UpgradeArgs { plan: true, ..args.clone() }),
-        Some(Command::Unlock(args)) => unlock::unlock_command(args),
-        None if cli.upgrade.live && !cli.upgrade.plan => Err(error::Error::input("--live is a kind of plan").hint(
-            "write `upgrade plan --live --inventory X` (or --plan --live): it reads the cluster and changes nothing",
-        )),
-        Some(Command::Versions(args)) => strategy::versions::versions_command(args),
-        None if cli.upgrade.plan => plan::plan_command(&cli.upgrade),
-        None => executor::upgrade_command(&cli.upgrade),
-    };
+    let outcome = commands::run(&cli);
     match outcome {
         Ok(code) => code,
         Err(err) => {

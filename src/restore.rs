@@ -4,18 +4,31 @@
 //! directory into place (the old one kept beside it), start etcd. The plan is printed first; without `--yes`
 //! nothing is changed.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::cli::RestoreArgs;
 use crate::error::{Error, Result};
 use crate::events::SharedSink;
-use crate::inventory::{Inventory, Origin, Var, parse_extra_vars};
+use crate::inventory::{Inventory, Origin, Var, Vars};
 use crate::journal::{DEFAULT_STATE_DIR, HostBackup, read_backups};
-use crate::tasks::connect::ConnectOptions;
+use crate::session::Remote;
 use crate::tasks::engine::EngineOptions;
-use crate::tasks::{Templar, host_vars::HostVarsTable, report::TextReporter, run_tasks, terminal_prompter};
+use crate::tasks::{Templar, host_vars::HostVarsTable, report::TextReporter, run_tasks};
+
+/// What `upgrade restore` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreRequest {
+    /// `--limit`: the hosts to restore (required).
+    pub limit: Option<String>,
+    /// The backup's timestamp; `None`: the latest with a verified etcd snapshot.
+    pub backup: Option<String>,
+    /// Also restore etcd from the backup's snapshot.
+    pub etcd: bool,
+    /// Where the journals that list the backups live; `None`: `.upgrade-state` next to the inventory.
+    pub state_dir: Option<PathBuf>,
+}
 
 /// What restore does on one host.
 struct HostRestore {
@@ -29,20 +42,19 @@ struct HostRestore {
     start: String,
 }
 
-pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
-    let path = args.inventory.inventory.as_ref().ok_or_else(|| Error::input("--inventory is required"))?;
-    let inventory = Inventory::load(path)?;
-    let extra = parse_extra_vars(&args.inventory.extra_vars, &std::env::current_dir().unwrap_or_default())?;
-    let pattern = args.inventory.limit.as_deref().ok_or_else(|| {
+/// Prints the restore plan, then (with `--yes`, `remote.engine.assume_yes`) carries it out one host at a time.
+pub fn restore(request: &RestoreRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
+    let Remote { runtime, connect, engine } = remote;
+    let pattern = request.limit.as_deref().ok_or_else(|| {
         Error::input("restore needs the hosts to restore").hint("pass --limit HOST or --limit GROUP (e.g. masters)")
     })?;
     let hosts = inventory.limit(pattern)?;
     if hosts.is_empty() {
         return Err(Error::input(format!("--limit `{pattern}` selects no host")).hint("name inventory hosts or groups"));
     }
-    let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
+    let state_dir = request.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
     let backups = read_backups(&state_dir)?;
-    let timestamp = match &args.backup {
+    let timestamp = match &request.backup {
         Some(t) => t.clone(),
         None => backups.iter().rev().find(|b| b.snapshot.is_some()).map(|b| b.timestamp.clone()).ok_or_else(|| {
             Error::input(format!("the journals in {} record no verified etcd backup", state_dir.display()))
@@ -71,7 +83,7 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
         let Some(backup) = backups.iter().find(|b| b.host == *host && b.timestamp == timestamp) else { continue };
         plan.push(HostRestore {
             host: host.clone(),
-            etcd: args.etcd && backup.snapshot.is_some(),
+            etcd: request.etcd && backup.snapshot.is_some(),
             backup: backup.clone(),
             data_dir: render(host, "{{ upgrade_etcd_data_dir | default('/var/lib/etcd') }}"),
             stop: render(host, "{{ upgrade_etcd_stop_command | default('systemctl stop etcd') }}"),
@@ -82,7 +94,7 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
         return Err(Error::input(format!("backup {timestamp} holds nothing for {}", hosts.join(", ")))
             .hint("choose the hosts the backup was taken on (--limit), or another --backup"));
     }
-    if args.etcd && !plan.iter().any(|p| p.etcd) {
+    if request.etcd && !plan.iter().any(|p| p.etcd) {
         return Err(Error::input(format!("--etcd: backup {timestamp} has no etcd snapshot on {}", hosts.join(", ")))
             .hint("select the etcd hosts (--limit etcd)"));
     }
@@ -92,12 +104,11 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
     if !without.is_empty() {
         println!("  not touched (backup {timestamp} holds nothing for them): {}", without.join(", "));
     }
-    if !args.run.yes {
+    if !engine.assume_yes {
         return Err(Error::input("restore not carried out: nothing was changed")
             .hint("read the plan above, then run the same command with --yes"));
     }
 
-    let runtime = crate::tasks::async_runtime()?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
     // The flavour's own defaults (openshift: the /etc/etcd certificates) apply, as in an upgrade.
     let host_vars: Vec<(String, crate::inventory::Vars)> = names_for_flavor(&plan)
@@ -111,13 +122,8 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
     let flavor = crate::flavor::choose(&inventory, &refs)?.flavor;
     let file = playbooks.join(crate::playbooks::for_flavor(flavor, "restore.yml"));
     let tasks = crate::tasks::model::load_task_file(&file)?;
-    let connect = ConnectOptions {
-        connect_timeout: std::time::Duration::from_secs(args.run.connect_timeout),
-        accept_new_host_keys: args.run.accept_new_host_keys,
-        command_timeout: None,
-    };
     let names: Vec<String> = plan.iter().map(|p| p.host.clone()).collect();
-    let reporter = Arc::new(TextReporter::new(args.run.verbose, Box::new(std::io::stdout()), &names));
+    let reporter = Arc::new(TextReporter::new(engine.verbosity, Box::new(std::io::stdout()), &names));
     let mut failed = false;
     // One host at a time: a restore is rare and each step should be read as it happens.
     for item in &plan {
@@ -132,13 +138,7 @@ pub fn restore_command(args: &RestoreArgs) -> Result<i32> {
         set("upgrade_restore_etcd", Value::Bool(item.etcd));
         set("upgrade_restore_snapshot", Value::String(item.backup.snapshot.clone().unwrap_or_default()));
         set("upgrade_target_version", Value::String("v0.0.0".into()));
-        let options = EngineOptions {
-            assume_yes: true,
-            verbosity: args.run.verbose,
-            command_timeout: None,
-            prompter: terminal_prompter(),
-            whole_stdout: false,
-        };
+        let options = EngineOptions { assume_yes: true, ..engine.clone() };
         let sink: SharedSink = reporter.clone();
         let host = [item.host.clone()];
         let outcomes = runtime.block_on(run_tasks(&inventory, &vars, &host, &tasks, 1, options, connect.clone(), sink));

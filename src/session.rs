@@ -3,20 +3,44 @@
 //! temporary directory, and a journal that keeps nothing (they leave nothing to resume and take no state-directory
 //! lock, so they run beside an upgrade).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::UpgradeArgs;
 use crate::error::{Error, Result};
 use crate::events::SharedSink;
-use crate::inventory::{Inventory, parse_extra_vars};
+use crate::inventory::{Inventory, Vars};
 use crate::journal::{DEFAULT_STATE_DIR, History, Journal};
 use crate::phase::batches::stop_signal;
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
-use crate::plan::Plan;
-use crate::settings::TargetVersion;
+use crate::plan::{Plan, PlanRequest};
+use crate::settings::{OutputFormat, TargetVersion};
 use crate::tasks::connect::{ConnectOptions, ConnectionPool};
 use crate::tasks::engine::EngineOptions;
+
+/// What an upgrade (or its live plan, or `unlock`) is asked to do: the command line as plain values.
+#[derive(Debug, Clone, Default)]
+pub struct UpgradeRequest {
+    pub plan: PlanRequest,
+    pub output: OutputFormat,
+    pub allow_skip_minor: bool,
+    /// Where the journal, lock and host logs live; `None`: `.upgrade-state` next to the inventory.
+    pub state_dir: Option<PathBuf>,
+    /// Ignore the journal of an earlier run.
+    pub fresh: bool,
+    pub rollback_blue_green: bool,
+    /// After a first interrupt, how long hosts in flight may take to finish their sequence.
+    pub grace_period: Duration,
+    pub junit: Option<PathBuf>,
+}
+
+/// What every command that reaches hosts shares, built once by `commands` from the command line: the runtime, how
+/// to connect, and how tasks run (`--yes`, `-v`, the terminal's prompter).
+pub struct Remote {
+    pub runtime: tokio::runtime::Runtime,
+    pub connect: ConnectOptions,
+    pub engine: EngineOptions,
+}
 
 pub struct Session {
     pub runtime: tokio::runtime::Runtime,
@@ -29,26 +53,23 @@ pub struct Session {
 
 impl Session {
     /// Loads and checks everything as an upgrade does (bad input: exit 2, nothing touched), connecting to nothing yet.
-    pub fn open(args: &UpgradeArgs, sink: SharedSink) -> Result<Session> {
-        let path = args.inventory.inventory.as_ref().ok_or_else(|| Error::input("--inventory is required"))?;
-        let inventory = Inventory::load(path)?;
-        let cwd = std::env::current_dir().unwrap_or_default();
-        let extra = parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
-        let plan = Plan::build_for_run(&inventory, &extra, args)?;
+    pub fn open(
+        request: &UpgradeRequest,
+        inventory: Inventory,
+        extra: Vars,
+        remote: Remote,
+        sink: SharedSink,
+    ) -> Result<Session> {
+        let Remote { runtime, connect, engine } = remote;
+        let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
         let target = plan.settings.target_version.value.clone();
         let playbooks_dir = tempfile::Builder::new()
             .prefix("upgrade-playbooks-")
             .tempdir()
             .map_err(|e| Error::internal(format!("cannot create a temporary directory: {e}")))?;
         let playbooks = crate::playbooks::materialize(playbooks_dir.path())?;
-        let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
-        let runtime = crate::tasks::async_runtime()?;
+        let state_dir = request.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
         let hosts = crate::inventory::host_vars_json(&inventory, &extra);
-        let connect = ConnectOptions {
-            connect_timeout: Duration::from_secs(args.run.connect_timeout),
-            accept_new_host_keys: args.run.accept_new_host_keys,
-            command_timeout: None,
-        };
         let redactor = Arc::new(crate::redact::Redactor::from_hosts(&hosts));
         let (stop_handle, stop) = stop_signal();
         let write_failures = Arc::new(WriteFailures::new(Arc::new(stop_handle), sink.clone()));
@@ -57,23 +78,22 @@ impl Session {
             inventory: inventory.clone(),
             plan,
             // Unlock needs no target; the templates that read it are not run then.
-            target: target.clone().unwrap_or_else(|| TargetVersion::parse("0.0.0").expect("a valid version")),
+            target: target.clone().unwrap_or_else(|| TargetVersion {
+                major: 0,
+                minor: 0,
+                patch: 0,
+                suffix: String::new(),
+            }),
             extra,
             pool: Arc::new(ConnectionPool::new(hosts, connect.clone())),
-            engine_options: EngineOptions {
-                assume_yes: args.run.yes,
-                verbosity: args.run.verbose,
-                command_timeout: None,
-                prompter: crate::tasks::terminal_prompter(),
-                whole_stdout: false,
-            },
+            engine_options: engine,
             sink,
             playbooks,
             journal: Journal::detached()?,
             history: History::default(),
             stop,
             options: RunOptions {
-                allow_skip_minor: args.allow_skip_minor,
+                allow_skip_minor: request.allow_skip_minor,
                 connect_timeout: connect.connect_timeout,
                 state_dir: state_dir.canonicalize().unwrap_or(state_dir),
             },

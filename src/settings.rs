@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::cli::UpgradeArgs;
 use crate::error::{Error, Result};
 use crate::inventory::{Origin, Var, Vars, python_int};
 
@@ -654,21 +653,21 @@ pub fn resolve_hooks(host: &str, vars: &Vars, points: &[HookPoint], base_dir: &P
     for &point in points {
         let (canonical, alias) = point.variables();
         let Some((name, var)) = pick(vars, canonical, alias) else { continue };
-        let text = match &var.value {
-            Value::Null => continue,
-            Value::String(s) if s.trim().is_empty() => continue,
-            Value::String(s) => s.trim(),
-            other => {
+        let path = match hook_path(&var.value, base_dir) {
+            Ok(None) => continue,
+            Ok(Some(path)) => path,
+            Err(type_name) => {
                 return Err(located(
-                    Error::input(format!("{name} (for {host}) is {}, not a path to a task file", type_name(other)))
+                    Error::input(format!("{name} (for {host}) is {type_name}, not a path to a task file"))
                         .hint("set it to the path of an Ansible task list, e.g. hooks/pre.yml"),
                     name,
                     &var.origin,
                 ));
             }
         };
-        reject_template(name, text, &var.origin)?;
-        let path = resolve_path(text, base_dir);
+        if let Value::String(text) = &var.value {
+            reject_template(name, text.trim(), &var.origin)?;
+        }
         if !path.is_file() {
             return Err(located(
                 Error::input(format!("{name} (for {host}) names {}, which does not exist", path.display())).hint(
@@ -684,6 +683,56 @@ pub fn resolve_hooks(host: &str, vars: &Vars, points: &[HookPoint], base_dir: &P
         hooks.insert(point, Hook { path, variable: name.to_string(), origin: var.origin.clone() });
     }
     Ok(hooks)
+}
+
+/// The task file a hook variable's value names, resolved the one way the run, `upgrade check` and blue-green's surge
+/// hooks all use: trimmed, `~/` expanded, relative paths against `base_dir`. `Ok(None)` when unset or empty; the
+/// value's type name when it is not a string.
+pub fn hook_path(value: &Value, base_dir: &Path) -> std::result::Result<Option<PathBuf>, &'static str> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) if s.trim().is_empty() => Ok(None),
+        Value::String(s) => Ok(Some(resolve_path(s.trim(), base_dir))),
+        other => Err(type_name(other)),
+    }
+}
+
+/// The inventory variables that name hook files: ours and openshift-ansible's, and blue-green's surge hooks.
+pub const HOOK_VARIABLES: &[&str] = &[
+    "upgrade_master_pre_hook",
+    "upgrade_master_mid_hook",
+    "upgrade_master_post_hook",
+    "upgrade_node_pre_drain_hook",
+    "upgrade_node_pre_hook",
+    "upgrade_node_mid_hook",
+    "upgrade_node_post_hook",
+    "upgrade_cluster_pre_hook",
+    "upgrade_cluster_mid_hook",
+    "upgrade_cluster_post_hook",
+    "openshift_master_upgrade_pre_hook",
+    "openshift_master_upgrade_hook",
+    "openshift_master_upgrade_post_hook",
+    "openshift_node_upgrade_pre_drain_hook",
+    "openshift_node_upgrade_pre_hook",
+    "openshift_node_upgrade_hook",
+    "openshift_node_upgrade_post_hook",
+    "upgrade_node_surge_add_hook",
+    "upgrade_node_surge_remove_hook",
+];
+
+/// Every hook file any host of the inventory names (by [`hook_path`], as a run resolves it), without duplicates.
+pub fn hook_files(inventory: &crate::inventory::Inventory, extra: &Vars) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for host in inventory.hosts.keys() {
+        let vars = inventory.host_vars(host, extra);
+        for name in HOOK_VARIABLES {
+            let Some(Ok(Some(path))) = vars.get(*name).map(|v| hook_path(&v.value, &inventory.dir)) else { continue };
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+    }
+    files
 }
 
 pub(crate) fn resolve_path(text: &str, base_dir: &Path) -> PathBuf {
@@ -758,6 +807,25 @@ impl Default for Settings {
     }
 }
 
+/// The run-wide settings given on the command line, as the operator wrote them: each wins over the inventory and
+/// `-e`, and is said to come from its flag (`--serial`, ...).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettingFlags {
+    pub serial: Option<String>,
+    pub label: Option<String>,
+    pub max_fail_percentage: Option<String>,
+    pub drain_timeout: Option<String>,
+    pub target_version: Option<String>,
+}
+
+/// How a command's output is written: text for people, JSON for CI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+}
+
 /// The variables of one host after precedence (`Inventory::host_vars`), by host name.
 pub type HostVarsRef<'a> = &'a [(&'a str, &'a Vars)];
 
@@ -765,7 +833,7 @@ pub type HostVarsRef<'a> = &'a [(&'a str, &'a Vars)];
 /// for serial, label, max-fail-percentage and drain-timeout; `all_hosts` for the target version) must agree on the
 /// value their variables give (`-e` included, as it is on top of every host's variables).
 pub fn resolve(
-    args: &UpgradeArgs,
+    flags: &SettingFlags,
     node_hosts: HostVarsRef<'_>,
     all_hosts: HostVarsRef<'_>,
     extra: &Vars,
@@ -773,7 +841,7 @@ pub fn resolve(
     let serial_of = |hosts: HostVarsRef<'_>| -> Result<Setting<Serial>> {
         let serial = match run_wide(
             "--serial",
-            args.serial.as_deref(),
+            flags.serial.as_deref(),
             ("upgrade_nodes_serial", "openshift_upgrade_nodes_serial"),
             hosts,
             extra,
@@ -796,7 +864,7 @@ pub fn resolve(
     };
     // Serial may differ between node groups (infra one at a time, compute 20%): each group is batched on its own.
     let mut serial_groups: Vec<SerialGroup> = Vec::new();
-    if args.serial.is_none() {
+    if flags.serial.is_none() {
         for &(host, vars) in node_hosts {
             let serial = serial_of(&[(host, vars)])?;
             match serial_groups.iter_mut().find(|g| g.serial.value == serial.value && g.serial.origin == serial.origin)
@@ -815,7 +883,7 @@ pub fn resolve(
     };
     let label = run_wide(
         "--label",
-        args.label.as_deref(),
+        flags.label.as_deref(),
         ("upgrade_nodes_label", "openshift_upgrade_nodes_label"),
         node_hosts,
         extra,
@@ -825,7 +893,7 @@ pub fn resolve(
     .unwrap_or_else(|| Setting::default(None));
     let max_fail_percentage = run_wide(
         "--max-fail-percentage",
-        args.max_fail_percentage.as_deref(),
+        flags.max_fail_percentage.as_deref(),
         ("upgrade_nodes_max_fail_percentage", "openshift_upgrade_nodes_max_fail_percentage"),
         node_hosts,
         extra,
@@ -835,7 +903,7 @@ pub fn resolve(
     .unwrap_or_else(|| Setting::default(MaxFailPercentage::default()));
     let drain_timeout = run_wide(
         "--drain-timeout",
-        args.drain_timeout.as_deref(),
+        flags.drain_timeout.as_deref(),
         ("upgrade_nodes_drain_timeout", "openshift_upgrade_nodes_drain_timeout"),
         node_hosts,
         extra,
@@ -845,7 +913,7 @@ pub fn resolve(
     .unwrap_or_else(|| Setting::default(DrainTimeout::default()));
     let target_version = run_wide(
         "--target-version",
-        args.target_version.as_deref(),
+        flags.target_version.as_deref(),
         ("upgrade_target_version", "upgrade_target_version"),
         all_hosts,
         extra,

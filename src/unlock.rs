@@ -4,11 +4,11 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
-use crate::cli::{UnlockArgs, UpgradeArgs};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
+use crate::inventory::{Inventory, Vars};
 use crate::phase::cluster_lock::{self, Holder};
-use crate::session::Session;
+use crate::session::{Remote, Session, UpgradeRequest};
 
 /// Says notices and failed steps on stderr: unlock has no progress to show.
 struct NoticesOnStderr;
@@ -25,9 +25,11 @@ impl EventSink for NoticesOnStderr {
     }
 }
 
-pub fn unlock_command(args: &UnlockArgs) -> Result<i32> {
-    let upgrade = UpgradeArgs::for_inventory(args.inventory.clone(), args.run.clone());
-    let session = Session::open(&upgrade, Arc::new(NoticesOnStderr))?;
+/// Removes the cluster lock after showing its holder and confirming (`remote.engine.assume_yes` confirms). `request`
+/// is an upgrade with nothing but the inventory's `--limit`: its plan finds the first master and the connections.
+pub fn unlock(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
+    let assume_yes = remote.engine.assume_yes;
+    let session = Session::open(request, inventory, extra, remote, Arc::new(NoticesOnStderr))?;
     let run = session.run.clone();
     let me = Holder::this_run(&run.run_id(), "");
     let outcome = session.runtime.block_on(async {
@@ -45,7 +47,7 @@ pub fn unlock_command(args: &UnlockArgs) -> Result<i32> {
         }
         let holder = Holder::parse(&read.stdout).unwrap_or_default();
         println!("the cluster lock is held by {}", holder.describe());
-        if !args.run.yes && !confirm()? {
+        if !assume_yes && !confirm()? {
             println!("left in place");
             return Ok(1);
         }

@@ -216,3 +216,43 @@ fn an_inventory_without_masters_is_refused() {
         .stderr_has("no `masters` group")
         .stderr_has("hint:");
 }
+
+#[test]
+fn inventory_warnings_are_said_on_stderr_and_json_stdout_stays_clean() {
+    let hosts = format!("{CLUSTER}\n[web-servers]\nn1\n");
+    let scenario = Scenario::new().file("hosts.ini", &hosts).args(["-i", "hosts.ini", "--plan"]);
+    scenario
+        .args(["--output", "json"])
+        .success()
+        .stderr_has("warning: invalid character(s) in group name `web-servers`")
+        .check("stdout is one JSON document", |o| serde_json::from_str::<Value>(&o.stdout).is_ok());
+    // `upgrade check` reads the same inventory and says the same.
+    Scenario::new()
+        .file("hosts.ini", &hosts)
+        .args(["check", "-i", "hosts.ini"])
+        .success()
+        .stderr_has("warning: invalid character(s) in group name `web-servers`");
+}
+
+#[test]
+fn check_and_the_plan_resolve_a_hook_to_the_same_file() {
+    // Spaces around the path: the run trims them; `upgrade check` once joined them to the directory as they were.
+    let hosts = format!("{CLUSTER}upgrade_node_pre_hook=\"  hooks/pre.yml  \"\n");
+    let hook = "- name: fine\n  debug:\n    msg: hi\n";
+    let mut plan = Scenario::new()
+        .file("hosts.ini", &hosts)
+        .file("hooks/pre.yml", hook)
+        .args(["-i", "hosts.ini", "--plan", "--output", "json"])
+        .success();
+    let planned = plan.json()["hooks"]["n1"]["node_pre"]["path"].as_str().map(str::to_string);
+    let planned = planned.unwrap_or_else(|| plan.fail("the plan names no pre hook for n1"));
+    assert!(planned.ends_with("hooks/pre.yml"), "{planned}");
+    Scenario::new()
+        .file("hosts.ini", &hosts)
+        .file("hooks/pre.yml", hook)
+        .args(["check", "-i", "hosts.ini"])
+        .success()
+        .check("check names the file the plan runs", |o| {
+            o.stdout.lines().any(|l| l.strip_prefix("ok: ").is_some_and(|p| p.ends_with("hooks/pre.yml")))
+        });
+}

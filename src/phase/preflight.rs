@@ -603,31 +603,25 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
 
     if let Some(nodes_plan) = plan.phase(Phase::Nodes) {
         let candidates = nodes_plan.batches.concat();
-        let selected: Vec<String> = match &plan.settings.label.value {
-            Some(selector) => {
-                let (kept, left): (Vec<String>, Vec<String>) =
-                    candidates.iter().cloned().partition(|h| selector.matches(&cluster[&run.node_name(h)].labels));
-                if kept.is_empty() {
-                    let mut present = BTreeSet::new();
-                    for h in &candidates {
-                        present.extend(cluster[&run.node_name(h)].labels.iter().map(|(k, v)| format!("{k}={v}")));
-                    }
-                    let shown: Vec<String> = present.into_iter().take(12).collect();
-                    return Err(Error::input(format!(
-                        "label selector `{selector}` ({}) matches none of the {} nodes, by the labels the cluster reports",
-                        plan.settings.label.describe_origin(),
-                        candidates.len()
-                    ))
-                    .hint(format!("the nodes have these labels: {}", shown.join(", "))));
-                }
-                if !left.is_empty() {
-                    run.notice(None, format!("label `{selector}` leaves out: {}", left.join(", ")));
-                }
-                kept
+        let labels_of = |h: &str| cluster.get(&run.node_name(h)).map(|n| &n.labels);
+        let labels = crate::plan::NodeLabels::Cluster(&labels_of);
+        let order = |kept: Vec<String>, left: &[String]| {
+            if let (Some(selector), false) = (&plan.settings.label.value, left.is_empty()) {
+                run.notice(None, format!("label `{selector}` leaves out: {}", left.join(", ")));
             }
-            None => candidates,
+            Ok(crate::strategy::order::for_run(run, kept, cluster))
         };
-        for h in &selected {
+        // A percentage of serial is of all the nodes selected for the phase, as in the plan.
+        let selection = crate::plan::select_and_batch(
+            &candidates,
+            labels,
+            true,
+            &plan.settings,
+            &plan.node_labels,
+            &run.inventory,
+            order,
+        )?;
+        for h in &selection.nodes {
             match version_of(h) {
                 // Blue nodes are evacuated whatever version they run.
                 Some(v) if v >= *target && !unfinished(run, Phase::Nodes, h) && !plan.strategy.blue_green.enabled() => {
@@ -639,9 +633,7 @@ pub(crate) fn decide(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
                 _ => {}
             }
         }
-        let selected = crate::strategy::order::for_run(run, selected, cluster);
-        // A percentage of serial is of all the nodes selected for the phase, as in the plan.
-        result.node_batches = crate::plan::batch_nodes(&selected, &plan.settings, &plan.node_labels, &run.inventory);
+        result.node_batches = selection.batches;
     }
 
     result.resume = resume(run, cluster, &result);

@@ -11,14 +11,14 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::drain_blockers::DrainBlocker;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
+use crate::inventory::{Inventory, Vars};
 use crate::phase::run::UpgradeRun;
 use crate::phase::{Step, cluster_lock, join_all, preflight};
 use crate::plan::Phase;
-use crate::session::Session;
+use crate::session::{Remote, Session, UpgradeRequest};
 
 /// One host as the live plan sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -87,8 +87,10 @@ impl EventSink for Collect {
     }
 }
 
-pub fn live_plan_command(args: &UpgradeArgs) -> Result<i32> {
-    let session = Session::open(args, Arc::new(Collect::default()))?;
+/// Reads the cluster and the hosts as the upgrade `request` would, changing nothing; `commands` prints the result
+/// (exit 1 when it is `blocked`).
+pub fn live_plan(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<LivePlan> {
+    let session = Session::open(request, inventory, extra, remote, Arc::new(Collect::default()))?;
     let Some(target) = session.target.clone() else {
         return Err(Error::input("no target version")
             .in_file(&session.inventory.path)
@@ -97,20 +99,7 @@ pub fn live_plan_command(args: &UpgradeArgs) -> Result<i32> {
     let run = session.run.clone();
     let outcome = session.runtime.block_on(async { build(&run, target.to_string()).await });
     session.close();
-    let plan = outcome?;
-    let text = match args.output {
-        OutputFormat::Json => {
-            let mut text = serde_json::to_string_pretty(&plan)
-                .map_err(|e| Error::internal(format!("cannot render the live plan as JSON: {e}")))?;
-            text.push('\n');
-            text
-        }
-        OutputFormat::Text => render(&plan),
-    };
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
-    Ok(if plan.blocked { 1 } else { 0 })
+    outcome
 }
 
 async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
@@ -302,7 +291,8 @@ async fn read_host_facts(run: &UpgradeRun) -> BTreeMap<String, HostFacts> {
     join_all(reads).await.into_iter().collect()
 }
 
-fn render(plan: &LivePlan) -> String {
+/// The live plan for people.
+pub fn render(plan: &LivePlan) -> String {
     let mut out = format!(
         "live plan: target {}, control plane at {}\n",
         plan.target,

@@ -10,11 +10,12 @@ use std::fmt;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::cli::{OutputFormat, UpgradeArgs};
 use crate::error::{Error, Result};
 use crate::flavor::{self, Flavor, FlavorChoice};
 use crate::inventory::{self, Inventory, Origin, Vars};
-use crate::settings::{self, HookPoint, HostHooks, LabelSelector, MaxFailPercentage, Serial, SerialItem, Settings};
+use crate::settings::{
+    self, HookPoint, HostHooks, LabelSelector, MaxFailPercentage, Serial, SerialItem, Setting, SettingFlags, Settings,
+};
 
 pub use render::{plan_json, plan_text};
 
@@ -75,6 +76,17 @@ impl fmt::Display for Phase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// What a plan is asked for (built from the command line by `commands`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanRequest {
+    /// `--phase` as given (names, comma-separated or repeated); empty: every phase.
+    pub phases: Vec<String>,
+    /// `--limit`: an Ansible host pattern the nodes must match.
+    pub limit: Option<String>,
+    /// The run-wide settings given as flags; they win over the inventory.
+    pub flags: SettingFlags,
 }
 
 /// One phase and the hosts it acts on, batch by batch. Preflight and verify have no batches: they act on the
@@ -143,20 +155,25 @@ impl Plan {
 
     /// Builds the plan from the inventory, the extra vars and the command line. Pure apart from checking that hook
     /// files exist.
-    pub fn build(inventory: &Inventory, extra: &Vars, args: &UpgradeArgs) -> Result<Plan> {
-        Plan::build_with(inventory, extra, args, false)
+    pub fn build(inventory: &Inventory, extra: &Vars, request: &PlanRequest) -> Result<Plan> {
+        Plan::build_with(inventory, extra, request, false)
     }
 
     /// The plan of a real run: the label selector is not applied offline; preflight applies it to the labels the
     /// cluster reports, then re-batches the nodes it keeps.
-    pub fn build_for_run(inventory: &Inventory, extra: &Vars, args: &UpgradeArgs) -> Result<Plan> {
-        Plan::build_with(inventory, extra, args, true)
+    pub fn build_for_run(inventory: &Inventory, extra: &Vars, request: &PlanRequest) -> Result<Plan> {
+        Plan::build_with(inventory, extra, request, true)
     }
 
-    fn build_with(inventory: &Inventory, extra: &Vars, args: &UpgradeArgs, labels_from_cluster: bool) -> Result<Plan> {
-        let selected = Phase::select(&args.phase)?;
+    fn build_with(
+        inventory: &Inventory,
+        extra: &Vars,
+        request: &PlanRequest,
+        labels_from_cluster: bool,
+    ) -> Result<Plan> {
+        let selected = Phase::select(&request.phases)?;
         let wants = |p: Phase| selected.contains(&p);
-        let limit = args.inventory.limit.clone();
+        let limit = request.limit.clone();
 
         if inventory.hosts.is_empty() {
             // Say why there are no masters: an empty file, or a directory without inventory files.
@@ -235,7 +252,7 @@ impl Plan {
         let provisional_all: Vec<String> =
             hosts.iter().chain(if wants(Phase::Nodes) { candidates.as_slice() } else { &[] }).cloned().collect();
         let provisional_all = dedup(provisional_all);
-        let mut settings = settings::resolve(args, &node_vars, &vars_of(&provisional_all), extra)?;
+        let mut settings = settings::resolve(&request.flags, &node_vars, &vars_of(&provisional_all), extra)?;
         let all_vars = vars_of(&provisional_all);
         let flavor = flavor::choose(inventory, &all_vars)?;
         let mut target_passed_over = Vec::new();
@@ -291,21 +308,18 @@ impl Plan {
         for &(host, vars) in &node_vars {
             node_labels.insert(host.to_string(), offline_labels(host, vars, &mut groups_cache)?);
         }
-        let (nodes, nodes_not_selected) = match &settings.label.value {
-            Some(_) if labels_from_cluster => (candidates.clone(), Vec::new()),
-            Some(selector) => {
-                let (kept, left): (Vec<String>, Vec<String>) = candidates
-                    .iter()
-                    .cloned()
-                    .partition(|h| node_labels.get(h).is_some_and(|labels| selector.matches(labels)));
-                if kept.is_empty() && wants(Phase::Nodes) {
-                    return Err(no_match_error(selector, &settings.label.describe_origin(), &node_labels));
-                }
-                (kept, left)
-            }
-            None => (candidates.clone(), Vec::new()),
-        };
-        let nodes = strategy.order_offline(strategy.blue_green.blue(nodes), &node_labels);
+        // A run's plan leaves the selector to preflight, which reads the labels the cluster reports.
+        let labels = if labels_from_cluster { NodeLabels::NotYet } else { NodeLabels::Offline };
+        let selection = select_and_batch(
+            &candidates,
+            labels,
+            wants(Phase::Nodes),
+            &settings,
+            &node_labels,
+            inventory,
+            |kept, _| Ok(strategy.order_offline(strategy.blue_green.blue(kept), &node_labels)),
+        )?;
+        let NodeSelection { nodes, left_out: nodes_not_selected, batches: node_batches } = selection;
         if wants(Phase::Nodes) {
             strategy.blue_green.check(&nodes, inventory)?;
             hosts.extend(nodes.iter().filter(|h| seen.insert((*h).clone())).cloned());
@@ -355,7 +369,7 @@ impl Plan {
                     Phase::Preflight | Phase::Verify => Vec::new(),
                     Phase::EtcdBackup => vec![etcd.clone()],
                     Phase::ControlPlane => masters.iter().map(|m| vec![m.clone()]).collect(),
-                    Phase::Nodes => batch_nodes(&nodes, &settings, &node_labels, inventory),
+                    Phase::Nodes => node_batches.clone(),
                 },
             })
             .collect();
@@ -387,18 +401,76 @@ fn dedup(hosts: Vec<String>) -> Vec<String> {
     hosts.into_iter().filter(|h| seen.insert(h.clone())).collect()
 }
 
-fn no_match_error(
-    selector: &LabelSelector,
-    origin: &str,
+/// Where the label selector reads the nodes' labels.
+pub enum NodeLabels<'a> {
+    /// `--plan`: the labels the inventory gives (`node_labels`, `openshift_node_group_name`).
+    Offline,
+    /// The run's preflight: the labels the cluster reports, by host.
+    Cluster(&'a dyn Fn(&str) -> Option<&'a BTreeMap<String, String>>),
+    /// A run's plan: the selector is not applied yet (preflight applies it).
+    NotYet,
+}
+
+/// The nodes a label selector keeps, in the order they run, and their batches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSelection {
+    pub nodes: Vec<String>,
+    /// The candidates the selector left out, in their order.
+    pub left_out: Vec<String>,
+    pub batches: Vec<Vec<String>>,
+}
+
+/// The one label selection and batching of the nodes phase, for `--plan` and for the run's preflight: keeps the
+/// candidates the label setting matches (an error when it matches none and the nodes phase `needs_nodes`), lets
+/// `order` put the kept nodes in run order (it is told which were left out), then cuts them into batches
+/// ([`batch_nodes`]; `node_labels` are the offline labels that tell infra groups apart).
+pub fn select_and_batch(
+    candidates: &[String],
+    labels: NodeLabels<'_>,
+    needs_nodes: bool,
+    settings: &Settings,
     node_labels: &IndexMap<String, BTreeMap<String, String>>,
+    inventory: &Inventory,
+    order: impl FnOnce(Vec<String>, &[String]) -> Result<Vec<String>>,
+) -> Result<NodeSelection> {
+    let labels_of = |host: &str| -> Option<&BTreeMap<String, String>> {
+        match &labels {
+            NodeLabels::Offline => node_labels.get(host),
+            NodeLabels::Cluster(of) => of(host),
+            NodeLabels::NotYet => None,
+        }
+    };
+    let (kept, left_out): (Vec<String>, Vec<String>) = match (&settings.label.value, &labels) {
+        (Some(selector), NodeLabels::Offline | NodeLabels::Cluster(_)) => {
+            let (kept, left): (Vec<String>, Vec<String>) =
+                candidates.iter().cloned().partition(|h| labels_of(h).is_some_and(|l| selector.matches(l)));
+            if kept.is_empty() && needs_nodes {
+                return Err(no_match_error(selector, &settings.label, candidates, &labels_of, &labels));
+            }
+            (kept, left)
+        }
+        _ => (candidates.to_vec(), Vec::new()),
+    };
+    let nodes = order(kept, &left_out)?;
+    let batches = batch_nodes(&nodes, settings, node_labels, inventory);
+    Ok(NodeSelection { nodes, left_out, batches })
+}
+
+fn no_match_error<'a>(
+    selector: &LabelSelector,
+    setting: &Setting<Option<LabelSelector>>,
+    candidates: &[String],
+    labels_of: &dyn Fn(&str) -> Option<&'a BTreeMap<String, String>>,
+    source: &NodeLabels<'_>,
 ) -> Error {
     let mut present: BTreeSet<String> = BTreeSet::new();
-    for labels in node_labels.values() {
+    for labels in candidates.iter().filter_map(|h| labels_of(h)) {
         present.extend(labels.iter().map(|(k, v)| format!("{k}={v}")));
     }
-    let hint = if node_labels.is_empty() {
+    let offline = matches!(source, NodeLabels::Offline);
+    let hint = if candidates.is_empty() {
         "the plan has no nodes to select from (group `nodes` minus `masters`, after --limit)".to_string()
-    } else if present.is_empty() {
+    } else if present.is_empty() && offline {
         "no node has labels offline: set node_labels (or openshift_node_group_name) on the nodes, or drop the selector"
             .to_string()
     } else {
@@ -406,10 +478,15 @@ fn no_match_error(
         let more = if present.len() > 12 { format!(" (and {} more)", present.len() - 12) } else { String::new() };
         format!("the nodes have these labels: {}{more}", shown.join(", "))
     };
+    let read = if offline {
+        " (evaluated offline against node_labels and openshift_node_group_name)"
+    } else {
+        ", by the labels the cluster reports"
+    };
     Error::input(format!(
-        "label selector `{selector}` ({origin}) matches none of the {} nodes (evaluated offline against node_labels \
-         and openshift_node_group_name)",
-        node_labels.len()
+        "label selector `{selector}` ({}) matches none of the {} nodes{read}",
+        setting.describe_origin(),
+        candidates.len()
     ))
     .hint(hint)
 }
@@ -625,41 +702,6 @@ fn offline_labels(host: &str, vars: &Vars, groups: &mut NodeGroupsCache) -> Resu
         labels.extend(own);
     }
     Ok(labels)
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// upgrade --plan
-
-/// `upgrade --plan`: prints what an upgrade would do, without contacting any host.
-pub fn plan_command(args: &UpgradeArgs) -> Result<i32> {
-    if args.live {
-        return live::live_plan_command(args);
-    }
-    let path = args
-        .inventory
-        .inventory
-        .as_deref()
-        .ok_or_else(|| Error::input("no inventory given").hint("pass --inventory PATH"))?;
-    let inventory = Inventory::load(path)?;
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let extra = inventory::parse_extra_vars(&args.inventory.extra_vars, &cwd)?;
-    let plan = Plan::build(&inventory, &extra, args)?;
-    let out = match args.output {
-        OutputFormat::Text => plan_text(&plan, &inventory),
-        OutputFormat::Json => {
-            let mut text = serde_json::to_string_pretty(&plan_json(&plan, &inventory))
-                .map_err(|e| Error::internal(format!("cannot render the plan as JSON: {e}")))?;
-            text.push('\n');
-            text
-        }
-    };
-    // `-e` arguments are shown with their origins: a secret given there is masked.
-    let out = crate::redact::Redactor::for_inventory(&inventory, &extra).text(&out);
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not a failure of the plan.
-    let _ = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
-    Ok(0)
 }
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
-use clap::Parser;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::cli::Cli;
 use crate::error::{ErrorKind, Location};
 use crate::inventory::{Group, Host, Var};
 
@@ -122,11 +120,28 @@ fn cluster() -> TestInventory {
         .var("n2", "openshift_node_group_name", json!("node-config-compute"), 7)
 }
 
+/// Builds the plan from the upgrade's flags (`--serial 2` or `--serial=2`), as `commands` hands them over.
 fn build(inv: &TestInventory, args: &[&str]) -> Result<Plan> {
-    let mut argv = vec!["upgrade", "-i", "hosts", "--plan"];
-    argv.extend(args);
-    let cli = Cli::try_parse_from(argv).unwrap();
-    Plan::build(&inv.inv, &Vars::new(), &cli.upgrade)
+    let mut request = PlanRequest::default();
+    let mut words = args.iter().flat_map(|a| match a.split_once('=') {
+        Some((flag, value)) if a.starts_with("--") => vec![flag.to_string(), value.to_string()],
+        _ => vec![a.to_string()],
+    });
+    while let Some(flag) = words.next() {
+        let value = words.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        let flags = &mut request.flags;
+        match flag.as_str() {
+            "--phase" => request.phases.push(value),
+            "--limit" => request.limit = Some(value),
+            "--serial" => flags.serial = Some(value),
+            "--label" => flags.label = Some(value),
+            "--max-fail-percentage" => flags.max_fail_percentage = Some(value),
+            "--drain-timeout" => flags.drain_timeout = Some(value),
+            "--target-version" => flags.target_version = Some(value),
+            other => panic!("the test helper does not know {other}"),
+        }
+    }
+    Plan::build(&inv.inv, &Vars::new(), &request)
 }
 
 fn batches(plan: &Plan, phase: Phase) -> Vec<Vec<String>> {

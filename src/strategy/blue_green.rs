@@ -234,11 +234,10 @@ fn bool_value(value: &Value) -> Result<bool> {
 
 fn surge_hook(host: &str, vars: &Vars, name: &str, base_dir: &std::path::Path) -> Result<Option<PathBuf>> {
     let Some(var) = vars.get(name) else { return Ok(None) };
-    let text = match &var.value {
-        Value::Null => return Ok(None),
-        Value::String(s) if s.trim().is_empty() => return Ok(None),
-        Value::String(s) => s.trim(),
-        _ => {
+    let path = match crate::settings::hook_path(&var.value, base_dir) {
+        Ok(None) => return Ok(None),
+        Ok(Some(path)) => path,
+        Err(_) => {
             return Err(crate::settings::located(
                 Error::input(format!("{name} (for {host}) is not a path to a task file"))
                     .hint("set it to the path of an Ansible task list, e.g. hooks/surge_add.yml"),
@@ -247,7 +246,6 @@ fn surge_hook(host: &str, vars: &Vars, name: &str, base_dir: &std::path::Path) -
             ));
         }
     };
-    let path = crate::settings::resolve_path(text, base_dir);
     if !path.is_file() {
         return Err(crate::settings::located(
             Error::input(format!("{name} (for {host}) names {}, which does not exist", path.display()))

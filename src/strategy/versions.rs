@@ -1,69 +1,77 @@
 //! `upgrade versions --inventory X [--from VERSION]`: the targets the update graph offers from the running version
 //! (read from the cluster on the first master, or given), and the path of hops to each. Changes nothing.
 
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cli::{OutputFormat, VersionsArgs};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
-use crate::inventory::{Inventory, Vars, parse_extra_vars};
+use crate::inventory::{Inventory, Vars};
+use crate::session::Remote;
 use crate::settings::TargetVersion;
 use crate::strategy::{Strategy, UpdateGraph};
-use crate::tasks::connect::ConnectOptions;
 use crate::tasks::engine::EngineOptions;
 
-pub fn versions_command(args: &VersionsArgs) -> Result<i32> {
-    let path = args.inventory.inventory.as_ref().ok_or_else(|| Error::input("--inventory is required"))?;
-    let inventory = Inventory::load(path)?;
-    let extra = parse_extra_vars(&args.inventory.extra_vars, &std::env::current_dir().unwrap_or_default())?;
-    let all: Vec<(String, Vars)> =
-        inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, &extra))).collect();
+/// The targets the update graph offers from a running version, and the hops to each.
+pub struct OfferedVersions {
+    graph: PathBuf,
+    from: TargetVersion,
+    /// Where the running version came from: `--from`, or the cluster.
+    read_from: &'static str,
+    targets: Vec<(TargetVersion, Vec<TargetVersion>)>,
+}
+
+/// The versions offered from `from` (`--from`), or from the version the masters run, read on the first master.
+pub fn versions(inventory: &Inventory, extra: &Vars, from: Option<&str>, remote: Remote) -> Result<OfferedVersions> {
+    let all: Vec<(String, Vars)> = inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, extra))).collect();
     let refs: Vec<(&str, &Vars)> = all.iter().map(|(h, v)| (h.as_str(), v)).collect();
-    let strategy = Strategy::resolve(&[], &refs, &extra, &inventory)?;
+    let strategy = Strategy::resolve(&[], &refs, extra, inventory)?;
     let graph = strategy.update_graph.map(|g| g.value).ok_or_else(|| {
         Error::input("the inventory sets no update graph")
             .in_file(&inventory.path)
             .hint("set upgrade_update_graph to the update service's graph (a JSON file), e.g. in [all:vars]")
     })?;
-    let (from, read_from) = match &args.from {
+    let (from, read_from) = match from {
         Some(text) => (
             TargetVersion::parse(text).map_err(|e| Error { message: format!("--from: {}", e.message), ..e })?,
             "--from",
         ),
-        None => (read_running_version(&inventory, &extra, args)?, "the masters, read from the cluster"),
+        None => (read_running_version(inventory, extra, remote)?, "the masters, read from the cluster"),
     };
     let targets = offered(&graph, &from)?;
-    let out = match args.output {
-        OutputFormat::Json => {
-            let list: Vec<Value> = targets
-                .iter()
-                .map(|(v, path)| json!({"version": v.to_string(), "path": path.iter().map(ToString::to_string).collect::<Vec<_>>()}))
-                .collect();
-            let doc = json!({"graph": graph.path.display().to_string(), "from": from.to_string(), "targets": list});
-            format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default())
-        }
-        OutputFormat::Text => {
-            let mut text = format!("Update graph: {}\nRunning version: {from} ({read_from})\n", graph.path.display());
-            if targets.is_empty() {
-                text.push_str("No newer version is offered from it.\n");
-            } else {
-                text.push_str("Targets offered:\n");
-                for (version, path) in &targets {
-                    let hops: Vec<String> = path.iter().map(ToString::to_string).collect();
-                    let count = if path.len() == 1 { "1 hop".to_string() } else { format!("{} hops", path.len()) };
-                    text.push_str(&format!("  {:<12} {} ({count})\n", version.to_string(), hops.join(" -> ")));
-                }
+    Ok(OfferedVersions { graph: graph.path.clone(), from, read_from, targets })
+}
+
+impl OfferedVersions {
+    /// One JSON document (`--output json`).
+    pub fn json(&self) -> String {
+        let list: Vec<Value> = self
+            .targets
+            .iter()
+            .map(|(v, path)| json!({"version": v.to_string(), "path": path.iter().map(ToString::to_string).collect::<Vec<_>>()}))
+            .collect();
+        let doc = json!({"graph": self.graph.display().to_string(), "from": self.from.to_string(), "targets": list});
+        format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default())
+    }
+
+    /// For people.
+    pub fn text(&self) -> String {
+        let (from, read_from) = (&self.from, self.read_from);
+        let mut text = format!("Update graph: {}\nRunning version: {from} ({read_from})\n", self.graph.display());
+        if self.targets.is_empty() {
+            text.push_str("No newer version is offered from it.\n");
+        } else {
+            text.push_str("Targets offered:\n");
+            for (version, path) in &self.targets {
+                let hops: Vec<String> = path.iter().map(ToString::to_string).collect();
+                let count = if path.len() == 1 { "1 hop".to_string() } else { format!("{} hops", path.len()) };
+                text.push_str(&format!("  {:<12} {} ({count})\n", version.to_string(), hops.join(" -> ")));
             }
-            text
         }
-    };
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
-    Ok(0)
+        text
+    }
 }
 
 fn offered(graph: &UpdateGraph, from: &TargetVersion) -> Result<Vec<(TargetVersion, Vec<TargetVersion>)>> {
@@ -84,7 +92,7 @@ impl EventSink for Quiet {
 }
 
 /// The oldest version the masters report, through `cluster_state.yml` on the first master.
-fn read_running_version(inventory: &Inventory, extra: &Vars, args: &VersionsArgs) -> Result<TargetVersion> {
+fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> Result<TargetVersion> {
     let masters = inventory.group_hosts("masters").filter(|m| !m.is_empty()).ok_or_else(|| {
         Error::input("the inventory has no `masters` group to read the cluster from")
             .in_file(&inventory.path)
@@ -102,12 +110,7 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, args: &VersionsArgs
     // The node list is parsed whole: read whole too (see EngineOptions::whole_stdout).
     let options =
         EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None, whole_stdout: true };
-    let connect = ConnectOptions {
-        connect_timeout: Duration::from_secs(args.run.connect_timeout),
-        accept_new_host_keys: args.run.accept_new_host_keys,
-        command_timeout: None,
-    };
-    let runtime = crate::tasks::async_runtime()?;
+    let Remote { runtime, connect, .. } = remote;
     let first = masters[0].clone();
     let outcomes = runtime.block_on(crate::tasks::run_tasks(
         inventory,

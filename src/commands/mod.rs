@@ -1,0 +1,145 @@
+//! The commands: with cli.rs and lib.rs, the only code that knows the command line. Each turns its arguments into
+//! the plain requests the domain takes. The inventory with `-e`, the async runtime and the connection options are
+//! built here, one way for every command.
+
+mod check;
+mod plan;
+mod restore;
+mod run_tasks;
+mod unlock;
+mod upgrade;
+mod versions;
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::{Cli, Command, InventoryArgs, RunArgs, UpgradeArgs};
+use crate::error::{Error, Result};
+use crate::inventory::{self, Inventory, Vars};
+use crate::plan::PlanRequest;
+use crate::session::{Remote, UpgradeRequest};
+use crate::settings::SettingFlags;
+use crate::tasks::connect::ConnectOptions;
+use crate::tasks::engine::{EngineOptions, Prompter};
+
+/// Runs the command the command line names and returns its exit code; an error is rendered by `lib::run`.
+pub(crate) fn run(cli: &Cli) -> Result<i32> {
+    match &cli.command {
+        Some(Command::Check(args)) => check::check(args),
+        Some(Command::RunTasks(args)) => run_tasks::run_tasks(args),
+        Some(Command::Restore(args)) => restore::restore(args),
+        Some(Command::Plan(args)) => plan::plan(args),
+        Some(Command::Unlock(args)) => unlock::unlock(args),
+        Some(Command::Versions(args)) => versions::versions(args),
+        None if cli.upgrade.live && !cli.upgrade.plan => Err(Error::input("--live is a kind of plan").hint(
+            "write `upgrade plan --live --inventory X` (or --plan --live): it reads the cluster and changes nothing",
+        )),
+        None if cli.upgrade.plan => plan::plan(&cli.upgrade),
+        None => upgrade::upgrade(&cli.upgrade),
+    }
+}
+
+/// The inventory and the `-e` variables of one invocation.
+struct Loaded {
+    inventory: Inventory,
+    extra: Vars,
+}
+
+/// Reads the inventory, then `-e`.
+fn load(args: &InventoryArgs) -> Result<Loaded> {
+    let inventory = load_inventory(args)?;
+    let extra = extra_vars(args)?;
+    Ok(Loaded { inventory, extra })
+}
+
+/// Reads the inventory and says its warnings (what Ansible would warn about too) on stderr, before any plan or run.
+fn load_inventory(args: &InventoryArgs) -> Result<Inventory> {
+    let path = args
+        .inventory
+        .as_deref()
+        .ok_or_else(|| Error::input("--inventory is required").hint("pass --inventory PATH"))?;
+    let inventory = Inventory::load(path)?;
+    // No JSON event carries a warning: stderr keeps stdout's JSON lines clean.
+    for warning in &inventory.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(inventory)
+}
+
+/// The `-e` variables; `@FILE` paths are relative to the working directory.
+fn extra_vars(args: &InventoryArgs) -> Result<Vars> {
+    inventory::parse_extra_vars(&args.extra_vars, &std::env::current_dir().unwrap_or_default())
+}
+
+/// The runtime, connection options and task options of a command that reaches hosts.
+fn remote(args: &RunArgs) -> Result<Remote> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start the async runtime: {e}")))?;
+    Ok(Remote {
+        runtime,
+        connect: ConnectOptions {
+            connect_timeout: Duration::from_secs(args.connect_timeout),
+            accept_new_host_keys: args.accept_new_host_keys,
+            command_timeout: None,
+        },
+        engine: EngineOptions {
+            assume_yes: args.yes,
+            verbosity: args.verbose,
+            command_timeout: None,
+            prompter: terminal_prompter(),
+            whole_stdout: false,
+        },
+    })
+}
+
+/// Asks `pause` prompts on the terminal; `None` when there is none (then `pause` with a prompt needs `--yes`).
+fn terminal_prompter() -> Option<Prompter> {
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    Some(Arc::new(|question: &str| {
+        eprint!("{question}: ");
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_string()),
+        }
+    }))
+}
+
+/// What the plan is asked for, from the upgrade's flags.
+fn plan_request(args: &UpgradeArgs) -> PlanRequest {
+    PlanRequest {
+        phases: args.phase.clone(),
+        limit: args.inventory.limit.clone(),
+        flags: SettingFlags {
+            serial: args.serial.clone(),
+            label: args.label.clone(),
+            max_fail_percentage: args.max_fail_percentage.clone(),
+            drain_timeout: args.drain_timeout.clone(),
+            target_version: args.target_version.clone(),
+        },
+    }
+}
+
+fn upgrade_request(args: &UpgradeArgs) -> UpgradeRequest {
+    UpgradeRequest {
+        plan: plan_request(args),
+        output: args.output,
+        allow_skip_minor: args.allow_skip_minor,
+        state_dir: args.state_dir.clone(),
+        fresh: args.fresh,
+        rollback_blue_green: args.rollback_blue_green,
+        grace_period: Duration::from_secs(args.grace_period),
+        junit: args.junit.clone(),
+    }
+}
+
+/// Writes a command's answer on stdout; a closed pipe (`| head`) is not a failure of the command.
+fn print(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+}

@@ -1,0 +1,36 @@
+//! `upgrade plan` (= `upgrade --plan`): what an upgrade would do, without contacting any host; with `--live`, read
+//! the cluster and the hosts first, changing nothing.
+
+use super::{Loaded, load, plan_request, print, remote, upgrade_request};
+use crate::cli::UpgradeArgs;
+use crate::error::{Error, Result};
+use crate::plan::{Plan, live, plan_json, plan_text};
+use crate::settings::OutputFormat;
+
+pub(super) fn plan(args: &UpgradeArgs) -> Result<i32> {
+    let Loaded { inventory, extra } = load(&args.inventory)?;
+    if args.live {
+        let plan = live::live_plan(&upgrade_request(args), inventory, extra, remote(&args.run)?)?;
+        let text = match args.output {
+            OutputFormat::Json => pretty_json(&plan, "the live plan")?,
+            OutputFormat::Text => live::render(&plan),
+        };
+        print(&text);
+        return Ok(if plan.blocked { 1 } else { 0 });
+    }
+    let plan = Plan::build(&inventory, &extra, &plan_request(args))?;
+    let text = match args.output {
+        OutputFormat::Text => plan_text(&plan, &inventory),
+        OutputFormat::Json => pretty_json(&plan_json(&plan, &inventory), "the plan")?,
+    };
+    // `-e` arguments are shown with their origins: a secret given there is masked.
+    print(&crate::redact::Redactor::for_inventory(&inventory, &extra).text(&text));
+    Ok(0)
+}
+
+fn pretty_json(value: &impl serde::Serialize, what: &str) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::internal(format!("cannot render {what} as JSON: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
