@@ -40,6 +40,7 @@ for n in "${sizes[@]}"; do
     printf '    ansible_connection: local\n    upgrade_target_version: v1.29.1\n'
     printf '    upgrade_kubectl: "%s --state %s"\n' "$root/scripts/bench-scale/kubectl" "$work"
     printf '    upgrade_kubectl_adm: "true"\n'
+    printf '    upgrade_kubeadm: "true"\n'
     printf '    upgrade_node_upgrade_command: ": > %s/up/{{ node_name }}"\n' "$work"
     printf '    upgrade_node_restart_command: "true"\n    upgrade_daemon_reload_command: "true"\n'
     printf '    upgrade_nodes_serial: "10%%"\n    upgrade_node_ready_delay: 1\n'

@@ -144,6 +144,12 @@ pub enum Step {
 }
 
 impl Step {
+    /// A step whose command prints what the run parses from the cluster (the node list, the pods): its output is
+    /// read whole, since the bound of command output would cut the answer of a large cluster.
+    pub fn reads_cluster(self) -> bool {
+        matches!(self, Step::ReadCluster | Step::WaitReady)
+    }
+
     pub const ALL: [Step; 29] = [
         Step::Connect,
         Step::ClusterLock,

@@ -90,6 +90,7 @@ fn remote(args: &RunArgs) -> Result<Remote> {
             verbosity: args.verbose,
             command_timeout: None,
             prompter: terminal_prompter(),
+            whole_stdout: false,
         },
     })
 }

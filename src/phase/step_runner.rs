@@ -210,6 +210,7 @@ impl StepRunner {
         if timeout.is_some() {
             options.command_timeout = timeout;
         }
+        options.whole_stdout = step.reads_cluster();
         let mut engine = Engine::new(self.templar.clone(), capture.clone(), options, self.pool.clone());
         // One fact store for the whole run: facts persist from step to step as from play to play in Ansible, and a
         // hook on one host reads through `hostvars` what a hook on another registered.

@@ -107,7 +107,9 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> 
     let flavor = crate::flavor::choose(inventory, &all_vars)?.flavor;
     let file = playbooks.join(crate::playbooks::for_flavor(flavor, "cluster_state.yml"));
     let tasks = crate::tasks::model::load_task_file(&file)?;
-    let options = EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None };
+    // The node list is parsed whole: read whole too (see EngineOptions::whole_stdout).
+    let options =
+        EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None, whole_stdout: true };
     let Remote { runtime, connect, .. } = remote;
     let first = masters[0].clone();
     let outcomes = runtime.block_on(crate::tasks::run_tasks(

@@ -14,11 +14,17 @@ use serde_json::{Map, Value};
 use super::template::Vars;
 use crate::inventory::{self, Inventory, vars_to_json};
 
+/// One host's facts and registered results, in the order they were first set. Each value is shared: a snapshot of
+/// the map, which every task's variables hold while the task runs, copies no value, and a fact set while a snapshot
+/// is held copies the others' handles only (the first master's registered node list is tens of MB on a large
+/// cluster, and its tasks register while earlier tasks' snapshots are alive).
+pub type HostFacts = indexmap::IndexMap<String, Arc<Value>>;
+
 /// The facts (`set_fact`) and registered results of every host of one run, shared by every host's task engine and
 /// read through `hostvars`. One per run: facts persist from one step (play) to the next, as in one playbook run.
 #[derive(Debug, Default)]
 pub struct FactStore {
-    hosts: RwLock<HashMap<String, Arc<Map<String, Value>>>>,
+    hosts: RwLock<HashMap<String, Arc<HostFacts>>>,
 }
 
 impl FactStore {
@@ -27,9 +33,14 @@ impl FactStore {
     }
 
     /// The host's facts and registered results as they are now (a snapshot; nothing is copied).
-    pub fn get(&self, host: &str) -> Option<Arc<Map<String, Value>>> {
+    pub fn get(&self, host: &str) -> Option<Arc<HostFacts>> {
         let hosts = self.hosts.read().unwrap_or_else(|p| p.into_inner());
         hosts.get(host).cloned()
+    }
+
+    /// The host's facts and registered results as they are now, as one JSON object (a copy).
+    pub fn get_json(&self, host: &str) -> Map<String, Value> {
+        self.get(host).map(|facts| facts.iter().map(|(k, v)| (k.clone(), (**v).clone())).collect()).unwrap_or_default()
     }
 
     /// Sets facts of the host: each entry replaces the fact of that name.
@@ -39,8 +50,8 @@ impl FactStore {
         }
         let mut hosts = self.hosts.write().unwrap_or_else(|p| p.into_inner());
         let entry = hosts.entry(host.to_string()).or_default();
-        // Copies the host's facts only while a reader still holds the previous snapshot.
-        Arc::make_mut(entry).extend(facts);
+        // Copies the map of handles (not the values) only while a reader still holds the previous snapshot.
+        Arc::make_mut(entry).extend(facts.into_iter().map(|(k, v)| (k, Arc::new(v))));
     }
 
     /// Sets one fact (a registered result) of the host.
@@ -179,7 +190,7 @@ impl Object for HostVars {
 #[derive(Debug)]
 struct HostView {
     host: String,
-    facts: Option<Arc<Map<String, Value>>>,
+    facts: Option<Arc<HostFacts>>,
     hostvars: Arc<HostVars>,
 }
 
@@ -192,7 +203,7 @@ impl HostView {
         let data = self.data();
         data.extra
             .get(key)
-            .or_else(|| self.facts.as_ref().and_then(|f| f.get(key)))
+            .or_else(|| self.facts.as_ref().and_then(|f| f.get(key)).map(|v| &**v))
             .or_else(|| data.own.get(&self.host).and_then(|own| own.get(key)))
     }
 }

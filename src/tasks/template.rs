@@ -45,6 +45,8 @@ use minijinja::value::{Enumerator, Object, Serde, Value, ValueKind, merge_maps};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde_json::Value as Json;
 
+use super::host_vars::HostFacts;
+
 mod filters;
 mod pyfmt;
 mod pyyaml;
@@ -118,8 +120,34 @@ pub struct Vars(Value);
 /// The host's variables as they came, converted to template values one top-level variable at a time, on first use.
 #[derive(Debug)]
 struct LazyVars {
-    json: Arc<Json>,
+    source: LazySource,
     converted: Mutex<HashMap<String, Value>>,
+}
+
+/// What a [`LazyVars`] reads from, shared with its owner rather than copied.
+#[derive(Debug)]
+enum LazySource {
+    Json(Arc<Json>),
+    /// A host's facts as the fact store holds them.
+    Facts(Arc<HostFacts>),
+}
+
+impl LazySource {
+    fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            LazySource::Json(json) => json.get(key),
+            LazySource::Facts(facts) => facts.get(key).map(|v| &**v),
+        }
+    }
+
+    fn keys(&self) -> Vec<Value> {
+        match self {
+            LazySource::Json(json) => {
+                json.as_object().map(|m| m.keys().map(|k| Value::from(k.as_str())).collect()).unwrap_or_default()
+            }
+            LazySource::Facts(facts) => facts.keys().map(|k| Value::from(k.as_str())).collect(),
+        }
+    }
 }
 
 impl Object for LazyVars {
@@ -130,7 +158,7 @@ impl Object for LazyVars {
                 return Some(v.clone());
             }
         }
-        let value = Value::from(Serde(self.json.get(key)?));
+        let value = Value::from(Serde(self.source.get(key)?));
         if let Ok(mut cache) = self.converted.lock() {
             cache.insert(key.to_owned(), value.clone());
         }
@@ -138,10 +166,7 @@ impl Object for LazyVars {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        match self.json.as_object() {
-            Some(map) => Enumerator::Values(map.keys().map(|k| Value::from(k.as_str())).collect()),
-            None => Enumerator::Empty,
-        }
+        Enumerator::Values(self.source.keys())
     }
 }
 
@@ -303,7 +328,7 @@ impl Vars {
 
     /// Like [`Vars::new`], sharing an object the caller keeps too (e.g. `hostvars` for every host).
     pub fn shared(json: Arc<Json>) -> Vars {
-        Vars(Value::from_object(LazyVars { json, converted: Mutex::new(HashMap::new()) }))
+        Vars(Value::from_object(LazyVars { source: LazySource::Json(json), converted: Mutex::new(HashMap::new()) }))
     }
 
     /// Variables from a template value that is a map (or an object behaving as one).
@@ -323,6 +348,18 @@ impl Vars {
             Some(m) if !m.is_empty() => Vars(merge_maps([self.0.clone(), Value::from(Serde(map))])),
             _ => self.clone(),
         }
+    }
+
+    /// These variables with a host's facts on top, as [`Vars::with_map`], without copying them: each fact is
+    /// converted when a template first reads it. For a host's facts, which hold every registered result of the run
+    /// so far (on the first master, the cluster's whole node list), and are layered under every task.
+    pub fn with_facts(&self, facts: Arc<HostFacts>) -> Vars {
+        if facts.is_empty() {
+            return self.clone();
+        }
+        let top =
+            Value::from_object(LazyVars { source: LazySource::Facts(facts), converted: Mutex::new(HashMap::new()) });
+        Vars(merge_maps([self.0.clone(), top]))
     }
 
     /// These variables with `top` over them.

@@ -24,7 +24,7 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use super::connect::ConnectionPool;
-use super::host_vars::FactStore;
+use super::host_vars::{FactStore, HostFacts};
 use super::model::{Action, Module, ModuleCall, Task};
 use super::modules::{self, ModuleContext, failed};
 pub use super::modules::{EngineOptions, Prompter, resolve_local};
@@ -103,7 +103,7 @@ impl Engine {
         let outcome = HostOutcome {
             failed: matches!(flow, Flow::Failed),
             unreachable: matches!(flow, Flow::Unreachable),
-            facts: self.facts.get(host).map(|f| (*f).clone()).unwrap_or_default(),
+            facts: self.facts.get_json(host),
         };
         self.sink.event(&Event::TaskListFinished {
             host: host.to_string(),
@@ -168,11 +168,14 @@ impl HostRun<'_> {
             let resolved = templar.render_value(v, &ctx).unwrap_or_else(|_| v.clone());
             ctx = ctx.with(k, &resolved);
         }
-        let facts = self.facts().map(|f| Value::Object((*f).clone())).unwrap_or(Value::Null);
-        ctx.with_map(&facts).with_map(&self.extra)
+        let ctx = match self.facts() {
+            Some(facts) => ctx.with_facts(facts),
+            None => ctx,
+        };
+        ctx.with_map(&self.extra)
     }
     /// The host's facts and registered results as they are now.
-    pub(super) fn facts(&self) -> Option<Arc<Map<String, Value>>> {
+    pub(super) fn facts(&self) -> Option<Arc<HostFacts>> {
         self.engine.facts.get(&self.host)
     }
     pub(super) fn set_facts(&self, facts: Map<String, Value>) {

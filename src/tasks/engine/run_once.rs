@@ -117,7 +117,7 @@ impl HostRun<'_> {
                         let facts = after
                             .iter()
                             .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
-                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .map(|(k, v)| (k.clone(), (**v).clone()))
                             .collect::<Map<String, Value>>();
                         // As Ansible, the facts and registered result of a run_once task are every host's at
                         // once: `hostvars[other]` shows them even before that host moves on.

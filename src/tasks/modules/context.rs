@@ -83,7 +83,7 @@ impl ModuleContext {
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
     ) -> Result<ExecOutput, ConnectionError> {
-        self.exec_shaped(command, stdin, timeout, false).await
+        self.exec_shaped(command, stdin, timeout, self.options.whole_stdout).await
     }
 
     /// For a command that prints a file's content: stdout whole, not bounded like command output.

@@ -43,6 +43,9 @@ pub struct EngineOptions {
     /// Every command run on a host stops after this long (on the host too).
     pub command_timeout: Option<Duration>,
     pub prompter: Option<Prompter>,
+    /// Commands' stdout is read whole instead of within the bound of command output: for the run's own reads of
+    /// the cluster (`get nodes -o json` of a 5,000-node cluster is tens of MB, and a cut one does not parse).
+    pub whole_stdout: bool,
 }
 
 /// A failed result with Ansible's `msg`.
