@@ -10,7 +10,7 @@ use serde_json::Value;
 /// Ansible's `boolean(value, strict=True)` (`module_utils/parsing/convert_bool.py`): `None` when the value is in
 /// neither of its tables. Callers that want `strict=False` take `unwrap_or(false)`, as Ansible's lax mode does.
 /// An unset (null) value reads as false, as an unset keyword does in Ansible (`boolean(None, strict=False)`).
-pub fn boolean(value: &Value) -> Option<bool> {
+pub(crate) fn boolean(value: &Value) -> Option<bool> {
     match value {
         Value::Bool(b) => Some(*b),
         Value::Null => Some(false),
@@ -30,7 +30,7 @@ pub fn boolean(value: &Value) -> Option<bool> {
 }
 
 /// Python's name for the type a JSON value has once loaded (`type(x).__name__`), as Ansible's messages show it.
-pub fn python_type_name(v: &Value) -> &'static str {
+pub(crate) fn python_type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "NoneType",
         Value::Bool(_) => "bool",
@@ -54,20 +54,20 @@ pub fn shell_quote(s: &str) -> String {
 }
 
 /// ansible-core's `is_quoted` (`parsing/quoting.py`): the same quote at both ends, the last one not escaped.
-pub fn is_quoted(s: &str) -> bool {
+pub(crate) fn is_quoted(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() > 1 && b[0] == b[b.len() - 1] && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 2] != b'\\'
 }
 
 /// ansible-core's `unquote`: one pair of surrounding quotes removed when [`is_quoted`].
-pub fn unquote(s: &str) -> &str {
+pub(crate) fn unquote(s: &str) -> &str {
     if is_quoted(s) { &s[1..s.len() - 1] } else { s }
 }
 
 /// Python's `shlex.split(text, comments, posix=True)`: quotes group and disappear, `\` escapes (inside double
 /// quotes only before `"` or `\`), whitespace is ` \t\r\n`; with `comments`, `#` ends the line where a token could
 /// end (what Ansible's INI inventory asks for). The error is Python's message.
-pub fn shlex_split(text: &str, comments: bool) -> Result<Vec<String>, String> {
+pub(crate) fn shlex_split(text: &str, comments: bool) -> Result<Vec<String>, String> {
     #[derive(PartialEq, Clone, Copy)]
     enum State {
         Space,
@@ -152,7 +152,7 @@ const RAW_OPTIONS: &[&str] =
 /// ansible-core's `parse_kv(args, check_raw)` (`parsing/splitter.py`): `key=value` tokens become options, in the
 /// order first written (a later one replaces the value); the rest is joined back, newlines kept, as `_raw_params`.
 /// With `check_raw` (command-like modules) only [`RAW_OPTIONS`] are taken out of the text.
-pub fn parse_kv(args: &str, check_raw: bool) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn parse_kv(args: &str, check_raw: bool) -> Result<Vec<(String, String)>, String> {
     let mut options: Vec<(String, String)> = Vec::new();
     let mut raw_params = Vec::new();
     for orig in split_args(args)? {
@@ -190,7 +190,7 @@ fn upsert(options: &mut Vec<(String, String)>, key: String, value: String) {
 }
 
 /// ansible-core's `join_args`: the pieces of [`split_args`] put back with a space, but not after a newline.
-pub fn join_args(pieces: &[String]) -> String {
+pub(crate) fn join_args(pieces: &[String]) -> String {
     let mut out = String::new();
     for piece in pieces {
         if !out.is_empty() && !out.ends_with('\n') {
@@ -234,7 +234,7 @@ fn decode_escapes(s: &str) -> String {
 
 /// ansible-core's `split_args`: split on spaces and newlines, but keep quoted strings and Jinja blocks together
 /// (quotes kept, newlines kept at the end of the piece they ended). The error is ansible-core's message.
-pub fn split_args(args: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_args(args: &str) -> Result<Vec<String>, String> {
     let mut params: Vec<String> = Vec::new();
     if args.is_empty() {
         return Ok(params);

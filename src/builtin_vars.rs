@@ -20,10 +20,10 @@ const NON_NEGATIVE_SECONDS: &[(&str, &str)] =
     &[("upgrade_drain_timeout_seconds", "the drain's --timeout (0 leaves it out)")];
 
 /// Password logins over SSH: not supported (no sshpass), refused rather than silently ignored.
-pub const SSH_PASSWORD_VARIABLES: &[&str] = &["ansible_password", "ansible_ssh_pass", "ansible_ssh_password"];
+pub(crate) const SSH_PASSWORD_VARIABLES: &[&str] = &["ansible_password", "ansible_ssh_pass", "ansible_ssh_password"];
 
 /// Checks one host's variables (after precedence, `-e` included).
-pub fn check_host(host: &str, vars: &Vars) -> Result<()> {
+pub(crate) fn check_host(host: &str, vars: &Vars) -> Result<()> {
     for (name, what) in POSITIVE_SECONDS {
         seconds(host, vars, name, what, 1)?;
     }
@@ -55,7 +55,7 @@ pub fn check_host(host: &str, vars: &Vars) -> Result<()> {
 }
 
 /// `ansible_password` and its aliases, on a host reached over SSH.
-pub fn check_no_ssh_password(host: &str, vars: &Vars) -> Result<()> {
+pub(crate) fn check_no_ssh_password(host: &str, vars: &Vars) -> Result<()> {
     let local = vars.get("ansible_connection").and_then(|v| v.value.as_str()).is_some_and(|c| c.trim() == "local");
     if local {
         return Ok(());
@@ -81,7 +81,7 @@ pub fn check_no_ssh_password(host: &str, vars: &Vars) -> Result<()> {
 }
 
 /// The names `upgrade_secret_vars` lists: a list of strings (a single name is accepted as a list of one).
-pub fn secret_var_names(value: &Value) -> Option<Vec<String>> {
+pub(crate) fn secret_var_names(value: &Value) -> Option<Vec<String>> {
     match value {
         Value::Null => Some(Vec::new()),
         Value::String(s) if !s.contains("{{") => {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use crate::settings::OutputFormat;
+pub(crate) use crate::settings::OutputFormat;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,7 +20,7 @@ Exit codes: 0 success; 1 hosts failed or the run stopped on the failure threshol
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
@@ -29,7 +29,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Validate the inventory, the settings and every hook and playbook task file, without connecting to any host.
     Check(CheckArgs),
     /// Run one Ansible task file on inventory hosts (for hook authors), and print a recap.
@@ -47,7 +47,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct UnlockArgs {
+pub(crate) struct UnlockArgs {
     #[command(flatten)]
     pub inventory: InventoryArgs,
 
@@ -56,7 +56,7 @@ pub struct UnlockArgs {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct RestoreArgs {
+pub(crate) struct RestoreArgs {
     #[command(flatten)]
     pub inventory: InventoryArgs,
 
@@ -80,7 +80,7 @@ pub struct RestoreArgs {
 
 /// What every command needs to read the inventory.
 #[derive(Debug, Args, Clone)]
-pub struct InventoryArgs {
+pub(crate) struct InventoryArgs {
     /// The Ansible inventory: a YAML or INI file, or a directory of them (with group_vars/ and host_vars/).
     #[arg(short = 'i', long, value_name = "PATH", required = true)]
     pub inventory: Option<PathBuf>,
@@ -95,7 +95,7 @@ pub struct InventoryArgs {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct UpgradeArgs {
+pub(crate) struct UpgradeArgs {
     #[command(flatten)]
     pub inventory: InventoryArgs,
 
@@ -170,7 +170,7 @@ pub struct UpgradeArgs {
 
 /// How tasks are run on hosts; shared by the upgrade and `run-tasks`.
 #[derive(Debug, Args, Clone)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Trust and record host keys not seen before (a changed key is still refused).
     #[arg(long)]
     pub accept_new_host_keys: bool,
@@ -190,7 +190,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub inventory: InventoryArgs,
 
@@ -200,7 +200,7 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct RunTasksArgs {
+pub(crate) struct RunTasksArgs {
     /// The Ansible task file to run (a list of tasks, not a playbook).
     #[arg(value_name = "TASK_FILE")]
     pub file: PathBuf,
@@ -217,7 +217,7 @@ pub struct RunTasksArgs {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct VersionsArgs {
+pub(crate) struct VersionsArgs {
     #[command(flatten)]
     pub inventory: InventoryArgs,
 

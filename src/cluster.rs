@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 /// One node as the cluster API reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterNode {
+pub(crate) struct ClusterNode {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub unschedulable: bool,
@@ -70,14 +70,14 @@ struct Condition {
 }
 
 /// Reads the output of `kubectl get nodes -o json`. The message of the error says what was wrong with it.
-pub fn parse_node_list(json: &str) -> Result<Vec<ClusterNode>, String> {
+pub(crate) fn parse_node_list(json: &str) -> Result<Vec<ClusterNode>, String> {
     let list: NodeList =
         serde_json::from_str(json).map_err(|e| format!("the cluster's node list is not a Kubernetes NodeList: {e}"))?;
     Ok(list.items.into_iter().map(NodeItem::into_node).collect())
 }
 
 /// Reads the output of `kubectl get node NAME -o json`: one Node object.
-pub fn parse_node(json: &str) -> Result<ClusterNode, String> {
+pub(crate) fn parse_node(json: &str) -> Result<ClusterNode, String> {
     let item: NodeItem =
         serde_json::from_str(json).map_err(|e| format!("the cluster's answer is not a Kubernetes Node: {e}"))?;
     Ok(item.into_node())
@@ -98,7 +98,7 @@ impl NodeItem {
 
 /// A certificate signing request neither approved nor denied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingCsr {
+pub(crate) struct PendingCsr {
     pub name: String,
     /// `spec.username`: `system:node:NAME` for a kubelet's serving certificate, `system:serviceaccount:...:node-bootstrapper`
     /// (or `system:bootstrap:...`) for its client certificate.
@@ -107,7 +107,7 @@ pub struct PendingCsr {
 
 impl PendingCsr {
     /// The node the request is for, when the requestor says (`system:node:NAME`).
-    pub fn node(&self) -> Option<&str> {
+    pub(crate) fn node(&self) -> Option<&str> {
         self.requestor.strip_prefix("system:node:")
     }
 }
@@ -146,7 +146,7 @@ struct CsrCondition {
 }
 
 /// Reads `kubectl get csr -o json` and keeps the pending requests (no Approved or Denied condition).
-pub fn parse_pending_csrs(json: &str) -> Result<Vec<PendingCsr>, String> {
+pub(crate) fn parse_pending_csrs(json: &str) -> Result<Vec<PendingCsr>, String> {
     let list: CsrList = serde_json::from_str(json)
         .map_err(|e| format!("the cluster's CSR list is not a CertificateSigningRequestList: {e}"))?;
     Ok(list
@@ -189,7 +189,7 @@ struct PodStatus {
 
 /// Reads `get pods -o json` of the control-plane pods: `Ok` when every node of `masters` runs at least one and each
 /// is Running and Ready; otherwise what is wrong, node by node.
-pub fn control_plane_pods_problem(json: &str, masters: &[String]) -> Result<(), String> {
+pub(crate) fn control_plane_pods_problem(json: &str, masters: &[String]) -> Result<(), String> {
     let list: PodList = serde_json::from_str(json)
         .map_err(|e| format!("the control-plane pod list is not a Kubernetes PodList: {e}"))?;
     let mut problems = Vec::new();

@@ -26,7 +26,7 @@ use crate::tasks::engine::EngineOptions;
 use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
 
 /// `upgrade --inventory X`: the upgrade itself.
-pub fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
+pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
     let Remote { runtime, connect, engine: engine_options } = remote;
     let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
     let target = match plan.settings.target_version.value.clone() {

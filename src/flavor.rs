@@ -67,7 +67,7 @@ pub struct FlavorChoice {
 
 /// `upgrade_flavor` from the hosts (they must agree), else `openshift` when the inventory has an `OSEv3` group or
 /// any host sets `openshift_deployment_type`, else `kubeadm`.
-pub fn choose(inventory: &Inventory, hosts: &[(&str, &Vars)]) -> Result<FlavorChoice> {
+pub(crate) fn choose(inventory: &Inventory, hosts: &[(&str, &Vars)]) -> Result<FlavorChoice> {
     let mut set: Option<(Flavor, &Origin, &str)> = None;
     for (host, vars) in hosts {
         let Some(var) = vars.get("upgrade_flavor") else { continue };
@@ -121,7 +121,7 @@ pub fn choose(inventory: &Inventory, hosts: &[(&str, &Vars)]) -> Result<FlavorCh
 
 /// OpenShift's package and service prefix (openshift-ansible's `openshift_service_type`): `origin` for
 /// `openshift_deployment_type=origin`, `atomic-openshift` for `openshift-enterprise` (its default).
-pub fn openshift_service_type(vars: &Vars) -> Result<&'static str> {
+pub(crate) fn openshift_service_type(vars: &Vars) -> Result<&'static str> {
     let Some(var) = vars.get("openshift_deployment_type") else { return Ok("atomic-openshift") };
     match var.value.as_str().map(str::trim) {
         Some("origin") => Ok("origin"),
@@ -144,7 +144,7 @@ pub struct OpenShiftPackages {
     pub nodes: Vec<String>,
 }
 
-pub fn openshift_packages(service_type: &str) -> OpenShiftPackages {
+pub(crate) fn openshift_packages(service_type: &str) -> OpenShiftPackages {
     let named = |suffixes: &[&str]| suffixes.iter().map(|suffix| format!("{service_type}{suffix}")).collect();
     OpenShiftPackages { masters: named(&["", "-clients", "-node"]), nodes: named(&["", "-node"]) }
 }

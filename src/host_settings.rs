@@ -10,7 +10,7 @@ use crate::inventory::{Origin, Vars};
 use crate::settings::located;
 
 /// The package managers `upgrade_package_manager` names (`auto` finds one per host in preflight).
-pub const PACKAGE_MANAGERS: [&str; 4] = ["auto", "apt", "dnf", "yum"];
+pub(crate) const PACKAGE_MANAGERS: [&str; 4] = ["auto", "apt", "dnf", "yum"];
 
 /// One value of a per-host setting and the hosts that have it, for `--plan`.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ const KUBEADM_ONLY: [&str; 4] = [
 ];
 
 /// Checks every host's values of the settings `flavor` reads and groups them by value and origin, in host order.
-pub fn resolve(flavor: Flavor, hosts: &[(&str, &Vars)]) -> Result<Vec<HostSettingValue>> {
+pub(crate) fn resolve(flavor: Flavor, hosts: &[(&str, &Vars)]) -> Result<Vec<HostSettingValue>> {
     let mut rows: Vec<HostSettingValue> = Vec::new();
     for (name, kind, default) in &SETTINGS {
         if flavor != Flavor::Kubeadm && KUBEADM_ONLY.contains(name) {

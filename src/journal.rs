@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::vocabulary::{Phase, RunStatus, Step, step_name};
 
 /// The state directory's default name, beside the inventory.
-pub const DEFAULT_STATE_DIR: &str = ".upgrade-state";
+pub(crate) const DEFAULT_STATE_DIR: &str = ".upgrade-state";
 
 /// Held while a run drives the cluster: an advisory `flock` on `<state>/lock`, taken before anything else and let go
 /// by the kernel when the process ends, however it ends (kill -9 and OOM kills included). The file is never deleted:
@@ -23,7 +23,7 @@ pub const DEFAULT_STATE_DIR: &str = ".upgrade-state";
 /// host, run) is written into the file after the lock is taken, for the message that refuses a second run; a file
 /// naming a process that still runs but does not hold the lock (pid 1 in a fresh container) means nothing.
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     file: File,
     path: PathBuf,
 }
@@ -41,7 +41,7 @@ struct LockHolder {
 impl RunLock {
     /// Takes the lock of a state directory, or says who holds it. A state directory that cannot be created or
     /// written refuses the start (exit 2): nothing has been touched yet.
-    pub fn acquire(state_dir: &Path) -> Result<RunLock> {
+    pub(crate) fn acquire(state_dir: &Path) -> Result<RunLock> {
         use std::os::fd::AsRawFd;
         fs::create_dir_all(state_dir).map_err(|e| refused_start(state_dir, e))?;
         let path = state_dir.join("lock");
@@ -78,7 +78,7 @@ impl RunLock {
     }
 
     /// Adds the run's id to what the lock file says about its holder.
-    pub fn name_run(&mut self, run: &str) -> Result<()> {
+    pub(crate) fn name_run(&mut self, run: &str) -> Result<()> {
         self.write_holder(run)
     }
 
@@ -96,10 +96,6 @@ impl RunLock {
         self.file.seek(SeekFrom::Start(0)).map_err(|e| refused_start(&path, e))?;
         self.file.write_all(body.as_bytes()).map_err(|e| refused_start(&path, e))?;
         self.file.sync_data().map_err(|e| refused_start(&path, e))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 
@@ -143,7 +139,7 @@ fn refused_start(path: &Path, e: std::io::Error) -> Error {
 /// One line of the journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
-pub enum JournalEntry {
+pub(crate) enum JournalEntry {
     RunStarted {
         run: String,
         time: String,
@@ -218,7 +214,7 @@ pub enum JournalEntry {
 impl JournalEntry {
     /// Its free text (hosts, targets, details, paths), for masking secrets; the phase, step and status are words of
     /// the tool's own and stay readable, so a masked entry still resumes.
-    pub fn texts_mut(&mut self) -> Vec<&mut String> {
+    pub(crate) fn texts_mut(&mut self) -> Vec<&mut String> {
         match self {
             JournalEntry::RunStarted { run, time, target } => vec![run, time, target],
             JournalEntry::HostStarted { run, time, host, .. }
@@ -242,7 +238,7 @@ impl JournalEntry {
 /// How a host's sequence ended, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum HostRecord {
+pub(crate) enum HostRecord {
     Upgraded,
     Skipped,
     Failed,
@@ -250,7 +246,7 @@ pub enum HostRecord {
 
 /// What earlier runs recorded about one host in one phase.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostHistory {
+pub(crate) struct HostHistory {
     /// The last recorded end of its sequence, if it ended.
     pub finished: Option<HostRecord>,
     /// Started (again) after its last end: the run stopped while the host was in flight.
@@ -266,19 +262,19 @@ pub struct HostHistory {
 }
 
 impl HostHistory {
-    pub fn did(&self, step: Step) -> bool {
+    pub(crate) fn did(&self, step: Step) -> bool {
         self.steps_done.contains(&step)
     }
 
     /// The last attempt did not end in success: it was cut short or it failed.
-    pub fn unfinished(&self) -> bool {
+    pub(crate) fn unfinished(&self) -> bool {
         self.in_flight || self.finished == Some(HostRecord::Failed)
     }
 }
 
 /// Everything earlier runs recorded, per (phase, host).
 #[derive(Debug, Clone, Default)]
-pub struct History {
+pub(crate) struct History {
     pub hosts: BTreeMap<(Phase, String), HostHistory>,
     /// The target of the last recorded run.
     pub target: Option<String>,
@@ -289,7 +285,7 @@ pub struct History {
 
 /// The last hop of an update-graph path an earlier run started.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HopHistory {
+pub(crate) struct HopHistory {
     pub hop: usize,
     pub hops: usize,
     pub from: String,
@@ -300,24 +296,24 @@ pub struct HopHistory {
 }
 
 impl History {
-    pub fn host(&self, phase: Phase, host: &str) -> Option<&HostHistory> {
+    pub(crate) fn host(&self, phase: Phase, host: &str) -> Option<&HostHistory> {
         self.hosts.get(&(phase, host.to_string()))
     }
 
     /// An earlier run of `target` started this host's sequence in `phase` and did not finish it (cut short or
     /// failed): it runs again, to finish what is left.
-    pub fn unfinished(&self, phase: Phase, host: &str, target: &str) -> bool {
+    pub(crate) fn unfinished(&self, phase: Phase, host: &str, target: &str) -> bool {
         self.host(phase, host).is_some_and(|h| h.unfinished() && h.target.as_deref() == Some(target))
     }
 
     /// The host's last recorded sequence in `phase` upgraded it.
-    pub fn upgraded_earlier(&self, phase: Phase, host: &str) -> bool {
+    pub(crate) fn upgraded_earlier(&self, phase: Phase, host: &str) -> bool {
         self.host(phase, host).and_then(|h| h.finished) == Some(HostRecord::Upgraded)
     }
 
     /// An earlier run of `target` ended this host's sequence in `phase` with one of `outcomes`, and nothing started
     /// it again since (a verified backup, a cluster hook run to the end, a blue node evacuated).
-    pub fn finished_for(&self, phase: Phase, host: &str, target: &str, outcomes: &[HostRecord]) -> bool {
+    pub(crate) fn finished_for(&self, phase: Phase, host: &str, target: &str, outcomes: &[HostRecord]) -> bool {
         self.host(phase, host).is_some_and(|h| {
             !h.in_flight && h.finished.is_some_and(|f| outcomes.contains(&f)) && h.target.as_deref() == Some(target)
         })
@@ -325,17 +321,17 @@ impl History {
 
     /// An earlier run of ours left this node cordoned: its attempt did not finish, and the node was schedulable when
     /// it first started.
-    pub fn cordoned_by_earlier_run(&self, phase: Phase, host: &str) -> bool {
+    pub(crate) fn cordoned_by_earlier_run(&self, phase: Phase, host: &str) -> bool {
         self.host(phase, host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
     }
 
     /// The node was cordoned (by someone else) before this tool's first attempt at it.
-    pub fn was_cordoned(&self, phase: Phase, host: &str) -> bool {
+    pub(crate) fn was_cordoned(&self, phase: Phase, host: &str) -> bool {
         self.host(phase, host).is_some_and(|h| h.was_cordoned)
     }
 
     /// In an unfinished attempt for `target`, `step` was done (`done: true`) or started and never recorded done.
-    pub fn step_of_unfinished(&self, phase: Phase, host: &str, target: &str, step: Step, done: bool) -> bool {
+    pub(crate) fn step_of_unfinished(&self, phase: Phase, host: &str, target: &str, step: Step, done: bool) -> bool {
         self.unfinished(phase, host, target)
             && self
                 .host(phase, host)
@@ -406,7 +402,7 @@ impl History {
 
 /// The append-only journal of the state directory.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     file: File,
     path: PathBuf,
     run: String,
@@ -415,7 +411,7 @@ pub struct Journal {
 impl Journal {
     /// Opens the journal for a new run and reads what earlier runs recorded. `fresh` sets the old journal aside
     /// (renamed, never deleted) so this run starts from nothing.
-    pub fn open(state_dir: &Path, fresh: bool) -> Result<(Journal, History)> {
+    pub(crate) fn open(state_dir: &Path, fresh: bool) -> Result<(Journal, History)> {
         fs::create_dir_all(state_dir).map_err(|e| refused_start(state_dir, e))?;
         let path = state_dir.join("journal.jsonl");
         let now = SystemTime::now();
@@ -435,34 +431,34 @@ impl Journal {
 
     /// A journal that keeps nothing, for commands that change nothing to resume (`upgrade plan --live`,
     /// `upgrade unlock`): they run the built-in step files through the same run context as an upgrade.
-    pub fn detached() -> Result<Journal> {
+    pub(crate) fn detached() -> Result<Journal> {
         let path = PathBuf::from("/dev/null");
         let file = OpenOptions::new().append(true).open(&path).map_err(|e| refused_start(&path, e))?;
         let run = format!("{}-{}", compact_timestamp(SystemTime::now()), std::process::id());
         Ok(Journal { file, path, run })
     }
 
-    pub fn run_id(&self) -> &str {
+    pub(crate) fn run_id(&self) -> &str {
         &self.run
     }
 
     /// Another handle on the same journal and run (each hop of an update path has its own run context).
-    pub fn try_clone(&self) -> Result<Journal> {
+    pub(crate) fn try_clone(&self) -> Result<Journal> {
         let file = self.file.try_clone().map_err(|e| refused_start(&self.path, e))?;
         Ok(Journal { file, path: self.path.clone(), run: self.run.clone() })
     }
 
     /// What the journal holds now, this run's entries included.
-    pub fn history(&self) -> Result<History> {
+    pub(crate) fn history(&self) -> Result<History> {
         read_history(&self.path)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends one entry and flushes it to disk before returning: what is recorded survives a kill -9.
-    pub fn record(&mut self, entry: &JournalEntry) -> Result<()> {
+    pub(crate) fn record(&mut self, entry: &JournalEntry) -> Result<()> {
         let mut line = serde_json::to_string(entry).map_err(|e| Error::internal(e.to_string()))?;
         line.push('\n');
         // The message is the bare reason (`No space left on device`): the caller names the file.
@@ -474,7 +470,7 @@ impl Journal {
 
 /// A backup one host recorded: the etcd snapshot and the configuration files under `dir`, for `upgrade restore`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostBackup {
+pub(crate) struct HostBackup {
     pub host: String,
     pub timestamp: String,
     pub dir: String,
@@ -486,7 +482,7 @@ pub struct HostBackup {
 
 /// Every backup the journals of the state directory record (the current one and those `--fresh` set aside), one
 /// per host and timestamp, oldest first.
-pub fn read_backups(state_dir: &Path) -> Result<Vec<HostBackup>> {
+pub(crate) fn read_backups(state_dir: &Path) -> Result<Vec<HostBackup>> {
     let mut journals: Vec<PathBuf> = match fs::read_dir(state_dir) {
         Ok(dir) => dir
             .flatten()

@@ -1,33 +1,37 @@
 //! `upgrade`: reads an Ansible inventory, plans an upgrade, and carries it out over SSH, phase by phase.
+//!
+//! Only the modules the integration tests, benches and examples drive are public; the rest is `pub(crate)`, so the
+//! compiler reports what nothing uses (`unreachable_pub` keeps new items crate-private by default).
+#![warn(unreachable_pub)]
 
-pub mod ansible_compat;
-pub mod builtin_vars;
-pub mod cli;
-pub mod cluster;
+pub(crate) mod ansible_compat;
+pub(crate) mod builtin_vars;
+pub(crate) mod cli;
+pub(crate) mod cluster;
 mod commands;
 pub mod connection;
 pub mod drain_blockers;
 pub mod error;
 pub mod events;
-pub mod executor;
-pub mod flavor;
-pub mod host_settings;
+pub(crate) mod executor;
+pub(crate) mod flavor;
+pub(crate) mod host_settings;
 pub mod inventory;
-pub mod journal;
-pub mod phase;
+pub(crate) mod journal;
+pub(crate) mod phase;
 pub mod plan;
-pub mod playbooks;
-pub mod redact;
-pub mod report;
-pub mod restore;
-pub mod session;
+pub(crate) mod playbooks;
+pub(crate) mod redact;
+pub(crate) mod report;
+pub(crate) mod restore;
+pub(crate) mod session;
 pub mod settings;
-pub mod strategy;
+pub(crate) mod strategy;
 pub mod tasks;
-pub mod time_format;
-pub mod unlock;
-pub mod vocabulary;
-pub mod yaml;
+pub(crate) mod time_format;
+pub(crate) mod unlock;
+pub(crate) mod vocabulary;
+pub(crate) mod yaml;
 
 #[cfg(test)]
 mod fuzz_tests;

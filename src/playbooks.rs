@@ -75,18 +75,18 @@ const FILES: &[(&str, &str)] = &[
 
 /// The file that carries out step file `name` for a flavour: the flavour's own (`kubeadm/master_upgrade.yml`,
 /// `openshift/drain.yml`) when it has one, else the shared one (`drain.yml`).
-pub fn for_flavor(flavor: Flavor, name: &str) -> String {
+pub(crate) fn for_flavor(flavor: Flavor, name: &str) -> String {
     let own = format!("{}/{name}", flavor.dir());
     if FILES.iter().any(|(file, _)| *file == own) { own } else { name.to_string() }
 }
 
 /// The names of the built-in step files.
-pub fn names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     FILES.iter().map(|(name, _)| *name)
 }
 
 /// Writes the built-in step files into `dir` and returns it.
-pub fn materialize(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn materialize(dir: &Path) -> Result<PathBuf> {
     let fail = |e: std::io::Error| {
         // Before the run starts: a refused start (exit 2), nothing was touched.
         Error::input(format!(

@@ -19,7 +19,7 @@ use crate::tasks::{Templar, host_vars::HostVarsTable, report::TextReporter, run_
 
 /// What `upgrade restore` is asked to do.
 #[derive(Debug, Clone, Default)]
-pub struct RestoreRequest {
+pub(crate) struct RestoreRequest {
     /// `--limit`: the hosts to restore (required).
     pub limit: Option<String>,
     /// The backup's timestamp; `None`: the latest with a verified etcd snapshot.
@@ -43,7 +43,7 @@ struct HostRestore {
 }
 
 /// Prints the restore plan, then (with `--yes`, `remote.engine.assume_yes`) carries it out one host at a time.
-pub fn restore(request: &RestoreRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
+pub(crate) fn restore(request: &RestoreRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
     let Remote { runtime, connect, engine } = remote;
     let pattern = request.limit.as_deref().ok_or_else(|| {
         Error::input("restore needs the hosts to restore").hint("pass --limit HOST or --limit GROUP (e.g. masters)")

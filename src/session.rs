@@ -42,7 +42,7 @@ pub struct Remote {
     pub engine: EngineOptions,
 }
 
-pub struct Session {
+pub(crate) struct Session {
     pub runtime: tokio::runtime::Runtime,
     pub run: Arc<UpgradeRun>,
     pub inventory: Arc<Inventory>,
@@ -53,7 +53,7 @@ pub struct Session {
 
 impl Session {
     /// Loads and checks everything as an upgrade does (bad input: exit 2, nothing touched), connecting to nothing yet.
-    pub fn open(
+    pub(crate) fn open(
         request: &UpgradeRequest,
         inventory: Inventory,
         extra: Vars,
@@ -104,7 +104,7 @@ impl Session {
     }
 
     /// Closes the connections.
-    pub fn close(self) {
+    pub(crate) fn close(self) {
         let run = self.run.clone();
         self.runtime.block_on(async move { run.close().await });
     }

@@ -3,19 +3,19 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `2026-11-22T00:27:42Z`
-pub fn utc_timestamp(t: SystemTime) -> String {
+pub(crate) fn utc_timestamp(t: SystemTime) -> String {
     let (y, mo, d, h, mi, s) = civil(t);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 
 /// `20261122T002742Z`: for file and directory names.
-pub fn compact_timestamp(t: SystemTime) -> String {
+pub(crate) fn compact_timestamp(t: SystemTime) -> String {
     let (y, mo, d, h, mi, s) = civil(t);
     format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
 
 /// A time as UTC (year, month, day, hour, minute, second): Howard Hinnant's days-to-civil, to avoid a date crate.
-pub fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
+pub(crate) fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
     let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let z = days + 719_468;

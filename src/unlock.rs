@@ -27,7 +27,7 @@ impl EventSink for NoticesOnStderr {
 
 /// Removes the cluster lock after showing its holder and confirming (`remote.engine.assume_yes` confirms). `request`
 /// is an upgrade with nothing but the inventory's `--limit`: its plan finds the first master and the connections.
-pub fn unlock(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
+pub(crate) fn unlock(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
     let assume_yes = remote.engine.assume_yes;
     let session = Session::open(request, inventory, extra, remote, Arc::new(NoticesOnStderr))?;
     let run = session.run.clone();

@@ -229,14 +229,14 @@ impl fmt::Display for Step {
 }
 
 /// Serde by `Step::name()` (`etcd-backup`), as events and the journal write a step: `#[serde(with = "step_name")]`.
-pub mod step_name {
+pub(crate) mod step_name {
     use super::Step;
 
-    pub fn serialize<S: serde::Serializer>(step: &Step, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: serde::Serializer>(step: &Step, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(step.name())
     }
 
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Step, D::Error> {
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Step, D::Error> {
         let name: std::borrow::Cow<'de, str> = serde::Deserialize::deserialize(d)?;
         Step::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown step `{name}`")))
     }
@@ -277,7 +277,7 @@ pub struct HostReport {
 }
 
 /// Durations on the wire: seconds with millisecond precision.
-pub fn seconds_f64(d: &Duration) -> f64 {
+pub(crate) fn seconds_f64(d: &Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::{Error, Location, Result};
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
+pub(crate) struct Node {
     pub value: NodeValue,
     /// 1-based; 0 when the parser could not tell.
     pub line: usize,
@@ -21,7 +21,7 @@ pub struct Node {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum NodeValue {
+pub(crate) enum NodeValue {
     Null,
     Bool(bool),
     Int(i64),
@@ -35,42 +35,42 @@ pub enum NodeValue {
 }
 
 impl Node {
-    pub fn location(&self, file: &Path) -> Location {
+    pub(crate) fn location(&self, file: &Path) -> Location {
         Location::new(file, self.line, self.column)
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match &self.value {
             NodeValue::Str(s) => Some(s),
             _ => None,
         }
     }
 
-    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+    pub(crate) fn as_map(&self) -> Option<&[(Node, Node)]> {
         match &self.value {
             NodeValue::Map(m) => Some(m),
             _ => None,
         }
     }
 
-    pub fn as_seq(&self) -> Option<&[Node]> {
+    pub(crate) fn as_seq(&self) -> Option<&[Node]> {
         match &self.value {
             NodeValue::Seq(s) => Some(s),
             _ => None,
         }
     }
 
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(self.value, NodeValue::Null)
     }
 
     /// The value under a string key of a mapping.
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
         self.as_map()?.iter().find(|(k, _)| k.key_text() == key).map(|(_, v)| v)
     }
 
     /// A mapping key as text, the way Python would turn it into a dict key for Jinja.
-    pub fn key_text(&self) -> String {
+    pub(crate) fn key_text(&self) -> String {
         match &self.value {
             NodeValue::Str(s) => s.clone(),
             NodeValue::Null => "None".into(),
@@ -83,7 +83,7 @@ impl Node {
     }
 
     /// A short name for the node's type, for error messages ("expected a mapping, found a list").
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match &self.value {
             NodeValue::Null => "nothing (null)",
             NodeValue::Bool(_) => "a boolean",
@@ -97,7 +97,7 @@ impl Node {
     }
 
     /// The plain value, without positions: what variables and templates work with.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match &self.value {
             NodeValue::Null => Value::Null,
             NodeValue::Bool(b) => Value::Bool(*b),
@@ -135,7 +135,7 @@ fn untemplatable(value: Value) -> Value {
 }
 
 /// Parses one YAML document. An empty document is `Ok(None)`. Errors name the file, line and column.
-pub fn parse(text: &str, file: &Path) -> Result<Option<Node>> {
+pub(crate) fn parse(text: &str, file: &Path) -> Result<Option<Node>> {
     let mut builder = Builder { file, anchors: HashMap::new(), depth: 0 };
     let mut parser = Parser::new_from_str(text);
     let mut events = std::iter::from_fn(move || parser.next_event());

@@ -25,7 +25,7 @@ enum Lit {
 
 /// Why a value could not be evaluated.
 #[derive(Debug, PartialEq)]
-pub enum Failure {
+pub(super) enum Failure {
     /// Python raises ValueError or SyntaxError: Ansible keeps the raw text.
     NotALiteral,
     /// Python raises TypeError (a list as a dict key or set member): Ansible fails to parse the inventory.
@@ -43,7 +43,7 @@ pub fn parse_value(text: &str) -> Result<Value, String> {
 }
 
 /// `ast.literal_eval(text)` followed by Ansible's coercion of the result to plain data.
-pub fn literal_eval(text: &str) -> Result<Value, Failure> {
+pub(super) fn literal_eval(text: &str) -> Result<Value, Failure> {
     let mut p = Parser { chars: text.chars().collect(), pos: 0, depth: 0 };
     // literal_eval strips leading spaces and tabs itself.
     while matches!(p.peek(), Some(' ' | '\t')) {

@@ -19,7 +19,7 @@ static COLON_PARTS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?:[^\s:\[\]
 
 /// Ansible's `split_host_pattern`: commas separate; without commas, colons do (unless the whole pattern is a
 /// host address, such as an IPv6 address or a host range).
-pub fn split_host_pattern(pattern: &str) -> Vec<String> {
+pub(super) fn split_host_pattern(pattern: &str) -> Vec<String> {
     let parts: Vec<String> = if pattern.contains(',') {
         pattern.split(',').map(str::to_string).collect()
     } else if ranges::parse_address(pattern).is_some() {

@@ -47,7 +47,7 @@ static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Ansible's `parse_address(address, allow_ranges=True)`: the host part and the port, or `None` when the text is
 /// not a host name, IPv4 or IPv6 address (possibly with ranges).
-pub fn parse_address(address: &str) -> Option<(String, Option<String>)> {
+pub(super) fn parse_address(address: &str) -> Option<(String, Option<String>)> {
     let mut address = address.to_string();
     let mut port = None;
     for pattern in [&*BRACKETED_HOSTPORT, &*HOSTPORT] {
@@ -82,7 +82,7 @@ pub fn expand_host_pattern(pattern: &str) -> Result<(Vec<String>, Option<String>
 const ASCII_LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 /// Ansible's `expand_hostname_range`, appending to `out`.
-pub fn expand_hostname_range(line: &str, out: &mut Vec<String>) -> Result<(), String> {
+pub(super) fn expand_hostname_range(line: &str, out: &mut Vec<String>) -> Result<(), String> {
     // Ansible replaces the first `[` and then the first `]` by `|` and needs exactly three pieces.
     let replaced = line.replacen('[', "|", 1).replacen(']', "|", 1);
     let parts: Vec<&str> = replaced.split('|').collect();

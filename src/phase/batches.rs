@@ -11,32 +11,32 @@ use crate::vocabulary::HostOutcome;
 /// hosts in flight finish their sequence) and *aborting* (the grace period is over: hosts in flight stop at the next
 /// safe point, between steps).
 #[derive(Clone, Debug)]
-pub struct StopSignal {
+pub(crate) struct StopSignal {
     rx: watch::Receiver<u8>,
 }
 
 /// The sending side, kept by whoever handles signals.
 #[derive(Debug)]
-pub struct StopHandle {
+pub(crate) struct StopHandle {
     tx: watch::Sender<u8>,
 }
 
 const STOPPING: u8 = 1;
 const ABORTING: u8 = 2;
 
-pub fn stop_signal() -> (StopHandle, StopSignal) {
+pub(crate) fn stop_signal() -> (StopHandle, StopSignal) {
     let (tx, rx) = watch::channel(0);
     (StopHandle { tx }, StopSignal { rx })
 }
 
 impl StopHandle {
     /// No new host starts; hosts in flight finish.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.tx.send_if_modified(|level| raise(level, STOPPING));
     }
 
     /// Hosts in flight stop at their next safe point.
-    pub fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.tx.send_if_modified(|level| raise(level, ABORTING));
     }
 }
@@ -48,29 +48,25 @@ fn raise(level: &mut u8, to: u8) -> bool {
 }
 
 impl StopSignal {
-    /// A signal that never fires, for runs without a signal handler.
-    pub fn never() -> StopSignal {
+    /// A signal that never fires, for the batch tests that run without a signal handler.
+    #[cfg(test)]
+    pub(crate) fn never() -> StopSignal {
         let (tx, rx) = watch::channel(0);
         // Keep the sender alive for ever so `stopped()` waits rather than returning at once.
         std::mem::forget(tx);
         StopSignal { rx }
     }
 
-    pub fn is_stopping(&self) -> bool {
+    pub(crate) fn is_stopping(&self) -> bool {
         *self.rx.borrow() >= STOPPING
     }
 
-    pub fn is_aborting(&self) -> bool {
+    pub(crate) fn is_aborting(&self) -> bool {
         *self.rx.borrow() >= ABORTING
     }
 
-    /// Resolves when a stop is requested.
-    pub async fn stopped(&mut self) {
-        self.reached(STOPPING).await
-    }
-
     /// Resolves when the grace period is over and hosts in flight must stop.
-    pub async fn aborted(&mut self) {
+    pub(crate) async fn aborted(&mut self) {
         self.reached(ABORTING).await
     }
 
@@ -85,7 +81,7 @@ impl StopSignal {
 
 /// Why the batches stopped before the last one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchStop {
+pub(crate) enum BatchStop {
     /// The failures of batch `batch` (1-based) exceeded the threshold.
     Threshold { batch: usize, failed: usize, size: usize },
     /// A stop was requested (a signal).
@@ -93,7 +89,7 @@ pub enum BatchStop {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BatchesResult {
+pub(crate) struct BatchesResult {
     /// Every host of every batch, in batch order, with its outcome (`NotStarted` for hosts never reached).
     pub outcomes: Vec<(String, HostOutcome)>,
     pub stopped: Option<BatchStop>,
@@ -101,7 +97,7 @@ pub struct BatchesResult {
 
 /// Runs the batches in order. `run_host` runs one host's whole sequence; `exceeded(batch, failed, size)` is the
 /// failure threshold, asked after each batch (1-based); `on_batch(index, hosts)` is told when a batch starts.
-pub async fn run_batches<F, Fut>(
+pub(crate) async fn run_batches<F, Fut>(
     batches: &[Vec<String>],
     stop: &StopSignal,
     exceeded: impl Fn(usize, usize, usize) -> bool,

@@ -14,7 +14,7 @@ use crate::vocabulary::Step;
 
 /// One certificate's end date as a host reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CertificateDate {
+pub(crate) struct CertificateDate {
     pub host: String,
     /// The file (openssl) or kubeadm's name for the certificate (`kubeadm: apiserver`).
     pub file: String,
@@ -24,14 +24,14 @@ pub struct CertificateDate {
 
 impl CertificateDate {
     /// `2027-11-23 10:07:59 UTC`.
-    pub fn date(&self) -> String {
+    pub(crate) fn date(&self) -> String {
         let at = UNIX_EPOCH + std::time::Duration::from_secs(self.not_after.max(0) as u64);
         let (y, mo, d, h, mi, s) = crate::time_format::civil(at);
         format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
     }
 }
 
-pub async fn check(run: &UpgradeRun) -> Result<()> {
+pub(crate) async fn check(run: &UpgradeRun) -> Result<()> {
     let hosts = run.plan.hosts.clone();
     let file = run.playbook("certificate_expiry.yml");
     let reads = hosts.iter().map(|host| {
@@ -105,7 +105,7 @@ pub async fn check(run: &UpgradeRun) -> Result<()> {
 
 /// `FILE<TAB>notAfter=Nov 23 10:07:59 2027 GMT` lines (certificate_files.yml); `FILE<TAB>-` is a file that is not
 /// there. Returns the dates and the lines that say something else (openssl could not read the file).
-pub fn parse_openssl_listing(host: &str, stdout: &str) -> (Vec<CertificateDate>, Vec<(String, String)>) {
+pub(crate) fn parse_openssl_listing(host: &str, stdout: &str) -> (Vec<CertificateDate>, Vec<(String, String)>) {
     let mut dates = Vec::new();
     let mut bad = Vec::new();
     for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
@@ -123,7 +123,7 @@ pub fn parse_openssl_listing(host: &str, stdout: &str) -> (Vec<CertificateDate>,
 }
 
 /// The rows of `kubeadm certs check-expiration`: `NAME  Nov 23, 2027 10:00 UTC  364d  ...`, certificates and CAs.
-pub fn parse_kubeadm_check_expiration(host: &str, stdout: &str) -> Vec<CertificateDate> {
+pub(crate) fn parse_kubeadm_check_expiration(host: &str, stdout: &str) -> Vec<CertificateDate> {
     let mut dates = Vec::new();
     for line in stdout.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();

@@ -11,7 +11,7 @@ use crate::settings::HookPoint;
 use crate::vocabulary::{HostOutcome, HostReport, Phase, Step};
 
 /// The pseudo-phase the hook point's step carries in events, journal and JUnit: `cluster-pre-hook`, ...
-pub fn phase_of(point: HookPoint) -> Phase {
+pub(crate) fn phase_of(point: HookPoint) -> Phase {
     match point {
         HookPoint::ClusterMid => Phase::ClusterMidHook,
         HookPoint::ClusterPost => Phase::ClusterPostHook,
@@ -22,7 +22,7 @@ pub fn phase_of(point: HookPoint) -> Phase {
 /// Runs the cluster hook at `point` on the first master, unless none is set or an earlier run of the same target
 /// already ran it to the end (a resumed phase-by-phase upgrade does not repeat cluster-wide work). `None` when
 /// nothing ran.
-pub async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport> {
+pub(crate) async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport> {
     let hook = run.plan.cluster_hooks.get(&point)?.clone();
     let phase = phase_of(point);
     let host = run.first_master.clone();

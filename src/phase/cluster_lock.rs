@@ -21,11 +21,11 @@ use crate::vocabulary::Phase;
 use crate::vocabulary::Step;
 
 /// Default of `upgrade_cluster_lock_ttl`.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// What the lock says about its holder.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Holder {
+pub(crate) struct Holder {
     /// user@machine of the controller.
     pub holder: String,
     /// The state directory of the run.
@@ -39,7 +39,7 @@ pub struct Holder {
 
 impl Holder {
     /// This controller, for the run `run`.
-    pub fn this_run(run: &str, state_dir: &str) -> Holder {
+    pub(crate) fn this_run(run: &str, state_dir: &str) -> Holder {
         let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
         Holder {
             holder: format!("{user}@{}", crate::journal::host_name()),
@@ -51,7 +51,7 @@ impl Holder {
     }
 
     /// Reads `get configmap NAME -o json`: the data the take wrote, and the renewal annotation when newer.
-    pub fn parse(json: &str) -> Option<Holder> {
+    pub(crate) fn parse(json: &str) -> Option<Holder> {
         let object: Value = serde_json::from_str(json).ok()?;
         let data = object.get("data").and_then(Value::as_object).cloned().unwrap_or_default();
         let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -71,7 +71,7 @@ impl Holder {
     }
 
     /// "root@ci-7 (state directory /srv/c1/.upgrade-state), run 20261123T105800Z-4242, started ..., renewed 40s ago".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut text = if self.holder.is_empty() { "an unnamed holder".to_string() } else { self.holder.clone() };
         if !self.location.is_empty() {
             text.push_str(&format!(" (state directory {})", self.location));
@@ -89,18 +89,18 @@ impl Holder {
     }
 
     /// Not renewed for longer than `ttl`. A lock being written this instant (no renewal yet) is not stale.
-    pub fn is_stale(&self, ttl: Duration, now: u64) -> bool {
+    pub(crate) fn is_stale(&self, ttl: Duration, now: u64) -> bool {
         self.renewed.is_some_and(|renewed| now.saturating_sub(renewed) > ttl.as_secs())
     }
 }
 
-pub fn epoch_now() -> u64 {
+pub(crate) fn epoch_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// What one lock command did.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub rc: i64,
     pub stdout: String,
     pub stderr: String,
@@ -120,7 +120,7 @@ impl Outcome {
 }
 
 /// `take`, `read`, `renew` or `release` through cluster_lock.yml on the first master.
-pub async fn call(
+pub(crate) async fn call(
     run: &UpgradeRun,
     action: &str,
     holder: &Holder,
@@ -152,7 +152,7 @@ pub async fn call(
 
 /// `upgrade_cluster_lock_ttl` of the first master: seconds or a duration ("15m"); bad input is refused (exit 2)
 /// before the lock is touched.
-pub fn ttl(run: &UpgradeRun) -> Result<Duration> {
+pub(crate) fn ttl(run: &UpgradeRun) -> Result<Duration> {
     let text = run.render_for(&run.first_master, "{{ upgrade_cluster_lock_ttl | default('') }}");
     if text.trim().is_empty() {
         return Ok(DEFAULT_TTL);
@@ -179,7 +179,7 @@ fn lock_name(run: &UpgradeRun) -> String {
 }
 
 /// Takes the lock for this run, or refuses the run (exit 2) naming who holds it.
-pub async fn take(run: &UpgradeRun, me: &Holder, ttl: Duration) -> Result<()> {
+pub(crate) async fn take(run: &UpgradeRun, me: &Holder, ttl: Duration) -> Result<()> {
     let name = lock_name(run);
     let failed = |why: String| {
         Error::hosts_failed(format!("cannot take the cluster lock {name}: {why}"))
@@ -229,7 +229,7 @@ pub async fn take(run: &UpgradeRun, me: &Holder, ttl: Duration) -> Result<()> {
 
 /// Renews the lock every third of the TTL until the task is aborted. A renewal that fails is said, not fatal: the
 /// run keeps its lock for the rest of the TTL and the next renewal may succeed.
-pub async fn keep_renewed(run: std::sync::Arc<UpgradeRun>, me: Holder, ttl: Duration) {
+pub(crate) async fn keep_renewed(run: std::sync::Arc<UpgradeRun>, me: Holder, ttl: Duration) {
     let every = (ttl / 3).max(Duration::from_secs(1));
     loop {
         tokio::time::sleep(every).await;
@@ -242,7 +242,7 @@ pub async fn keep_renewed(run: std::sync::Arc<UpgradeRun>, me: Holder, ttl: Dura
 }
 
 /// Releases the lock when it is still this run's (a run that lost it to a takeover leaves the new holder's alone).
-pub async fn release(run: &UpgradeRun, me: &Holder) {
+pub(crate) async fn release(run: &UpgradeRun, me: &Holder) {
     let name = lock_name(run);
     let read = match call(run, "read", me, true).await {
         Ok(read) => read,

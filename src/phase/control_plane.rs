@@ -8,7 +8,11 @@ use crate::vocabulary::Phase;
 use crate::vocabulary::{HostOutcome, HostReport, StopReason};
 
 /// Upgrades `masters` in order. Returns the reports and, when the phase stopped early, why.
-pub async fn run(run: &UpgradeRun, masters: &[String], stop: &StopSignal) -> (Vec<HostReport>, Option<StopReason>) {
+pub(crate) async fn run(
+    run: &UpgradeRun,
+    masters: &[String],
+    stop: &StopSignal,
+) -> (Vec<HostReport>, Option<StopReason>) {
     let mut reports = Vec::new();
     let mut stopped: Option<StopReason> = None;
     for (index, master) in masters.iter().enumerate() {

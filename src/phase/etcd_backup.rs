@@ -11,12 +11,12 @@ use crate::time_format::utc_timestamp;
 use crate::vocabulary::{HostOutcome, HostReport, Phase, Step};
 
 /// Whether every etcd host has a verified backup of this target from an earlier run.
-pub fn done_earlier(run: &UpgradeRun) -> bool {
+pub(crate) fn done_earlier(run: &UpgradeRun) -> bool {
     !run.plan.etcd_hosts.is_empty() && run.plan.etcd_hosts.iter().all(|h| backed_up_earlier(run, h))
 }
 
 /// Backs up every etcd host at once. Returns the reports, and whether the gate is open.
-pub async fn run(run: &UpgradeRun) -> (Vec<HostReport>, bool) {
+pub(crate) async fn run(run: &UpgradeRun) -> (Vec<HostReport>, bool) {
     let hosts = run.plan.etcd_hosts.clone();
     if done_earlier(run) {
         // The snapshot that matters is the one from before the upgrade started: an interrupted run already took it.

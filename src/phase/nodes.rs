@@ -13,7 +13,7 @@ use crate::vocabulary::Phase;
 use crate::vocabulary::{HostOutcome, HostReport, StopReason};
 
 /// Upgrades the batches in order. Returns the reports and, when the phase stopped early, why.
-pub async fn run(
+pub(crate) async fn run(
     run: &Arc<UpgradeRun>,
     batches: &[Vec<String>],
     skip: &HashMap<String, String>,

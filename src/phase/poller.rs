@@ -34,26 +34,14 @@ struct State {
     last_read: Option<Instant>,
 }
 
-/// Counters of the reads, for the benchmark and for tests.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct PollStats {
-    pub reads: u64,
-    pub bytes: u64,
-}
-
 #[derive(Default)]
-pub struct NodePoller {
+pub(crate) struct NodePoller {
     state: Mutex<State>,
     read_turn: tokio::sync::Mutex<()>,
     generation: tokio::sync::watch::Sender<u64>,
-    stats: Mutex<PollStats>,
 }
 
 impl NodePoller {
-    pub fn stats(&self) -> PollStats {
-        self.stats.lock().map(|s| *s).unwrap_or_default()
-    }
-
     fn register(&self, node: &str) {
         if let Ok(mut state) = self.state.lock() {
             *state.waiting.entry(node.to_string()).or_default() += 1;
@@ -112,12 +100,6 @@ impl NodePoller {
             }
             Ok(field("stdout"))
         });
-        let mut stats = self.stats.lock().ok();
-        if let (Some(stats), Ok(stdout)) = (stats.as_mut(), &answer) {
-            stats.reads += 1;
-            stats.bytes += stdout.len() as u64;
-        }
-        drop(stats);
         let nodes: Result<Vec<ClusterNode>, String> = answer.and_then(|stdout| {
             if one.is_empty() { parse_node_list(&stdout) } else { parse_node(&stdout).map(|n| vec![n]) }
         });
@@ -146,7 +128,7 @@ impl NodePoller {
 
 /// The wait-ready step of `host`: its node Ready at the target within `upgrade_node_ready_timeout`, read by the
 /// run's one poller every `upgrade_node_ready_delay` seconds.
-pub async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure> {
+pub(crate) async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure> {
     let fail = |reason: String| StepFailure::new(Step::WaitReady, reason);
     let seconds = |template: &str, default: u64| {
         run.render_for(host, template)

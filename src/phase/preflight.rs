@@ -18,7 +18,7 @@ use crate::vocabulary::{HostOutcome, HostReport, Resume, Step};
 
 /// What preflight decided the later phases do.
 #[derive(Debug, Default)]
-pub struct Preflight {
+pub(crate) struct Preflight {
     /// Masters still to upgrade, in order.
     pub masters: Vec<String>,
     /// The selected nodes cut into batches by serial, as the plan cuts them: nodes already at the target keep their
@@ -34,7 +34,7 @@ pub struct Preflight {
     pub resume: Resume,
 }
 
-pub async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
+pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
     let ttl = super::cluster_lock::ttl(run)?;
     check_reachable(run).await?;
     take_cluster_lock(run, ttl).await?;
@@ -172,7 +172,7 @@ fn max_kubelet_skew(run: &UpgradeRun) -> u64 {
 }
 
 /// Reads the pending certificate signing requests and says which there are (nothing is approved here).
-pub async fn report_pending_csrs(run: &UpgradeRun, phase: Phase) {
+pub(crate) async fn report_pending_csrs(run: &UpgradeRun, phase: Phase) {
     match pending_csrs(run, phase).await {
         Ok(pending) if pending.is_empty() => {}
         Ok(pending) => {
@@ -187,7 +187,7 @@ pub async fn report_pending_csrs(run: &UpgradeRun, phase: Phase) {
 }
 
 /// `get csr -o json` through cluster_csrs.yml; the pending requests, or why they could not be read.
-pub async fn pending_csrs(
+pub(crate) async fn pending_csrs(
     run: &UpgradeRun,
     phase: Phase,
 ) -> std::result::Result<Vec<crate::cluster::PendingCsr>, String> {
@@ -236,7 +236,7 @@ async fn check_drain_blockers(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Re
 }
 
 /// Reads the cluster's pods and PodDisruptionBudgets (cluster_workloads.yml) and finds the drain blockers by node.
-pub async fn read_drain_blockers(
+pub(crate) async fn read_drain_blockers(
     run: &UpgradeRun,
     phase: Phase,
 ) -> std::result::Result<BTreeMap<String, Vec<crate::drain_blockers::DrainBlocker>>, String> {
@@ -412,7 +412,11 @@ async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
 }
 
 /// What the host has installed now, as `upgrade_host_version_command` prints it (checked to be a version).
-pub async fn read_host_version(run: &UpgradeRun, phase: Phase, host: &str) -> std::result::Result<String, String> {
+pub(crate) async fn read_host_version(
+    run: &UpgradeRun,
+    phase: Phase,
+    host: &str,
+) -> std::result::Result<String, String> {
     let facts = run
         .run_step(phase, host, Step::ReadVersion, &run.playbook("host_version.yml"), &[], None)
         .await
@@ -468,7 +472,7 @@ pub(crate) async fn check_reachable(run: &UpgradeRun) -> Result<()> {
 }
 
 /// Reads the cluster's nodes through the built-in `cluster_state.yml` on the first master.
-pub async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterNode>> {
+pub(crate) async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterNode>> {
     let facts = run
         .run_step(phase, &run.first_master, Step::ReadCluster, &run.playbook("cluster_state.yml"), &[], None)
         .await

@@ -13,7 +13,7 @@ use crate::time_format::utc_timestamp;
 use crate::vocabulary::RunStatus;
 
 /// The run's events and journal.
-pub struct Recorder {
+pub(crate) struct Recorder {
     sink: Arc<EventGate>,
     /// None once the run has ended at once (`end_now`): nothing is recorded after its last line.
     journal: Mutex<Option<Journal>>,
@@ -24,7 +24,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(
+    pub(crate) fn new(
         sink: SharedSink,
         journal: Journal,
         redactor: Arc<Redactor>,
@@ -39,26 +39,26 @@ impl Recorder {
         }
     }
 
-    pub fn event(&self, event: Event) {
+    pub(crate) fn event(&self, event: Event) {
         self.sink.event(&event);
     }
 
-    pub fn notice(&self, host: Option<&str>, message: impl Into<String>) {
+    pub(crate) fn notice(&self, host: Option<&str>, message: impl Into<String>) {
         self.event(Event::Notice { host: host.map(str::to_string), message: message.into() });
     }
 
     /// The reporters, behind the gate (for the task engine's events).
-    pub fn sink(&self) -> SharedSink {
+    pub(crate) fn sink(&self) -> SharedSink {
         self.sink.clone()
     }
 
-    pub fn run_id(&self) -> &str {
+    pub(crate) fn run_id(&self) -> &str {
         &self.run_id
     }
 
     /// Appends to the journal, its secrets masked; false when it could not be written (then the run stops: see
     /// `WriteFailures`) or the run has ended (`end_now`).
-    pub fn record(&self, mut entry: JournalEntry) -> bool {
+    pub(crate) fn record(&self, mut entry: JournalEntry) -> bool {
         if !self.redactor.is_empty() {
             for text in entry.texts_mut() {
                 *text = self.redactor.text(text);
@@ -82,7 +82,7 @@ impl Recorder {
     /// from then on the tasks still running record nothing, say nothing and start no step, so the line that says
     /// the run ended stays the journal's last and `Exiting` the last event, and no host is touched while the output
     /// drains. Commands already running on hosts end on their own.
-    pub fn end_now(&self, message: &str) {
+    pub(crate) fn end_now(&self, message: &str) {
         // Waits for events being reported now, then closes the gate to every later one.
         let Ok(mut open) = self.sink.open.write() else { return };
         self.sink.inner.event(&Event::Notice { host: None, message: message.to_string() });
@@ -103,7 +103,7 @@ impl Recorder {
     }
 
     /// The run ended at once (`end_now`): nothing new starts.
-    pub fn has_ended(&self) -> bool {
+    pub(crate) fn has_ended(&self) -> bool {
         self.journal.lock().map(|j| j.is_none()).unwrap_or(true)
     }
 }
@@ -112,7 +112,7 @@ impl Recorder {
 /// run as a first interrupt does (no new host starts, hosts in flight finish their sequence), since whatever is done
 /// without a journal entry could not be resumed correctly; the run then ends with exit 1, never as a success. Each
 /// kind of file is said once, on the reporters that still work (the terminal or the JSON stream).
-pub struct WriteFailures {
+pub(crate) struct WriteFailures {
     /// The first failure: (what and where, why).
     first: OnceLock<(String, String)>,
     said: Mutex<BTreeSet<&'static str>>,
@@ -121,12 +121,12 @@ pub struct WriteFailures {
 }
 
 impl WriteFailures {
-    pub fn new(stop: Arc<StopHandle>, say: SharedSink) -> WriteFailures {
+    pub(crate) fn new(stop: Arc<StopHandle>, say: SharedSink) -> WriteFailures {
         WriteFailures { first: OnceLock::new(), said: Mutex::new(BTreeSet::new()), stop, say }
     }
 
     /// `what` names the kind of file (`the journal`, `the host log`); `error` says why the write failed.
-    pub fn failed(&self, what: &'static str, path: &Path, error: &str) {
+    pub(crate) fn failed(&self, what: &'static str, path: &Path, error: &str) {
         let text = format!("cannot write {what} {}: {error}", path.display());
         let first = self.first.set((text.clone(), error.to_string())).is_ok();
         if first {
@@ -145,12 +145,12 @@ impl WriteFailures {
     }
 
     /// The first write that failed, if any: which file and why.
-    pub fn failure(&self) -> Option<&String> {
+    pub(crate) fn failure(&self) -> Option<&String> {
         self.first.get().map(|(text, _)| text)
     }
 
     /// Why the first write failed (`No space left on device`).
-    pub fn reason(&self) -> Option<&String> {
+    pub(crate) fn reason(&self) -> Option<&String> {
         self.first.get().map(|(_, reason)| reason)
     }
 }

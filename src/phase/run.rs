@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use super::batches::StopSignal;
-pub use super::recorder::{Recorder, WriteFailures};
-pub use super::step_runner::{NODE_NAME_VARIABLES, StepFailure, StepRunner};
+pub(crate) use super::recorder::{Recorder, WriteFailures};
+pub(crate) use super::step_runner::{StepFailure, StepRunner};
 use crate::cluster::ClusterNode;
 use crate::events::{Event, SharedSink};
 use crate::inventory::{self, Inventory};
@@ -23,7 +23,7 @@ use crate::tasks::engine::EngineOptions;
 use crate::time_format::utc_timestamp;
 use crate::vocabulary::{Halt, HostOutcome, HostReport, Phase, Step};
 
-pub struct UpgradeRun {
+pub(crate) struct UpgradeRun {
     pub inventory: Arc<Inventory>,
     pub plan: Plan,
     pub target: TargetVersion,
@@ -52,7 +52,7 @@ pub struct UpgradeRun {
 
 /// Settings of the run that are not in the plan.
 #[derive(Debug, Clone, Default)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     pub allow_skip_minor: bool,
     pub connect_timeout: Duration,
     /// The state directory, as the cluster lock names it.
@@ -60,7 +60,7 @@ pub struct RunOptions {
 }
 
 /// Parts of the run context built by the executor before any phase starts.
-pub struct RunParts {
+pub(crate) struct RunParts {
     pub inventory: Arc<Inventory>,
     pub plan: Plan,
     pub target: TargetVersion,
@@ -79,7 +79,7 @@ pub struct RunParts {
 }
 
 impl UpgradeRun {
-    pub fn new(parts: RunParts) -> UpgradeRun {
+    pub(crate) fn new(parts: RunParts) -> UpgradeRun {
         let first_master = parts.plan.masters.first().cloned().unwrap_or_default();
         UpgradeRun {
             first_master,
@@ -100,77 +100,77 @@ impl UpgradeRun {
         }
     }
 
-    pub fn event(&self, event: Event) {
+    pub(crate) fn event(&self, event: Event) {
         self.recorder.event(event);
     }
 
-    pub fn notice(&self, host: Option<&str>, message: impl Into<String>) {
+    pub(crate) fn notice(&self, host: Option<&str>, message: impl Into<String>) {
         self.recorder.notice(host, message);
     }
 
     /// Appends to the journal: see `Recorder::record`.
-    pub fn record(&self, entry: JournalEntry) -> bool {
+    pub(crate) fn record(&self, entry: JournalEntry) -> bool {
         self.recorder.record(entry)
     }
 
     /// A signal asked the run to stop.
-    pub fn mark_interrupted(&self) {
+    pub(crate) fn mark_interrupted(&self) {
         self.interrupted.store(true, Ordering::SeqCst);
     }
 
-    pub fn was_interrupted(&self) -> bool {
+    pub(crate) fn was_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::SeqCst)
     }
 
     /// Why the run stops starting hosts, for the hosts it does not start.
-    pub fn stop_reason(&self) -> String {
+    pub(crate) fn stop_reason(&self) -> String {
         self.halt().to_string()
     }
 
     /// Why the run stops starting hosts, as a value: a failed write is said over an interrupt.
-    pub fn halt(&self) -> Halt {
+    pub(crate) fn halt(&self) -> Halt {
         match self.recorder.write_failures.reason() {
             Some(reason) => Halt::StateNotWritable(reason.clone()),
             None => Halt::Interrupted,
         }
     }
 
-    pub fn run_id(&self) -> String {
+    pub(crate) fn run_id(&self) -> String {
         self.recorder.run_id().to_string()
     }
 
     /// A second interrupt: see `Recorder::end_now`.
-    pub fn end_now(&self, message: &str) {
+    pub(crate) fn end_now(&self, message: &str) {
         self.recorder.end_now(message);
     }
 
     /// A batch starts: its hosts share `run_once` results from now on.
-    pub fn batch_started(&self, hosts: &[String]) {
+    pub(crate) fn batch_started(&self, hosts: &[String]) {
         self.steps.batch_started(hosts);
     }
 
-    pub fn pool(&self) -> &ConnectionPool {
+    pub(crate) fn pool(&self) -> &ConnectionPool {
         self.steps.pool()
     }
 
     /// The Kubernetes node name of an inventory host: see `StepRunner::node_name`.
-    pub fn node_name(&self, host: &str) -> String {
+    pub(crate) fn node_name(&self, host: &str) -> String {
         self.steps.node_name(host)
     }
 
     /// A host variable rendered as text for the operator (e.g. the kubectl command in a fix hint).
-    pub fn render_for(&self, host: &str, template: &str) -> String {
+    pub(crate) fn render_for(&self, host: &str, template: &str) -> String {
         self.steps.render_for(host, template)
     }
 
     /// The path of a built-in step file, as the run's flavour carries it out (`openshift/drain.yml` for `drain.yml`).
-    pub fn playbook(&self, name: &str) -> PathBuf {
+    pub(crate) fn playbook(&self, name: &str) -> PathBuf {
         self.steps.playbook(self.plan.flavor.flavor, name)
     }
 
     /// Whether "at the target" is decided for this host from what it has installed (`upgrade_host_version_command`,
     /// the openshift flavour's default) rather than from the kubelet version the cluster reports.
-    pub fn probes_host_version(&self, host: &str) -> bool {
+    pub(crate) fn probes_host_version(&self, host: &str) -> bool {
         self.plan.flavor.flavor.probes_installed_version_by_default()
             || self
                 .steps
@@ -181,7 +181,7 @@ impl UpgradeRun {
     }
 
     /// The host's version as preflight read it: what it has installed when probed, else its node's kubelet version.
-    pub fn version_before(&self, host: &str) -> Option<String> {
+    pub(crate) fn version_before(&self, host: &str) -> Option<String> {
         if let Some(v) = self.host_versions.lock().ok().and_then(|m| m.get(host).cloned()) {
             return Some(v);
         }
@@ -190,12 +190,12 @@ impl UpgradeRun {
     }
 
     /// A setting read from the host's variables as a boolean (Ansible's truth table), with a default.
-    pub fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
+    pub(crate) fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
         self.steps.host_flag(host, name, default)
     }
 
     /// A setting read from the host's variables as a list of names: a YAML list, or comma-separated text (INI).
-    pub fn host_list(&self, host: &str, name: &str) -> Vec<String> {
+    pub(crate) fn host_list(&self, host: &str, name: &str) -> Vec<String> {
         self.steps.host_list(host, name)
     }
 
@@ -216,7 +216,7 @@ impl UpgradeRun {
 
     /// Runs one task file on a host as one step of its sequence. `more` adds or overrides step variables;
     /// `timeout` bounds every command of the step (on the host too). Returns the facts the tasks left.
-    pub async fn run_step(
+    pub(crate) async fn run_step(
         &self,
         phase: Phase,
         host: &str,
@@ -239,7 +239,7 @@ impl UpgradeRun {
     /// most `timeout` (`delay` between attempts). `check` says what is still wrong; the last of that is the failure.
     /// A failing run of the file counts as "not yet" (the API server may be restarting).
     #[allow(clippy::too_many_arguments)]
-    pub async fn poll_step<T>(
+    pub(crate) async fn poll_step<T>(
         &self,
         phase: Phase,
         host: &str,
@@ -288,7 +288,7 @@ impl UpgradeRun {
 
     /// Runs a task file on a host without step events or journal entries: one attempt of a step the caller
     /// reports itself (a poll), or a call outside any host's sequence (the lock's renewals).
-    pub async fn run_step_quietly(
+    pub(crate) async fn run_step_quietly(
         &self,
         host: &str,
         step: Step,
@@ -299,7 +299,7 @@ impl UpgradeRun {
     }
 
     /// A setting read from the host's variables as whole seconds (a number or numeric text), with a default.
-    pub fn host_seconds(&self, host: &str, name: &str, default: u64) -> u64 {
+    pub(crate) fn host_seconds(&self, host: &str, name: &str, default: u64) -> u64 {
         self.steps.host_seconds(host, name, default)
     }
 
@@ -326,18 +326,18 @@ impl UpgradeRun {
     }
 
     /// Whether the host has a hook at `point`.
-    pub fn has_hook(&self, host: &str, point: HookPoint) -> bool {
+    pub(crate) fn has_hook(&self, host: &str, point: HookPoint) -> bool {
         self.plan.hooks.get(host).is_some_and(|h| h.contains_key(&point))
     }
 
     /// Records that a step starts (the upgrade step: see `JournalEntry::StepStarted`).
-    pub fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
+    pub(crate) fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
         let _ = self.record(JournalEntry::StepStarted { run, time, phase, host, step });
     }
 
     /// Records a step as done (run now, or done by an earlier run).
-    pub fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
+    pub(crate) fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
         let _ = self.record(JournalEntry::StepDone { run, time, phase, host, step });
     }
@@ -348,14 +348,20 @@ impl UpgradeRun {
     }
 
     /// Runs the host's hook at `point`, if it has one.
-    pub async fn run_hook(&self, phase: Phase, host: &str, point: HookPoint, step: Step) -> Result<(), StepFailure> {
+    pub(crate) async fn run_hook(
+        &self,
+        phase: Phase,
+        host: &str,
+        point: HookPoint,
+        step: Step,
+    ) -> Result<(), StepFailure> {
         let Some(hook) = self.plan.hooks.get(host).and_then(|h| h.get(&point)).cloned() else { return Ok(()) };
         self.run_step(phase, host, step, &hook.path, &[], None).await.map(|_| ())
     }
 
     /// Tells the reporters and the journal that a host's sequence starts. False when the journal could not say so:
     /// then the host must not start (a re-run could not tell what this run did to it).
-    pub fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) -> bool {
+    pub(crate) fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) -> bool {
         self.event(Event::HostStarted { phase, host: host.into() });
         self.record(JournalEntry::HostStarted {
             run: self.run_id(),
@@ -367,7 +373,13 @@ impl UpgradeRun {
     }
 
     /// Tells the reporters and the journal how a host's sequence ended, and returns its report.
-    pub fn host_completed(&self, phase: Phase, host: &str, outcome: HostOutcome, started: Instant) -> HostReport {
+    pub(crate) fn host_completed(
+        &self,
+        phase: Phase,
+        host: &str,
+        outcome: HostOutcome,
+        started: Instant,
+    ) -> HostReport {
         let node = self.node_name(host);
         let report = HostReport {
             phase,
@@ -396,7 +408,7 @@ impl UpgradeRun {
         report
     }
 
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         // Commands cut at the end of the grace period are killed on their hosts before the masters close.
         crate::connection::ssh::finish_pending_kills(Duration::from_secs(10)).await;
         self.steps.pool().close_all().await;

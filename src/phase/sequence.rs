@@ -13,7 +13,7 @@ use crate::vocabulary::{HostOutcome, HostReport, Step};
 
 /// Whether the host is a master (control-plane phase) or a node (nodes phase): the hooks and files differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     Master,
     Node,
 }
@@ -37,7 +37,7 @@ struct Attempt {
 }
 
 /// Runs the host's whole sequence and reports how it ended.
-pub async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostReport {
+pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> HostReport {
     let phase = role.phase();
     let started = Instant::now();
     let node = run.node_name(host);

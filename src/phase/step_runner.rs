@@ -20,11 +20,12 @@ use crate::tasks::model::{Task, load_task_file};
 use crate::vocabulary::Step;
 
 /// Where a host's Kubernetes node name comes from, first found wins (openshift-ansible's names as aliases).
-pub const NODE_NAME_VARIABLES: [&str; 3] = ["node_name", "openshift_kubelet_name_override", "openshift_hostname"];
+pub(crate) const NODE_NAME_VARIABLES: [&str; 3] =
+    ["node_name", "openshift_kubelet_name_override", "openshift_hostname"];
 
 /// A step that did not succeed, and why, in words for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepFailure {
+pub(crate) struct StepFailure {
     pub step: Step,
     pub reason: String,
     pub unreachable: bool,
@@ -38,7 +39,7 @@ pub struct StepFailure {
 
 impl StepFailure {
     /// The grace period after an interrupt ran out before (or, for a drain, during) `step`.
-    pub fn interrupted(step: Step) -> StepFailure {
+    pub(crate) fn interrupted(step: Step) -> StepFailure {
         StepFailure {
             step,
             reason: "interrupted: the grace period ran out, stopped at a safe point".into(),
@@ -49,13 +50,13 @@ impl StepFailure {
     }
 
     /// A step that failed for `reason`.
-    pub fn new(step: Step, reason: String) -> StepFailure {
+    pub(crate) fn new(step: Step, reason: String) -> StepFailure {
         StepFailure { step, reason, unreachable: false, interrupted: false, timed_out: false }
     }
 }
 
 /// Runs task files on hosts for the run: the engine, its connections, the hosts' variables, the parsed files.
-pub struct StepRunner {
+pub(crate) struct StepRunner {
     /// `-e`: above everything, facts included.
     extra: Map<String, Value>,
     task_vars: HostVarsTable,
@@ -70,7 +71,7 @@ pub struct StepRunner {
 }
 
 impl StepRunner {
-    pub fn new(
+    pub(crate) fn new(
         inventory: &Inventory,
         extra: &inventory::Vars,
         pool: Arc<ConnectionPool>,
@@ -90,7 +91,7 @@ impl StepRunner {
     }
 
     /// A batch starts: its hosts share `run_once` results from now on.
-    pub fn batch_started(&self, hosts: &[String]) {
+    pub(crate) fn batch_started(&self, hosts: &[String]) {
         let shared = Arc::new(RunOnce::default());
         shared.set_members(hosts);
         if let Ok(mut slots) = self.run_once.lock() {
@@ -100,18 +101,18 @@ impl StepRunner {
         }
     }
 
-    pub fn pool(&self) -> &ConnectionPool {
+    pub(crate) fn pool(&self) -> &ConnectionPool {
         &self.pool
     }
 
     /// One of the host's own variables (inventory and `-e`, not facts).
-    pub fn own(&self, host: &str, name: &str) -> Option<Value> {
+    pub(crate) fn own(&self, host: &str, name: &str) -> Option<Value> {
         self.task_vars.own(host).get(name).cloned()
     }
 
     /// The Kubernetes node name of an inventory host: its `node_name` variable, else openshift-ansible's
     /// `openshift_kubelet_name_override`, else `openshift_hostname`, else its inventory name.
-    pub fn node_name(&self, host: &str) -> String {
+    pub(crate) fn node_name(&self, host: &str) -> String {
         let own = self.task_vars.own(host);
         NODE_NAME_VARIABLES
             .iter()
@@ -121,18 +122,18 @@ impl StepRunner {
     }
 
     /// A host variable rendered as text for the operator (e.g. the kubectl command in a fix hint).
-    pub fn render_for(&self, host: &str, template: &str) -> String {
+    pub(crate) fn render_for(&self, host: &str, template: &str) -> String {
         let vars = self.task_vars.for_host(host, Map::new());
         self.templar.render_str(template, &vars).unwrap_or_else(|_| template.to_string())
     }
 
     /// The path of a built-in step file as `flavor` carries it out (`openshift/drain.yml` for `drain.yml`).
-    pub fn playbook(&self, flavor: Flavor, name: &str) -> PathBuf {
+    pub(crate) fn playbook(&self, flavor: Flavor, name: &str) -> PathBuf {
         self.playbooks.join(crate::playbooks::for_flavor(flavor, name))
     }
 
     /// A setting read from the host's variables as a boolean (Ansible's truth table), with a default.
-    pub fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
+    pub(crate) fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
         self.task_vars
             .own(host)
             .get(name)
@@ -141,7 +142,7 @@ impl StepRunner {
     }
 
     /// A setting read from the host's variables as a list of names: a YAML list, or comma-separated text (INI).
-    pub fn host_list(&self, host: &str, name: &str) -> Vec<String> {
+    pub(crate) fn host_list(&self, host: &str, name: &str) -> Vec<String> {
         let scalar = |v: &Value| match v {
             Value::String(s) => s.trim().to_string(),
             other => other.to_string(),
@@ -161,7 +162,7 @@ impl StepRunner {
     }
 
     /// A setting read from the host's variables as whole seconds (a number or numeric text), with a default.
-    pub fn host_seconds(&self, host: &str, name: &str, default: u64) -> u64 {
+    pub(crate) fn host_seconds(&self, host: &str, name: &str, default: u64) -> u64 {
         let text = self.render_for(host, &format!("{{{{ {name} | default('') }}}}"));
         text.trim().parse().unwrap_or(default)
     }
@@ -179,7 +180,7 @@ impl StepRunner {
 
     /// Runs `file` on `host` as `step` with `step_vars` (what the run decides for this step); `timeout` bounds
     /// every command of it. The engine's task events go to `sink`. Returns the facts the tasks left.
-    pub async fn run_file(
+    pub(crate) async fn run_file(
         &self,
         host: &str,
         step: Step,

@@ -12,7 +12,10 @@ use crate::vocabulary::Phase;
 use crate::vocabulary::{CordonedNode, HostOutcome, HostReport, Step};
 
 /// What the upgraded hosts whose flavour probes them have installed now (`host_version.yml`), by host.
-pub async fn installed_versions(run: &UpgradeRun, upgraded: &[String]) -> HashMap<String, Result<String, String>> {
+pub(crate) async fn installed_versions(
+    run: &UpgradeRun,
+    upgraded: &[String],
+) -> HashMap<String, Result<String, String>> {
     let probed: Vec<&String> = upgraded.iter().filter(|h| run.probes_host_version(h)).collect();
     let reads = probed
         .into_iter()
@@ -22,7 +25,7 @@ pub async fn installed_versions(run: &UpgradeRun, upgraded: &[String]) -> HashMa
 
 /// Checks the hosts upgraded by this run: Ready, and at the target by what they have installed (`installed`, for the
 /// hosts the flavour probes) or by their kubelet version. Returns a report per host checked.
-pub fn check_upgraded(
+pub(crate) fn check_upgraded(
     run: &UpgradeRun,
     cluster: &HashMap<String, ClusterNode>,
     installed: &HashMap<String, Result<String, String>>,
@@ -54,7 +57,7 @@ pub fn check_upgraded(
 }
 
 /// The nodes of the whole cluster that are not Ready at the end and that this run did not upgrade, by node name.
-pub fn not_ready_untouched(
+pub(crate) fn not_ready_untouched(
     run: &UpgradeRun,
     cluster: &HashMap<String, ClusterNode>,
     upgraded: &[String],
@@ -71,13 +74,13 @@ fn failed(reason: String) -> HostOutcome {
 }
 
 /// Reads the cluster at the end of the run.
-pub async fn final_state(run: &UpgradeRun) -> Result<HashMap<String, ClusterNode>> {
+pub(crate) async fn final_state(run: &UpgradeRun) -> Result<HashMap<String, ClusterNode>> {
     let nodes = read_cluster(run, Phase::Verify).await?;
     Ok(nodes.into_iter().map(|n| (n.name.clone(), n)).collect())
 }
 
 /// Every node the cluster reports unschedulable, with how to make it schedulable again.
-pub fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Vec<CordonedNode> {
+pub(crate) fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Vec<CordonedNode> {
     let before = run.cluster_before.lock().map(|b| b.clone()).unwrap_or_default();
     let nodes = cluster
         .values()
@@ -88,7 +91,7 @@ pub fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -
 
 /// When the cluster cannot be read at the end: the nodes the hosts' own sequences reported left cordoned (a failed
 /// host whose node this run cordoned, an upgraded node that was cordoned before the run).
-pub fn left_cordoned_by_hosts(run: &UpgradeRun, reports: &[HostReport]) -> Vec<CordonedNode> {
+pub(crate) fn left_cordoned_by_hosts(run: &UpgradeRun, reports: &[HostReport]) -> Vec<CordonedNode> {
     let nodes = reports.iter().filter_map(|r| {
         let node = || r.node.clone().unwrap_or_else(|| r.host.clone());
         match r.outcome {

@@ -7,26 +7,26 @@
 //! This module is the masking itself, which knows nothing of hosts or runs; `secrets` finds the secret values in the
 //! hosts' variables and `sink` masks the events on their way to the reporters.
 
-pub mod secrets;
-pub mod sink;
+pub(crate) mod secrets;
+pub(crate) mod sink;
 
 use serde_json::Value;
 
 use crate::error::Error;
 
-pub const MASK: &str = "********";
+pub(crate) const MASK: &str = "********";
 
 /// Values shorter than this are not masked: masking `1` or `ok` would garble every line and hide nothing.
-pub const SHORTEST_SECRET: usize = 4;
+pub(crate) const SHORTEST_SECRET: usize = 4;
 
 /// The secret values of a run, longest first (a secret that contains another is masked whole).
 #[derive(Debug, Default, Clone)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     secrets: Vec<String>,
 }
 
 impl Redactor {
-    pub fn new(values: impl IntoIterator<Item = String>) -> Redactor {
+    pub(crate) fn new(values: impl IntoIterator<Item = String>) -> Redactor {
         let mut secrets: Vec<String> = Vec::new();
         for value in values {
             let value = value.trim().to_string();
@@ -45,11 +45,11 @@ impl Redactor {
         Redactor { secrets }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.secrets.is_empty()
     }
 
-    pub fn text(&self, text: &str) -> String {
+    pub(crate) fn text(&self, text: &str) -> String {
         let mut out = text.to_string();
         for secret in &self.secrets {
             if out.contains(secret.as_str()) {
@@ -65,7 +65,7 @@ impl Redactor {
         }
     }
 
-    pub fn value(&self, value: &mut Value) {
+    pub(crate) fn value(&self, value: &mut Value) {
         match value {
             Value::String(s) => self.string(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
@@ -75,22 +75,12 @@ impl Redactor {
     }
 
     /// An error as the operator reads it at the end of a run.
-    pub fn error(&self, mut error: Error) -> Error {
+    pub(crate) fn error(&self, mut error: Error) -> Error {
         self.string(&mut error.message);
         if let Some(hint) = &mut error.hint {
             self.string(hint);
         }
         error
-    }
-
-    /// Anything serializable, through its JSON form (journal entries).
-    pub fn serialized<T: serde::Serialize + serde::de::DeserializeOwned>(&self, item: T) -> T {
-        if self.is_empty() {
-            return item;
-        }
-        let Ok(mut value) = serde_json::to_value(&item) else { return item };
-        self.value(&mut value);
-        serde_json::from_value(value).unwrap_or(item)
     }
 }
 

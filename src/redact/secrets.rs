@@ -13,7 +13,7 @@ const BECOME_PASSWORD_VARIABLES: &[&str] = &["ansible_become_password", "ansible
 impl Redactor {
     /// The secrets the hosts' variables name in `upgrade_secret_vars` (each host its own list and values; a
     /// templated value is rendered with the host's variables).
-    pub fn from_hosts(hosts: &HashMap<String, Map<String, Value>>) -> Redactor {
+    pub(crate) fn from_hosts(hosts: &HashMap<String, Map<String, Value>>) -> Redactor {
         let templar = crate::tasks::Templar::new();
         let mut values = Vec::new();
         for vars in hosts.values() {
@@ -38,7 +38,7 @@ impl Redactor {
     }
 
     /// The secrets of every host of an inventory, `-e` included.
-    pub fn for_inventory(inventory: &crate::inventory::Inventory, extra: &crate::inventory::Vars) -> Redactor {
+    pub(crate) fn for_inventory(inventory: &crate::inventory::Inventory, extra: &crate::inventory::Vars) -> Redactor {
         let hosts: HashMap<String, Map<String, Value>> = inventory
             .hosts
             .keys()

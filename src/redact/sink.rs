@@ -16,7 +16,7 @@ impl Redactor {
     }
 
     /// The event as reporters may see it.
-    pub fn event(&self, event: &Event) -> Event {
+    pub(crate) fn event(&self, event: &Event) -> Event {
         let mut event = event.clone();
         match &mut event {
             Event::TaskStarted { task, .. } => self.string(&mut task.name),
@@ -34,7 +34,7 @@ impl Redactor {
     }
 
     /// The summary as the JUnit report shows it.
-    pub fn summary(&self, summary: &Summary) -> Summary {
+    pub(crate) fn summary(&self, summary: &Summary) -> Summary {
         let mut summary = summary.clone();
         self.summary_in_place(&mut summary);
         summary
@@ -52,7 +52,7 @@ impl Redactor {
 }
 
 /// A sink that masks secrets in every event before the reporters behind it see it.
-pub struct Redacting {
+pub(crate) struct Redacting {
     pub redactor: Arc<Redactor>,
     pub inner: SharedSink,
 }

@@ -13,7 +13,7 @@ use crate::vocabulary::{HostOutcome, Phase, Step, Summary};
 use super::output::OutputQueue;
 use super::progress::ProgressBars;
 
-pub struct HumanReporter {
+pub(crate) struct HumanReporter {
     out: Mutex<Box<dyn Write + Send>>,
     verbosity: u8,
     timestamps: bool,
@@ -27,7 +27,7 @@ pub struct HumanReporter {
 }
 
 impl HumanReporter {
-    pub fn new(out: Box<dyn Write + Send>, verbosity: u8, timestamps: bool) -> HumanReporter {
+    pub(crate) fn new(out: Box<dyn Write + Send>, verbosity: u8, timestamps: bool) -> HumanReporter {
         HumanReporter {
             out: Mutex::new(out),
             verbosity,
@@ -41,7 +41,7 @@ impl HumanReporter {
 
     /// Lines on stdout through its queue (timestamped unless stdout is a terminal, colored only on a terminal without
     /// `NO_COLOR`), progress bars on stderr when stderr is a terminal.
-    pub fn for_terminal(verbosity: u8, stdout: &OutputQueue) -> HumanReporter {
+    pub(crate) fn for_terminal(verbosity: u8, stdout: &OutputQueue) -> HumanReporter {
         use std::io::IsTerminal;
         let on_terminal = std::io::stdout().is_terminal();
         // https://no-color.org: any non-empty value turns color off.
@@ -183,7 +183,7 @@ impl EventSink for HumanReporter {
 }
 
 /// The closing summary: what was done, skipped, failed, not started, and what the operator has left to do.
-pub fn summary_lines(summary: &Summary) -> Vec<String> {
+pub(crate) fn summary_lines(summary: &Summary) -> Vec<String> {
     let mut lines = vec![String::new(), "== summary".to_string()];
     let backups = summary
         .hosts
@@ -305,7 +305,7 @@ fn what_is_left(summary: &Summary) -> Vec<String> {
 }
 
 /// `3 hosts done by an earlier run, 1 in flight restarted, 1 failed tried again, 1 node found cordoned by it`
-pub fn resume_line(resume: &crate::vocabulary::Resume) -> String {
+pub(crate) fn resume_line(resume: &crate::vocabulary::Resume) -> String {
     let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts = Vec::new();
     if !resume.done_earlier.is_empty() {

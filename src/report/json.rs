@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 use crate::events::{Event, EventSink};
 use crate::vocabulary::{ExitCode, RunStatus};
 
-pub struct JsonReporter {
+pub(crate) struct JsonReporter {
     out: Mutex<Box<dyn Write + Send>>,
 }
 
 impl JsonReporter {
-    pub fn new(out: Box<dyn Write + Send>) -> JsonReporter {
+    pub(crate) fn new(out: Box<dyn Write + Send>) -> JsonReporter {
         JsonReporter { out: Mutex::new(out) }
     }
 }
@@ -24,7 +24,7 @@ fn ms(d: &std::time::Duration) -> f64 {
 }
 
 /// The JSON object of an event, or `None` for events CI does not need.
-pub fn event_json(event: &Event) -> Option<Value> {
+pub(crate) fn event_json(event: &Event) -> Option<Value> {
     let value = match event {
         Event::RunStarted { run, target, phases, resumed } => {
             json!({"event": "run-started", "run": run, "target": target, "phases": phases, "resumed": resumed})

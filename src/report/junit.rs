@@ -6,7 +6,7 @@ use crate::vocabulary::{HostOutcome, HostReport, Phase, Step, Summary};
 
 /// The report of a run: a test case per host and phase; when a preflight check stopped the run, a failed
 /// `preflight` case says why (so a CI job shows the reason, not an empty report).
-pub fn render(summary: &Summary) -> String {
+pub(crate) fn render(summary: &Summary) -> String {
     let mut reports = Vec::new();
     if let Some(why) = summary.stopped.as_ref().and_then(|s| s.check_failed()) {
         reports.push(HostReport {
@@ -27,7 +27,7 @@ pub fn render(summary: &Summary) -> String {
 }
 
 /// Renders host reports. Phases keep the order in which they first appear.
-pub fn render_reports(reports: &[HostReport]) -> String {
+pub(crate) fn render_reports(reports: &[HostReport]) -> String {
     let mut phases: Vec<Phase> = Vec::new();
     for r in reports {
         if !phases.contains(&r.phase) {

@@ -12,9 +12,9 @@ use crate::tasks::report::task_lines;
 use crate::vocabulary::HostOutcome;
 
 /// Told when a host log cannot be written (the path and why), so the run can stop and say so.
-pub type OnWriteFailure = Box<dyn Fn(&Path, &str) + Send + Sync>;
+pub(crate) type OnWriteFailure = Box<dyn Fn(&Path, &str) + Send + Sync>;
 
-pub struct HostLogReporter {
+pub(crate) struct HostLogReporter {
     dir: PathBuf,
     state: Mutex<LogState>,
     on_failure: OnWriteFailure,
@@ -27,12 +27,12 @@ struct LogState {
 }
 
 impl HostLogReporter {
-    pub fn new(dir: &Path, on_failure: OnWriteFailure) -> HostLogReporter {
+    pub(crate) fn new(dir: &Path, on_failure: OnWriteFailure) -> HostLogReporter {
         HostLogReporter { dir: dir.to_path_buf(), state: Mutex::new(LogState::default()), on_failure }
     }
 
     /// The log file of a host; a name that cannot be a file name is made into one.
-    pub fn path(dir: &Path, host: &str) -> PathBuf {
+    pub(crate) fn path(dir: &Path, host: &str) -> PathBuf {
         let safe: String = host
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '@') { c } else { '_' })

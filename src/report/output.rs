@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 const PIECE: usize = 64 * 1024;
 
 #[derive(Clone)]
-pub struct OutputQueue {
+pub(crate) struct OutputQueue {
     shared: Arc<Shared>,
 }
 
@@ -36,7 +36,7 @@ struct State {
 
 impl OutputQueue {
     /// A queue in front of the process's stdout.
-    pub fn stdout() -> OutputQueue {
+    pub(crate) fn stdout() -> OutputQueue {
         OutputQueue::spawn(|bytes| {
             let mut out = std::io::stdout();
             out.write_all(bytes)?;
@@ -45,7 +45,7 @@ impl OutputQueue {
     }
 
     /// A queue whose thread hands every piece to `write`.
-    pub fn spawn(mut write: impl FnMut(&[u8]) -> std::io::Result<()> + Send + 'static) -> OutputQueue {
+    pub(crate) fn spawn(mut write: impl FnMut(&[u8]) -> std::io::Result<()> + Send + 'static) -> OutputQueue {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 chunks: VecDeque::new(),
@@ -101,7 +101,7 @@ impl OutputQueue {
     }
 
     /// A `Write` that appends to the queue and never blocks on the reader.
-    pub fn writer(&self) -> Box<dyn Write + Send> {
+    pub(crate) fn writer(&self) -> Box<dyn Write + Send> {
         Box::new(QueueWriter { queue: self.clone() })
     }
 
@@ -122,7 +122,7 @@ impl OutputQueue {
     /// the reader has taken nothing for `idle` since the wait began (a reader that stalled while the run was busy,
     /// a paused terminal, still gets the whole `idle` to come back). Returns the bytes left unwritten (0 when all
     /// was written).
-    pub fn drain(&self, idle: Duration) -> usize {
+    pub(crate) fn drain(&self, idle: Duration) -> usize {
         let waiting_since = Instant::now();
         let Ok(mut state) = self.shared.state.lock() else { return 0 };
         loop {

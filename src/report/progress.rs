@@ -11,7 +11,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events::Event;
 
-pub struct ProgressBars {
+pub(crate) struct ProgressBars {
     multi: MultiProgress,
     color: bool,
     bars: Mutex<Bars>,
@@ -27,7 +27,7 @@ struct Bars {
 
 impl ProgressBars {
     /// Bars on stderr, or `None` when stderr is not a terminal.
-    pub fn on_stderr(color: bool) -> Option<ProgressBars> {
+    pub(crate) fn on_stderr(color: bool) -> Option<ProgressBars> {
         use std::io::IsTerminal;
         if !std::io::stderr().is_terminal() {
             return None;
@@ -40,7 +40,7 @@ impl ProgressBars {
     }
 
     /// Runs `f` (which prints lines) with the bars cleared, then draws them again below the new lines.
-    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub(crate) fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
         self.multi.suspend(f)
     }
 
@@ -68,7 +68,7 @@ impl ProgressBars {
         bar
     }
 
-    pub fn event(&self, event: &Event) {
+    pub(crate) fn event(&self, event: &Event) {
         let Ok(mut bars) = self.bars.lock() else { return };
         match event {
             Event::RunStarted { phases, target, .. } => {

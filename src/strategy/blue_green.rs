@@ -25,7 +25,7 @@ use crate::vocabulary::{HostOutcome, HostReport, Step, StopReason, Summary};
 use super::nodes_strategy::{ADD_HOOK, REMOVE_HOOK};
 
 /// Every surge hook must be a valid task list before anything is touched.
-pub fn check_surge_hooks(plan: &crate::plan::Plan) -> Result<()> {
+pub(crate) fn check_surge_hooks(plan: &crate::plan::Plan) -> Result<()> {
     let bg = &plan.strategy.blue_green;
     let mut seen = BTreeSet::new();
     for (path, variable) in bg.surge.values().flat_map(|s| [(&s.add, ADD_HOOK), (&s.remove, REMOVE_HOOK)]) {
@@ -43,7 +43,7 @@ pub fn check_surge_hooks(plan: &crate::plan::Plan) -> Result<()> {
 // preflight and verify
 
 /// Preflight: every green node is a node of the cluster, Ready, at the target.
-pub fn check_green(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<()> {
+pub(crate) fn check_green(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Result<()> {
     let bg = &run.plan.strategy.blue_green;
     if !bg.enabled() || !run.plan.has_phase(Phase::Nodes) {
         return Ok(());
@@ -76,7 +76,7 @@ pub fn check_green(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> 
 }
 
 /// The hosts verify checks: with blue-green, the green nodes instead of the evacuated blue ones.
-pub fn to_verify(run: &UpgradeRun, upgraded: Vec<String>) -> Vec<String> {
+pub(crate) fn to_verify(run: &UpgradeRun, upgraded: Vec<String>) -> Vec<String> {
     let bg = &run.plan.strategy.blue_green;
     if !bg.enabled() {
         return upgraded;
@@ -113,7 +113,7 @@ async fn each(
 
 /// Labels blue and green, makes green schedulable and blue unschedulable, then evacuates the blue nodes batch by
 /// batch. Returns the reports of the blue nodes and, when the phase stopped early, why.
-pub async fn run(
+pub(crate) async fn run(
     run: &Arc<UpgradeRun>,
     batches: &[Vec<String>],
     stop: &StopSignal,
@@ -253,7 +253,7 @@ fn evacuated_earlier(run: &UpgradeRun, host: &str) -> bool {
 
 /// `upgrade --rollback-blue-green`: blue nodes schedulable again, green nodes unschedulable. Deleted blue nodes
 /// cannot come back this way (they must rejoin the cluster) and are said to be gone.
-pub async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
+pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
     let bg = &run.plan.strategy.blue_green;
     let mut summary = Summary::empty(run.target.to_string());
     if !bg.enabled() {

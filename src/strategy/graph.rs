@@ -158,7 +158,7 @@ impl UpdateGraph {
 
 /// Without a graph, kubeadm's rule: one minor at a time. The hops from `from` to `to`, one per minor (`vX.Y.x` for
 /// the minors in between, whose patch the operator picks; `to` itself last).
-pub fn minor_hops(from: &TargetVersion, to: &TargetVersion) -> Vec<String> {
+pub(crate) fn minor_hops(from: &TargetVersion, to: &TargetVersion) -> Vec<String> {
     if from.major != to.major || to.minor <= from.minor {
         return vec![to.to_string()];
     }

@@ -12,7 +12,7 @@ use crate::vocabulary::Phase;
 
 /// One hop of the path: `index` of `total` (1-based), from the version before it to `target`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hop {
+pub(crate) struct Hop {
     pub index: usize,
     pub total: usize,
     pub from: TargetVersion,
@@ -20,7 +20,7 @@ pub struct Hop {
 }
 
 impl Hop {
-    pub fn journal_entry(&self, run: &UpgradeRun, final_target: &TargetVersion) -> JournalEntry {
+    pub(crate) fn journal_entry(&self, run: &UpgradeRun, final_target: &TargetVersion) -> JournalEntry {
         JournalEntry::HopStarted {
             run: run.run_id(),
             time: utc_timestamp(std::time::SystemTime::now()),
@@ -32,14 +32,14 @@ impl Hop {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("hop {} of {}: {} -> {}", self.index, self.total, self.from, self.target)
     }
 }
 
 /// Reads the version the masters run (the oldest, when an upgrade was cut short between them) and decides the hops
 /// to `target`. An earlier run of the same path that stopped in a hop is continued there. Touches nothing.
-pub async fn decide(probe: &UpgradeRun, graph: &UpdateGraph, target: &TargetVersion) -> Result<Vec<Hop>> {
+pub(crate) async fn decide(probe: &UpgradeRun, graph: &UpdateGraph, target: &TargetVersion) -> Result<Vec<Hop>> {
     let cluster = crate::phase::preflight::read_cluster(probe, Phase::Preflight).await?;
     let masters: Vec<String> = probe.plan.masters.iter().map(|m| probe.node_name(m)).collect();
     let running = cluster
@@ -64,7 +64,7 @@ pub async fn decide(probe: &UpgradeRun, graph: &UpdateGraph, target: &TargetVers
 }
 
 /// The hops from `running` to `target`, continuing the hop an earlier run of the same path stopped in.
-pub fn path_from(
+pub(crate) fn path_from(
     graph: &UpdateGraph,
     running: &TargetVersion,
     target: &TargetVersion,

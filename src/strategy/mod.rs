@@ -2,22 +2,22 @@
 //! and its multi-hop paths. Read from the inventory like the other run-wide settings (a flag-less variable that the
 //! hosts of the phase it governs must agree on), decided before anything connects, carried out by the executor.
 
-pub mod blue_green;
-pub mod graph;
-pub mod hops;
-pub mod nodes_order;
-pub mod nodes_strategy;
-pub mod order;
-pub mod versions;
+pub(crate) mod blue_green;
+pub(crate) mod graph;
+pub(crate) mod hops;
+pub(crate) mod nodes_order;
+pub(crate) mod nodes_strategy;
+pub(crate) mod order;
+pub(crate) mod versions;
 
 use serde_json::{Value, json};
 
 use crate::error::Result;
 use crate::inventory::{Origin, Vars};
 use crate::settings::{HostVarsRef, Setting, Shown, run_wide};
-pub use graph::UpdateGraph;
-pub use nodes_order::NodesOrder;
-pub use nodes_strategy::BlueGreen;
+pub(crate) use graph::UpdateGraph;
+pub(crate) use nodes_order::NodesOrder;
+pub(crate) use nodes_strategy::BlueGreen;
 
 /// The strategy settings of a plan, each with its origin.
 #[derive(Debug, Clone, PartialEq)]

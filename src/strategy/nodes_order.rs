@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::settings::Shown;
 
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+pub(crate) const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NodesOrder {
@@ -59,7 +59,7 @@ impl Shown for NodesOrder {
 }
 
 /// What the order needs to know of one node.
-pub struct NodeFacts<'a> {
+pub(crate) struct NodeFacts<'a> {
     pub labels: Option<&'a BTreeMap<String, String>>,
     /// `metadata.creationTimestamp`; offline there is none.
     pub created: Option<&'a str>,
@@ -68,7 +68,7 @@ pub struct NodeFacts<'a> {
 /// The hosts in zone-age order. A node without the zone label sorts as the empty zone (before the zoned ones), as a
 /// plain comparison of the label's value has it; equal zones and ages keep the inventory's order. RFC 3339 UTC
 /// timestamps, as the API server writes them, compare as text.
-pub fn zone_age<'a>(hosts: &[String], facts: impl Fn(&str) -> NodeFacts<'a>) -> Vec<String> {
+pub(crate) fn zone_age<'a>(hosts: &[String], facts: impl Fn(&str) -> NodeFacts<'a>) -> Vec<String> {
     let mut keyed: Vec<(String, String, usize, String)> = hosts
         .iter()
         .enumerate()

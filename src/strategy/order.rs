@@ -4,7 +4,7 @@ use super::nodes_order::{NodeFacts, NodesOrder, ZONE_LABEL, zone_age};
 
 /// The selected nodes in the order of the run's rule, from what the cluster reports (said when it differs from the
 /// inventory's order).
-pub fn for_run(
+pub(crate) fn for_run(
     run: &crate::phase::run::UpgradeRun,
     selected: Vec<String>,
     cluster: &std::collections::HashMap<String, crate::cluster::ClusterNode>,

@@ -15,7 +15,7 @@ use crate::strategy::{Strategy, UpdateGraph};
 use crate::tasks::engine::EngineOptions;
 
 /// The targets the update graph offers from a running version, and the hops to each.
-pub struct OfferedVersions {
+pub(crate) struct OfferedVersions {
     graph: PathBuf,
     from: TargetVersion,
     /// Where the running version came from: `--from`, or the cluster.
@@ -24,7 +24,12 @@ pub struct OfferedVersions {
 }
 
 /// The versions offered from `from` (`--from`), or from the version the masters run, read on the first master.
-pub fn versions(inventory: &Inventory, extra: &Vars, from: Option<&str>, remote: Remote) -> Result<OfferedVersions> {
+pub(crate) fn versions(
+    inventory: &Inventory,
+    extra: &Vars,
+    from: Option<&str>,
+    remote: Remote,
+) -> Result<OfferedVersions> {
     let all: Vec<(String, Vars)> = inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, extra))).collect();
     let refs: Vec<(&str, &Vars)> = all.iter().map(|(h, v)| (h.as_str(), v)).collect();
     let strategy = Strategy::resolve(&[], &refs, extra, inventory)?;
@@ -46,7 +51,7 @@ pub fn versions(inventory: &Inventory, extra: &Vars, from: Option<&str>, remote:
 
 impl OfferedVersions {
     /// One JSON document (`--output json`).
-    pub fn json(&self) -> String {
+    pub(crate) fn json(&self) -> String {
         let list: Vec<Value> = self
             .targets
             .iter()
@@ -57,7 +62,7 @@ impl OfferedVersions {
     }
 
     /// For people.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let (from, read_from) = (&self.from, self.read_from);
         let mut text = format!("Update graph: {}\nRunning version: {from} ({read_from})\n", self.graph.display());
         if self.targets.is_empty() {

@@ -66,7 +66,7 @@ fn items_of(value: &Value, filter: &str) -> Result<Vec<Value>, Error> {
 }
 
 /// Registers every filter, test and global function on the environment.
-pub fn register(env: &mut Environment<'static>) {
+pub(super) fn register(env: &mut Environment<'static>) {
     // Filters.
     env.add_filter("default", default);
     env.add_filter("d", default);
@@ -175,7 +175,7 @@ fn default(value: &Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Er
 }
 
 /// Ansible's `bool`: 'yes', 'on', 'true', '1' (any case), 1 and True are true; everything else is false.
-pub fn to_bool(value: &Value) -> Result<bool, Error> {
+pub(super) fn to_bool(value: &Value) -> Result<bool, Error> {
     Ok(match value.kind() {
         ValueKind::Bool => value.is_true(),
         ValueKind::String => {
@@ -767,12 +767,12 @@ fn from_yaml(value: &Value) -> Result<Value, Error> {
 }
 
 /// Python's `os.path.basename`.
-pub fn basename(path: &str) -> &str {
+pub(super) fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Python's `os.path.dirname`.
-pub fn dirname(path: &str) -> String {
+pub(super) fn dirname(path: &str) -> String {
     let i = path.rfind('/').map(|i| i + 1).unwrap_or(0);
     let head = &path[..i];
     if !head.is_empty() && head.chars().any(|c| c != '/') {
@@ -843,7 +843,7 @@ fn mandatory(value: &Value, msg: Option<String>) -> Result<Value, Error> {
 }
 
 /// Python's type name of a value, as `type_debug` and Ansible's messages say it.
-pub fn py_type(value: &Value) -> &'static str {
+pub(super) fn py_type(value: &Value) -> &'static str {
     match value.kind() {
         ValueKind::Undefined => "AnsibleUndefined",
         ValueKind::None => "NoneType",
@@ -1197,7 +1197,12 @@ fn compare_semver(a: &str, b: &str) -> Result<Ordering, String> {
 }
 
 /// Ansible's `version` test (and `version_compare`): `value is version('1.28', '>=', strict=false)`.
-pub fn version_compare(value: &Value, version: Value, operator: Option<String>, kwargs: Kwargs) -> Result<bool, Error> {
+pub(super) fn version_compare(
+    value: &Value,
+    version: Value,
+    operator: Option<String>,
+    kwargs: Kwargs,
+) -> Result<bool, Error> {
     let operator = match operator {
         Some(op) => op,
         None => kwargs.get::<Option<String>>("operator")?.unwrap_or_else(|| "eq".into()),

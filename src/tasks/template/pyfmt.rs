@@ -6,7 +6,7 @@ use minijinja::Value;
 use minijinja::value::ValueKind;
 
 /// Python's `str(value)`: strings as they are, everything else as `repr`.
-pub fn py_str(value: &Value) -> String {
+pub(super) fn py_str(value: &Value) -> String {
     match value.kind() {
         ValueKind::String => value.as_str().map(str::to_owned).unwrap_or_else(|| value.to_string()),
         _ => py_repr(value),
@@ -14,7 +14,7 @@ pub fn py_str(value: &Value) -> String {
 }
 
 /// Python's `repr(value)`: `True`, `None`, `'text'`, `[1, 'a']`, `{'a': 1}`.
-pub fn py_repr(value: &Value) -> String {
+pub(super) fn py_repr(value: &Value) -> String {
     let mut out = String::new();
     write_repr(&mut out, value);
     out
@@ -65,7 +65,7 @@ fn write_repr(out: &mut String, value: &Value) {
 }
 
 /// A number as Python prints it: integers plainly, floats always with a dot or an exponent (`1.0`, `1e+20`).
-pub fn py_number(value: &Value) -> String {
+pub(super) fn py_number(value: &Value) -> String {
     if value.is_integer() {
         return value.to_string();
     }
@@ -76,7 +76,7 @@ pub fn py_number(value: &Value) -> String {
 }
 
 /// Python's `repr(float)`: the shortest round-tripping digits, scientific below 1e-4 and from 1e16.
-pub fn py_float(f: f64) -> String {
+pub(super) fn py_float(f: f64) -> String {
     if f.is_nan() {
         return "nan".into();
     }
@@ -101,7 +101,7 @@ pub fn py_float(f: f64) -> String {
 }
 
 /// Python's `repr(str)`: single quotes unless the text holds a single quote and no double quote.
-pub fn py_str_repr(s: &str) -> String {
+pub(super) fn py_str_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
@@ -124,7 +124,7 @@ pub fn py_str_repr(s: &str) -> String {
 }
 
 /// Python's `json.dumps` options that Ansible's `to_json` / `to_nice_json` use.
-pub struct JsonStyle {
+pub(super) struct JsonStyle {
     pub indent: Option<usize>,
     pub sort_keys: bool,
     pub ensure_ascii: bool,
@@ -134,11 +134,11 @@ pub struct JsonStyle {
 
 impl JsonStyle {
     /// `json.dumps(x)`: `{"a": 1, "b": [1, 2]}`.
-    pub fn compact() -> Self {
+    pub(super) fn compact() -> Self {
         JsonStyle { indent: None, sort_keys: false, ensure_ascii: true, item_separator: ", ", key_separator: ": " }
     }
     /// `to_nice_json`: indent 4, sorted keys, `,` and `: ` separators.
-    pub fn nice(indent: usize) -> Self {
+    pub(super) fn nice(indent: usize) -> Self {
         JsonStyle {
             indent: Some(indent),
             sort_keys: true,
@@ -150,7 +150,7 @@ impl JsonStyle {
 }
 
 /// Serialises like Python's `json.dumps` with the given style.
-pub fn py_json(value: &serde_json::Value, style: &JsonStyle) -> String {
+pub(super) fn py_json(value: &serde_json::Value, style: &JsonStyle) -> String {
     let mut out = String::new();
     write_json(&mut out, value, style, 0);
     out

@@ -5,7 +5,7 @@ use serde_json::Value as J;
 
 /// `to_yaml` (`nice == false`: flow style for collections of scalars, indent 2) or `to_nice_yaml` (block style,
 /// indent 4).
-pub fn dump(value: &J, nice: bool) -> String {
+pub(super) fn dump(value: &J, nice: bool) -> String {
     let indent = if nice { 4 } else { 2 };
     let mut out = String::new();
     match value {
