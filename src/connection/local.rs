@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use super::{Connection, ConnectionError, ExecOutput};
+use super::{Connection, ConnectionError, ExecOutput, StdoutCapture};
 
 #[derive(Debug, Default)]
 pub struct LocalConnection;
@@ -100,22 +100,14 @@ impl LocalConnection {
 
 #[async_trait::async_trait]
 impl Connection for LocalConnection {
-    async fn exec(
+    async fn exec_capturing(
         &self,
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
+        stdout: StdoutCapture,
     ) -> Result<ExecOutput, ConnectionError> {
-        self.run(command, stdin, timeout, false).await
-    }
-
-    async fn exec_whole_stdout(
-        &self,
-        command: &str,
-        stdin: Option<&[u8]>,
-        timeout: Option<Duration>,
-    ) -> Result<ExecOutput, ConnectionError> {
-        self.run(command, stdin, timeout, true).await
+        self.run(command, stdin, timeout, stdout == StdoutCapture::Whole).await
     }
 
     async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {

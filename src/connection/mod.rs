@@ -12,6 +12,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How much of a command's stdout is kept: within the bound of command output (`capture`), or all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdoutCapture {
+    Bounded,
+    Whole,
+}
+
 /// What a command left behind on the host.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecOutput {
@@ -56,7 +63,9 @@ pub trait Connection: Send + Sync {
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
-    ) -> Result<ExecOutput, ConnectionError>;
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.exec_capturing(command, stdin, timeout, StdoutCapture::Bounded).await
+    }
 
     /// Like `exec`, but stdout is read whole rather than within the bound of command output (`capture`): for a
     /// command that prints a file's content (`fetch`), however large.
@@ -65,6 +74,17 @@ pub trait Connection: Send + Sync {
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
+    ) -> Result<ExecOutput, ConnectionError> {
+        self.exec_capturing(command, stdin, timeout, StdoutCapture::Whole).await
+    }
+
+    /// What `exec` and `exec_whole_stdout` both are: the one method a connection implements to run a command.
+    async fn exec_capturing(
+        &self,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+        stdout: StdoutCapture,
     ) -> Result<ExecOutput, ConnectionError>;
 
     /// Writes `data` to `path` on the host with the given mode, atomically (temp file + rename).

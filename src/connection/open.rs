@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::local::LocalConnection;
 use super::ssh::{SshConnection, SshSettings};
-use super::{Connection, ConnectionError, ExecOutput, SharedConnection};
+use super::{Connection, ConnectionError, ExecOutput, SharedConnection, StdoutCapture};
 
 /// Run-wide connection settings (from the command line).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,21 +99,14 @@ struct DefaultTimeout<C> {
 
 #[async_trait::async_trait]
 impl<C: Connection> Connection for DefaultTimeout<C> {
-    async fn exec(
+    async fn exec_capturing(
         &self,
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
+        stdout: StdoutCapture,
     ) -> Result<ExecOutput, ConnectionError> {
-        self.inner.exec(command, stdin, timeout.or(Some(self.limit))).await
-    }
-    async fn exec_whole_stdout(
-        &self,
-        command: &str,
-        stdin: Option<&[u8]>,
-        timeout: Option<Duration>,
-    ) -> Result<ExecOutput, ConnectionError> {
-        self.inner.exec_whole_stdout(command, stdin, timeout.or(Some(self.limit))).await
+        self.inner.exec_capturing(command, stdin, timeout.or(Some(self.limit)), stdout).await
     }
     async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {
         self.inner.put(data, path, mode).await

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{Mutex, Semaphore};
 
-use super::{Connection, ConnectionError, ExecOutput};
+use super::{Connection, ConnectionError, ExecOutput, StdoutCapture};
 use crate::ansible_compat::{boolean, shell_quote, shlex_split};
 
 /// sshd allows 10 sessions per connection by default (`MaxSessions`); stay under it so parallel commands on one host
@@ -420,22 +420,14 @@ impl SshConnection {
 
 #[async_trait::async_trait]
 impl Connection for SshConnection {
-    async fn exec(
+    async fn exec_capturing(
         &self,
         command: &str,
         stdin: Option<&[u8]>,
         timeout: Option<Duration>,
+        stdout: StdoutCapture,
     ) -> Result<ExecOutput, ConnectionError> {
-        self.exec_as(command, stdin, timeout, false).await
-    }
-
-    async fn exec_whole_stdout(
-        &self,
-        command: &str,
-        stdin: Option<&[u8]>,
-        timeout: Option<Duration>,
-    ) -> Result<ExecOutput, ConnectionError> {
-        self.exec_as(command, stdin, timeout, true).await
+        self.exec_as(command, stdin, timeout, stdout == StdoutCapture::Whole).await
     }
 
     async fn put(&self, data: &[u8], path: &str, mode: u32) -> Result<(), ConnectionError> {

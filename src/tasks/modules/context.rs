@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::ansible_compat::shell_quote;
-use crate::connection::{ConnectionError, ExecOutput, SharedConnection};
+use crate::connection::{ConnectionError, ExecOutput, SharedConnection, StdoutCapture};
 
 pub struct ModuleContext {
     /// `None` for modules that run on the controller only (debug, set_fact, assert, fail, pause).
@@ -105,13 +105,8 @@ impl ModuleContext {
         let timeout = timeout.or(self.timeout);
         let run = |conn: &SharedConnection, line: String, input: Option<Vec<u8>>| {
             let conn = conn.clone();
-            async move {
-                if whole_stdout {
-                    conn.exec_whole_stdout(&line, input.as_deref(), timeout).await
-                } else {
-                    conn.exec(&line, input.as_deref(), timeout).await
-                }
-            }
+            let stdout = if whole_stdout { StdoutCapture::Whole } else { StdoutCapture::Bounded };
+            async move { conn.exec_capturing(&line, input.as_deref(), timeout, stdout).await }
         };
         let (Some(user), Some(become_password)) = (&self.become_user, &self.become_password) else {
             return run(conn, self.command_line(command), stdin.map(<[u8]>::to_vec)).await;
