@@ -100,7 +100,7 @@ impl Run {
     }
     /// A registered variable or fact a host ended with.
     fn fact(&self, host: &str, name: &str) -> Value {
-        self.outcome(host).facts.get(name).cloned().unwrap_or(Value::Null)
+        self.outcome(host).facts.get(name).map(|v| (**v).clone()).unwrap_or(Value::Null)
     }
     fn statuses(&self, host: &str) -> Vec<(String, TaskStatus)> {
         self.log.results(host).into_iter().map(|(n, s, _)| (n, s)).collect()

@@ -59,6 +59,17 @@ impl BoundedCapture {
     }
 }
 
+/// `text` as a bounded capture of it would have kept it: unchanged when within the bound. The run reads the cluster's
+/// node list whole (it parses it), but shows it, in events and logs, as any other command's output is shown.
+pub fn bounded_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= KEPT_HEAD + KEPT_TAIL {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut capture = BoundedCapture::default();
+    capture.push(text.as_bytes());
+    std::borrow::Cow::Owned(String::from_utf8_lossy(&capture.finish()).into_owned())
+}
+
 /// Reads a stream to its end, keeping it within the bound. A read error ends the stream (the command's exit status
 /// says the rest).
 pub async fn read_bounded(mut reader: impl AsyncRead + Unpin) -> Vec<u8> {
@@ -76,6 +87,16 @@ pub async fn read_bounded(mut reader: impl AsyncRead + Unpin) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_read_is_shown_as_a_bounded_capture_would_keep_it() {
+        let node_list = "x".repeat(KEPT_HEAD + KEPT_TAIL + 4096);
+        let shown = bounded_text(&node_list);
+        assert!(shown.starts_with(&"x".repeat(KEPT_HEAD)));
+        assert!(shown.contains("[... 4096 bytes of output dropped"), "{}", &shown[KEPT_HEAD..KEPT_HEAD + 200]);
+        assert!(shown.len() < KEPT_HEAD + KEPT_TAIL + 200);
+        assert!(matches!(bounded_text("a small answer"), std::borrow::Cow::Borrowed("a small answer")));
+    }
 
     #[test]
     fn small_output_is_kept_whole() {

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::run::UpgradeRun;
 use crate::error::{Error, Result};
@@ -135,13 +135,13 @@ pub(crate) async fn call(
         ("upgrade_cluster_lock_renewed", Value::from(epoch_now().to_string())),
     ];
     let file = run.playbook("cluster_lock.yml");
-    let facts: Map<String, Value> = if quiet {
+    let facts = if quiet {
         run.run_step_quietly(&run.first_master, Step::ClusterLock, &file, &vars).await
     } else {
         run.run_step(Phase::Preflight, &run.first_master, Step::ClusterLock, &file, &vars, None).await
     }
     .map_err(|f| f.reason)?;
-    let result = facts.get(&format!("upgrade_cluster_lock_{action}")).cloned().unwrap_or(Value::Null);
+    let result = facts.get(&format!("upgrade_cluster_lock_{action}")).cloned().unwrap_or_default();
     let text = |key: &str| result.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     Ok(Outcome {
         rc: result.get("rc").and_then(Value::as_i64).unwrap_or(-1),

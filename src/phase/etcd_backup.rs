@@ -62,7 +62,7 @@ async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
                 .unwrap_or_default();
             let mut files: Vec<String> =
                 stdout.lines().filter_map(|l| l.trim().strip_prefix("saved ")).map(str::to_string).collect();
-            let dir = facts.get("upgrade_config_backup_path").and_then(Value::as_str).unwrap_or_default().trim();
+            let dir = facts.get("upgrade_config_backup_path").and_then(|v| v.as_str()).unwrap_or_default().trim();
             let dir = dir.strip_suffix("/config").unwrap_or(dir).to_string();
             let kubeadm = facts.get("upgrade_kubeadm_config").and_then(|r| r.get("rc")).and_then(Value::as_i64);
             if kubeadm == Some(0) {
@@ -105,7 +105,7 @@ async fn backup(run: &UpgradeRun, host: &str) -> HostReport {
     let outcome =
         match run.run_step(Phase::EtcdBackup, host, Step::Backup, &run.playbook("etcd_backup.yml"), &[], None).await {
             Ok(facts) => {
-                let path = facts.get("upgrade_etcd_snapshot").and_then(Value::as_str).unwrap_or("?").to_string();
+                let path = facts.get("upgrade_etcd_snapshot").and_then(|v| v.as_str()).unwrap_or("?").to_string();
                 let status = facts.get("upgrade_etcd_snapshot_status");
                 let keys = status.and_then(|s| s.get("totalKey")).map(|v| v.to_string()).unwrap_or_else(|| "?".into());
                 let size = status.and_then(|s| s.get("totalSize")).map(|v| v.to_string()).unwrap_or_else(|| "?".into());

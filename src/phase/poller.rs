@@ -89,19 +89,15 @@ impl NodePoller {
         let file = run.playbook("node_poll.yml");
         let result = run.run_step_quietly(&run.first_master, Step::WaitReady, &file, &vars).await;
         let register = if one.is_empty() { "upgrade_poll_all" } else { "upgrade_poll_one" };
-        let answer = result.map_err(|f| f.reason).and_then(|facts| {
-            let field = |key: &str| {
-                facts.get(register).and_then(|r| r.get(key)).and_then(Value::as_str).unwrap_or_default().to_string()
-            };
-            let rc = facts.get(register).and_then(|r| r.get("rc")).and_then(Value::as_i64).unwrap_or(-1);
+        // Parsed where it lies in the fact store: the node list of a large cluster is tens of MB.
+        let nodes: Result<Vec<ClusterNode>, String> = result.map_err(|f| f.reason).and_then(|facts| {
+            let read = facts.get(register);
+            let field = |key: &str| read.and_then(|r| r.get(key)).and_then(Value::as_str).unwrap_or_default();
+            let rc = read.and_then(|r| r.get("rc")).and_then(Value::as_i64).unwrap_or(-1);
             if rc != 0 {
-                let stderr = field("stderr");
-                return Err(format!("the cluster did not answer: {}", stderr.trim()));
+                return Err(format!("the cluster did not answer: {}", field("stderr").trim()));
             }
-            Ok(field("stdout"))
-        });
-        let nodes: Result<Vec<ClusterNode>, String> = answer.and_then(|stdout| {
-            if one.is_empty() { parse_node_list(&stdout) } else { parse_node(&stdout).map(|n| vec![n]) }
+            if one.is_empty() { parse_node_list(field("stdout")) } else { parse_node(field("stdout")).map(|n| vec![n]) }
         });
         if let Ok(mut state) = self.state.lock() {
             match nodes {

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::flavor::Flavor;
 use crate::journal::History;
 use crate::settings::TargetVersion;
+use crate::tasks::host_vars::HostFacts;
 use crate::vocabulary::Phase;
 use crate::vocabulary::{HostOutcome, HostReport, Resume, Step};
 
@@ -310,8 +311,8 @@ fn custom_upgrade(run: &UpgradeRun, host: &str, phase: Phase) -> bool {
 }
 
 /// "package manager apt (detected); /etc/apt/sources.list.d/kubernetes.list: v1.28 -> v1.29 at the upgrade ...".
-pub(crate) fn describe_host_check(run: &UpgradeRun, host: &str, facts: &serde_json::Map<String, Value>) -> String {
-    let text = |name: &str| facts.get(name).and_then(Value::as_str).map(str::trim).unwrap_or_default().to_string();
+pub(crate) fn describe_host_check(run: &UpgradeRun, host: &str, facts: &HostFacts) -> String {
+    let text = |name: &str| facts.get(name).and_then(|v| v.as_str()).map(str::trim).unwrap_or_default().to_string();
     let resolved = text("upgrade_package_manager_resolved");
     let how = if text("upgrade_package_manager") == "auto" { "detected" } else { "upgrade_package_manager" };
     let manager = if resolved == "none" {

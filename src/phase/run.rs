@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::batches::StopSignal;
 pub(crate) use super::recorder::{Recorder, WriteFailures};
-pub(crate) use super::step_runner::{StepFailure, StepRunner};
+pub(crate) use super::step_runner::{StepFacts, StepFailure, StepRunner};
 use crate::cluster::ClusterNode;
 use crate::events::{Event, SharedSink};
 use crate::inventory::{self, Inventory};
@@ -20,6 +20,7 @@ use crate::plan::Plan;
 use crate::settings::{HookPoint, TargetVersion};
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::EngineOptions;
+use crate::tasks::host_vars::HostFacts;
 use crate::time_format::utc_timestamp;
 use crate::vocabulary::{Halt, HostOutcome, HostReport, Phase, Step};
 
@@ -224,7 +225,7 @@ impl UpgradeRun {
         file: &Path,
         more: &[(&str, Value)],
         timeout: Option<Duration>,
-    ) -> Result<Map<String, Value>, StepFailure> {
+    ) -> Result<StepFacts, StepFailure> {
         if self.recorder.has_ended() {
             return Err(StepFailure::interrupted(step));
         }
@@ -248,7 +249,7 @@ impl UpgradeRun {
         more: &[(&str, Value)],
         timeout: Duration,
         delay: Duration,
-        mut check: impl FnMut(&Map<String, Value>) -> Result<T, String>,
+        mut check: impl FnMut(&HostFacts) -> Result<T, String>,
     ) -> Result<T, StepFailure> {
         let started = Instant::now();
         self.event(Event::StepStarted { phase, host: host.into(), step });
@@ -294,7 +295,7 @@ impl UpgradeRun {
         step: Step,
         file: &Path,
         more: &[(&str, Value)],
-    ) -> Result<Map<String, Value>, StepFailure> {
+    ) -> Result<StepFacts, StepFailure> {
         self.run_step_inner(host, step, file, more, None).await
     }
 
@@ -311,7 +312,7 @@ impl UpgradeRun {
         file: &Path,
         more: &[(&str, Value)],
         timeout: Option<Duration>,
-    ) -> Result<Map<String, Value>, StepFailure> {
+    ) -> Result<StepFacts, StepFailure> {
         let mut step_vars = Map::new();
         for (k, v) in self.step_vars(host) {
             // The inventory's own value wins (an operator's node_name), except for what the run decides.

@@ -16,12 +16,15 @@ use crate::tasks::Templar;
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::{Engine, EngineOptions, RunOnce};
 use crate::tasks::host_vars::HostVarsTable;
-use crate::tasks::model::{Task, load_task_file};
+use crate::tasks::model::{Task, TaskFileCache};
 use crate::vocabulary::Step;
 
 /// Where a host's Kubernetes node name comes from, first found wins (openshift-ansible's names as aliases).
 pub(crate) const NODE_NAME_VARIABLES: [&str; 3] =
     ["node_name", "openshift_kubelet_name_override", "openshift_hostname"];
+
+/// The facts and registered results a host has after a step: the run's fact store's snapshot, shared, not copied.
+pub(crate) type StepFacts = Arc<crate::tasks::host_vars::HostFacts>;
 
 /// A step that did not succeed, and why, in words for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +68,7 @@ pub(crate) struct StepRunner {
     engine_options: EngineOptions,
     /// Where the built-in step files were written.
     playbooks: PathBuf,
-    task_files: Mutex<HashMap<PathBuf, Arc<Vec<Task>>>>,
+    task_files: Arc<TaskFileCache>,
     /// `run_once` in hooks means once per batch, as in a serial play: the hosts of a batch share one coordinator.
     run_once: Mutex<HashMap<String, Arc<RunOnce>>>,
 }
@@ -85,7 +88,7 @@ impl StepRunner {
             pool,
             engine_options,
             playbooks,
-            task_files: Mutex::new(HashMap::new()),
+            task_files: Arc::default(),
             run_once: Mutex::new(HashMap::new()),
         }
     }
@@ -168,14 +171,7 @@ impl StepRunner {
     }
 
     fn load(&self, file: &Path) -> Result<Arc<Vec<Task>>, String> {
-        if let Some(tasks) = self.task_files.lock().ok().and_then(|m| m.get(file).cloned()) {
-            return Ok(tasks);
-        }
-        let tasks = Arc::new(load_task_file(file).map_err(|e| e.to_string())?);
-        if let Ok(mut files) = self.task_files.lock() {
-            files.insert(file.to_path_buf(), tasks.clone());
-        }
-        Ok(tasks)
+        self.task_files.load(file).map_err(|e| e.to_string())
     }
 
     /// Runs `file` on `host` as `step` with `step_vars` (what the run decides for this step); `timeout` bounds
@@ -188,7 +184,7 @@ impl StepRunner {
         step_vars: Map<String, Value>,
         timeout: Option<Duration>,
         sink: SharedSink,
-    ) -> Result<Map<String, Value>, StepFailure> {
+    ) -> Result<StepFacts, StepFailure> {
         let started = Instant::now();
         let mut tasks = self.load(file).map_err(|reason| StepFailure::new(step, reason))?;
         // `upgrade_no_log: true`: the built-in steps' results are censored as `no_log` censors a task's (hooks keep
@@ -216,6 +212,7 @@ impl StepRunner {
         // One fact store for the whole run: facts persist from step to step as from play to play in Ansible, and a
         // hook on one host reads through `hostvars` what a hook on another registered.
         engine.facts = self.task_vars.facts();
+        engine.task_files = self.task_files.clone();
         if let Some(shared) = self.run_once.lock().ok().and_then(|m| m.get(host).cloned()) {
             engine.run_once = shared;
         }

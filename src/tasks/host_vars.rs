@@ -38,11 +38,6 @@ impl FactStore {
         hosts.get(host).cloned()
     }
 
-    /// The host's facts and registered results as they are now, as one JSON object (a copy).
-    pub fn get_json(&self, host: &str) -> Map<String, Value> {
-        self.get(host).map(|facts| facts.iter().map(|(k, v)| (k.clone(), (**v).clone())).collect()).unwrap_or_default()
-    }
-
     /// Sets facts of the host: each entry replaces the fact of that name.
     pub fn extend(&self, host: &str, facts: Map<String, Value>) {
         if facts.is_empty() {

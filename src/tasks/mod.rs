@@ -68,7 +68,10 @@ pub async fn run_tasks(
                 HostOutcome {
                     failed: true,
                     unreachable: false,
-                    facts: Map::from_iter([("error".into(), Value::String(e.to_string()))]),
+                    facts: Arc::new(host_vars::HostFacts::from_iter([(
+                        "error".to_string(),
+                        Arc::new(Value::String(e.to_string())),
+                    )])),
                 },
             )),
         }

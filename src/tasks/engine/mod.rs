@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::connect::ConnectionPool;
 use super::host_vars::{FactStore, HostFacts};
-use super::model::{Action, Module, ModuleCall, Task};
+use super::model::{Action, Module, ModuleCall, Task, TaskFileCache};
 use super::modules::{self, ModuleContext, failed};
 pub use super::modules::{EngineOptions, Prompter, resolve_local};
 use super::{Templar, Vars};
@@ -33,7 +33,7 @@ use crate::ansible_compat::{boolean, python_type_name};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 use module_context::render_args;
-use results::{TaskTimedOut, clean, flag, skipped, status_of, timed_out, unreachable};
+use results::{TaskTimedOut, clean, flag, shown, skipped, status_of, timed_out, unreachable};
 pub use run_once::RunOnce;
 
 pub const NO_LOG_MESSAGE: &str =
@@ -49,6 +49,8 @@ pub struct Engine {
     /// Where hosts keep their facts and registered results: shared by the hosts of a run (`hostvars` reads it), and
     /// by the steps of an upgrade, as facts persist from play to play in Ansible.
     pub facts: Arc<FactStore>,
+    /// Task files as parsed, shared by the includes of every host (and by the steps of an upgrade).
+    pub task_files: Arc<TaskFileCache>,
     /// Serialises `pause` prompts, so hosts do not ask at once.
     prompt_lock: Arc<tokio::sync::Mutex<()>>,
 }
@@ -62,6 +64,7 @@ impl Engine {
             pool,
             run_once: Arc::new(RunOnce::default()),
             facts: FactStore::new(),
+            task_files: Arc::default(),
             prompt_lock: Default::default(),
         }
     }
@@ -103,7 +106,7 @@ impl Engine {
         let outcome = HostOutcome {
             failed: matches!(flow, Flow::Failed),
             unreachable: matches!(flow, Flow::Unreachable),
-            facts: self.facts.get_json(host),
+            facts: self.facts.get(host).unwrap_or_default(),
         };
         self.sink.event(&Event::TaskListFinished {
             host: host.to_string(),
@@ -118,8 +121,9 @@ impl Engine {
 pub struct HostOutcome {
     pub failed: bool,
     pub unreachable: bool,
-    /// Facts and registered results the tasks left behind.
-    pub facts: Map<String, Value>,
+    /// Facts and registered results the tasks left behind: the fact store's snapshot, shared, not copied (the first
+    /// master's registered cluster reads are tens of MB on a large cluster).
+    pub facts: Arc<HostFacts>,
 }
 
 enum Flow {
@@ -271,7 +275,7 @@ impl HostRun<'_> {
         let tref = self.task_ref(task, &ctx);
         let ignore = self.ignore_errors(task, &scope, &ctx);
         let fail = |this: &Self, msg: String| {
-            this.finish(&tref, task, failed(msg), Instant::now(), &scope, ignore);
+            this.finish(&tref, task, &failed(msg), Instant::now(), &scope, ignore);
             if ignore { Flow::Continue } else { Flow::Failed }
         };
         // A looped include runs the file once per item, with the loop (and index) variable set for its tasks.
@@ -312,7 +316,7 @@ impl HostRun<'_> {
             match self.conditions_hold(&inner.when, &ctx) {
                 Ok(None) => {}
                 Ok(Some(false_condition)) => {
-                    self.finish(&tref, task, skipped(&false_condition), Instant::now(), &inner, ignore);
+                    self.finish(&tref, task, &skipped(&false_condition), Instant::now(), &inner, ignore);
                     continue;
                 }
                 Err(msg) => return fail(self, format!("{}: {msg}", Self::place(task))),
@@ -323,7 +327,7 @@ impl HostRun<'_> {
                 Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
             };
             let path = resolve_local(&task.location.file, &name, None);
-            let tasks = match super::model::load_task_file(&path) {
+            let tasks = match self.engine.task_files.load(&path) {
                 Ok(tasks) => tasks,
                 Err(e) => return fail(self, format!("{}: {e}", Self::place(task))),
             };
@@ -334,7 +338,7 @@ impl HostRun<'_> {
             if let Some((_, item)) = &entry {
                 included.insert(task.loop_var.clone().unwrap_or_else(|| "item".into()), item.clone());
             }
-            self.finish(&tref, task, included, Instant::now(), &inner, ignore);
+            self.finish(&tref, task, &included, Instant::now(), &inner, ignore);
             // The include's own `when` is settled; the included tasks inherit the rest of its keywords.
             inner.when.clear();
             match self.run_list(&tasks, inner).await {
@@ -365,12 +369,12 @@ impl HostRun<'_> {
         &self,
         tref: &TaskRef,
         task: &Task,
-        result: Map<String, Value>,
+        result: &Map<String, Value>,
         started: Instant,
         scope: &Scope,
         ignore_errors: bool,
     ) -> TaskStatus {
-        let status = status_of(&result);
+        let status = status_of(result);
         let ignored = status == TaskStatus::Failed && ignore_errors;
         let no_log = task.no_log.as_ref().or(scope.no_log.as_ref()).and_then(boolean).unwrap_or(false);
         let shown = if no_log {
@@ -383,7 +387,7 @@ impl HostRun<'_> {
             }
             Value::Object(censored)
         } else {
-            clean(&result)
+            shown(result)
         };
         self.engine.sink.event(&Event::TaskFinished {
             host: self.host.clone(),
@@ -443,7 +447,7 @@ impl HostRun<'_> {
             self.execute(task, call, scope, &ctx).await
         };
         let ignore = self.ignore_errors(task, scope, &ctx);
-        let status = self.finish(&tref, task, result.clone(), started, scope, ignore);
+        let status = self.finish(&tref, task, &result, started, scope, ignore);
         match status {
             TaskStatus::Unreachable => Flow::Unreachable,
             TaskStatus::Failed if ignore => Flow::Continue,

@@ -5,11 +5,27 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::*;
+use crate::connection::capture::bounded_text;
 
 /// A result as `register` keeps it and events carry it: without Ansible's internal `_ansible_*` keys.
 pub(super) fn clean(result: &Map<String, Value>) -> Value {
     Value::Object(
         result.iter().filter(|(k, _)| !k.starts_with("_ansible")).map(|(k, v)| (k.clone(), v.clone())).collect(),
+    )
+}
+
+/// A result as events show it: cleaned, and a `stdout` read whole (the run's own cluster reads, which it parses)
+/// bounded as any command's output is, so a 5,000-node list is not written into every event and log at each poll.
+pub(super) fn shown(result: &Map<String, Value>) -> Value {
+    Value::Object(
+        result
+            .iter()
+            .filter(|(k, _)| !k.starts_with("_ansible"))
+            .map(|(k, v)| match v {
+                Value::String(text) if k == "stdout" => (k.clone(), Value::String(bounded_text(text).into_owned())),
+                _ => (k.clone(), v.clone()),
+            })
+            .collect(),
     )
 }
 

@@ -9,7 +9,7 @@ mod parse;
 use serde_json::{Map, Value};
 
 use crate::error::Location;
-pub use parse::{load_task_file, parse_kv, parse_tasks};
+pub use parse::{TaskFileCache, load_task_file, parse_kv, parse_tasks};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {

@@ -58,6 +58,34 @@ pub fn load_task_file(path: &Path) -> Result<Vec<Task>> {
     if errors.is_empty() { Ok(tasks) } else { Err(errors.swap_remove(0)) }
 }
 
+/// Task files read once per run and shared: every built-in step includes `defaults.yml`, so a 5,000-node run would
+/// otherwise parse it tens of thousands of times. A file changed since it was read (its modification time or size
+/// differs) is read again, as Ansible reads an include when it reaches it.
+#[derive(Debug, Default)]
+pub struct TaskFileCache {
+    files: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, (FileStamp, std::sync::Arc<Vec<Task>>)>>,
+}
+
+type FileStamp = Option<(std::time::SystemTime, u64)>;
+
+impl TaskFileCache {
+    /// The tasks of `path`, parsed once while the file stays as it was.
+    pub fn load(&self, path: &Path) -> Result<std::sync::Arc<Vec<Task>>> {
+        let stamp: FileStamp = std::fs::metadata(path).ok().and_then(|m| Some((m.modified().ok()?, m.len())));
+        let cached = self.files.lock().ok().and_then(|files| files.get(path).cloned());
+        if let Some((seen, tasks)) = cached {
+            if stamp.is_some() && seen == stamp {
+                return Ok(tasks);
+            }
+        }
+        let tasks = std::sync::Arc::new(load_task_file(path)?);
+        if let Ok(mut files) = self.files.lock() {
+            files.insert(path.to_path_buf(), (stamp, tasks.clone()));
+        }
+        Ok(tasks)
+    }
+}
+
 /// Parses a task list, collecting every error rather than stopping at the first.
 pub fn parse_tasks(text: &str, path: &Path) -> (Vec<Task>, Vec<Error>) {
     let root = match crate::yaml::parse(text, path) {

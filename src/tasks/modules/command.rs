@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::ansible_compat::{shell_quote, shlex_split};
+use crate::connection::capture::bounded_text;
 use crate::connection::{ConnectionError, ExecOutput};
 
 pub(super) async fn path_exists(ctx: &ModuleContext, path: &str, chdir: Option<&str>) -> Result<bool, ConnectionError> {
@@ -123,7 +124,8 @@ pub(super) fn command_result(
         "end": timestamp(end),
         "delta": delta(took),
         "msg": "",
-        "stdout_lines": lines(&stdout),
+        // Whole only when the run reads the cluster (it parses `stdout`): the lines are of what is shown.
+        "stdout_lines": lines(&bounded_text(&stdout)),
         "stderr_lines": lines(&stderr),
     }));
     if out.status != 0 {
