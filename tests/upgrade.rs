@@ -458,6 +458,20 @@ fn the_custom_flavour_runs_no_package_or_kubeadm_plan_checks_and_keeps_the_contr
 }
 
 #[test]
+fn a_node_with_its_own_upgrade_command_naming_node_name_gets_no_package_manager_check() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    // The command refers to what the run decides per host (node_name, the target): preflight must read it as the
+    // steps will, not as an undefined variable, and so not look for a package manager on n1.
+    let command = cluster.fake.kubelet_package_command();
+    let cluster = cluster.var(&format!("upgrade_node_upgrade_command: \"{command}\""));
+    let run = cluster.upgrade(&[]).expect_code(0);
+    let checked: Vec<&str> = run.stdout.lines().filter(|l| l.contains("package manager")).collect();
+    assert!(checked.iter().any(|l| l.contains("m1")), "the masters are still checked: {checked:?}");
+    assert!(!checked.iter().any(|l| l.contains("n1")), "n1 upgrades with its own command: {checked:?}");
+    assert_eq!(cluster.version("n1"), TARGET);
+}
+
+#[test]
 fn kubeadm_certificates_expiring_within_30_days_stop_preflight_before_anything_moves() {
     let cluster = TestCluster::new(&[("n1", "region=a")]);
     std::fs::write(cluster.fake.state_dir().join("certs_expire_days"), "10").expect("cue");

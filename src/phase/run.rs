@@ -160,8 +160,10 @@ impl UpgradeRun {
     }
 
     /// A host variable rendered as text for the operator (e.g. the kubectl command in a fix hint).
+    /// With what the run decides for the host's steps (`node_name`, `upgrade_target_version`, ...): a setting that
+    /// refers to them (`upgrade_node_upgrade_command: "... {{ node_name }}"`) reads as its steps will read it.
     pub(crate) fn render_for(&self, host: &str, template: &str) -> String {
-        self.steps.render_for(host, template)
+        self.steps.render_for_with(host, template, self.decided_vars(host))
     }
 
     /// The path of a built-in step file, as the run's flavour carries it out (`openshift/drain.yml` for `drain.yml`).
@@ -201,6 +203,15 @@ impl UpgradeRun {
     }
 
     /// The variables every step of a host sees besides its own: who it is in the cluster and what the run does.
+    /// What the run decides for every step of the host, as its tasks see it: the inventory's own `node_name` wins.
+    fn decided_vars(&self, host: &str) -> Map<String, Value> {
+        let mut vars = self.step_vars(host);
+        if self.steps.own(host, "node_name").is_some() {
+            vars.remove("node_name");
+        }
+        vars
+    }
+
     fn step_vars(&self, host: &str) -> Map<String, Value> {
         let mut vars = Map::new();
         vars.insert("node_name".into(), Value::String(self.node_name(host)));
@@ -313,13 +324,7 @@ impl UpgradeRun {
         more: &[(&str, Value)],
         timeout: Option<Duration>,
     ) -> Result<StepFacts, StepFailure> {
-        let mut step_vars = Map::new();
-        for (k, v) in self.step_vars(host) {
-            // The inventory's own value wins (an operator's node_name), except for what the run decides.
-            if k != "node_name" || self.steps.own(host, &k).is_none() {
-                step_vars.insert(k, v);
-            }
-        }
+        let mut step_vars = self.decided_vars(host);
         for (k, v) in more {
             step_vars.insert((*k).to_string(), v.clone());
         }

@@ -126,7 +126,12 @@ impl StepRunner {
 
     /// A host variable rendered as text for the operator (e.g. the kubectl command in a fix hint).
     pub(crate) fn render_for(&self, host: &str, template: &str) -> String {
-        let vars = self.task_vars.for_host(host, Map::new());
+        self.render_for_with(host, template, Map::new())
+    }
+
+    /// [`StepRunner::render_for`] with step variables above the host's own.
+    pub(crate) fn render_for_with(&self, host: &str, template: &str, step_vars: Map<String, Value>) -> String {
+        let vars = self.task_vars.for_host(host, step_vars);
         self.templar.render_str(template, &vars).unwrap_or_else(|_| template.to_string())
     }
 

@@ -85,9 +85,13 @@ impl EventSink for JsonReporter {
         if let Value::Object(m) = &mut value {
             m.insert("time".into(), json!(crate::time_format::utc_timestamp(std::time::SystemTime::now())));
         }
-        if let (Ok(mut out), Ok(line)) = (self.out.lock(), serde_json::to_string(&value)) {
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
+        // One write per event: the line and its newline together (the queue wakes its writer once per write).
+        if let Ok(mut line) = serde_json::to_vec(&value) {
+            line.push(b'\n');
+            if let Ok(mut out) = self.out.lock() {
+                let _ = out.write_all(&line);
+                let _ = out.flush();
+            }
         }
     }
 }

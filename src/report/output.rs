@@ -28,6 +28,8 @@ struct State {
     pending: usize,
     /// The thread is writing a chunk it took off the queue.
     writing: bool,
+    /// The thread waits for output: a push wakes it (one wake-up per event cost more than the writing).
+    idle: bool,
     /// When the reader last took something (or, after a quiet spell, when new output was queued).
     last_progress: Instant,
     /// The reader is gone (EPIPE) or the output failed: what is queued is dropped.
@@ -51,6 +53,7 @@ impl OutputQueue {
                 chunks: VecDeque::new(),
                 pending: 0,
                 writing: false,
+                idle: false,
                 last_progress: Instant::now(),
                 broken: false,
             }),
@@ -63,13 +66,20 @@ impl OutputQueue {
                 let chunk = {
                     let Ok(mut state) = shared.state.lock() else { return };
                     while state.chunks.is_empty() {
+                        state.idle = true;
                         state = match shared.changed.wait(state) {
                             Ok(state) => state,
                             Err(_) => return,
                         };
                     }
+                    state.idle = false;
                     state.writing = true;
-                    state.chunks.pop_front().unwrap_or_default()
+                    // Everything queued goes out together: one write for the events of a busy moment.
+                    let mut chunk = state.chunks.pop_front().unwrap_or_default();
+                    while let Some(next) = state.chunks.pop_front() {
+                        chunk.extend_from_slice(&next);
+                    }
+                    chunk
                 };
                 let mut failed = false;
                 for piece in chunk.chunks(PIECE) {
@@ -115,7 +125,9 @@ impl OutputQueue {
         }
         state.pending += bytes.len();
         state.chunks.push_back(bytes.to_vec());
-        self.shared.changed.notify_all();
+        if state.idle {
+            self.shared.changed.notify_all();
+        }
     }
 
     /// Waits until everything queued is written, for as long as the reader keeps taking output: it gives up once
