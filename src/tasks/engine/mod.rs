@@ -33,7 +33,7 @@ use crate::ansible_compat::{boolean, python_type_name};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 use module_context::render_args;
-use results::{TaskTimedOut, clean, flag, shown, skipped, status_of, timed_out, unreachable};
+use results::{TaskTimedOut, clean, flag, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout};
 pub use run_once::RunOnce;
 
 pub const NO_LOG_MESSAGE: &str =
@@ -481,9 +481,13 @@ impl HostRun<'_> {
             None => self.execute_once(task, call, scope, ctx.clone()).await,
             Some(items) => self.execute_loop(task, call, scope, ctx, items).await,
         };
-        if let Some(name) = &task.register {
-            self.engine.facts.insert(&self.host, name, clean(&result));
-        }
-        result
+        let Some(name) = &task.register else { return result };
+        // The whole result moves into the fact store; the task goes on with a copy whose `stdout` is bounded as the
+        // events show it, so a registered cluster read (tens of MB on a large cluster) is never copied.
+        let going_on = with_bounded_stdout(&result);
+        let mut registered = result;
+        registered.retain(|k, _| !k.starts_with("_ansible"));
+        self.engine.facts.insert(&self.host, name, Value::Object(registered));
+        going_on
     }
 }

@@ -17,16 +17,23 @@ pub(super) fn clean(result: &Map<String, Value>) -> Value {
 /// A result as events show it: cleaned, and a `stdout` read whole (the run's own cluster reads, which it parses)
 /// bounded as any command's output is, so a 5,000-node list is not written into every event and log at each poll.
 pub(super) fn shown(result: &Map<String, Value>) -> Value {
-    Value::Object(
-        result
-            .iter()
-            .filter(|(k, _)| !k.starts_with("_ansible"))
-            .map(|(k, v)| match v {
-                Value::String(text) if k == "stdout" => (k.clone(), Value::String(bounded_text(text).into_owned())),
-                _ => (k.clone(), v.clone()),
-            })
-            .collect(),
-    )
+    Value::Object(bounded_copy(result, true))
+}
+
+/// A copy of a result with its `stdout` bounded as events show it (the same copy when it is within the bound).
+pub(super) fn with_bounded_stdout(result: &Map<String, Value>) -> Map<String, Value> {
+    bounded_copy(result, false)
+}
+
+fn bounded_copy(result: &Map<String, Value>, clean: bool) -> Map<String, Value> {
+    result
+        .iter()
+        .filter(|(k, _)| !(clean && k.starts_with("_ansible")))
+        .map(|(k, v)| match v {
+            Value::String(text) if k == "stdout" => (k.clone(), Value::String(bounded_text(text).into_owned())),
+            _ => (k.clone(), v.clone()),
+        })
+        .collect()
 }
 
 pub(super) fn flag(result: &Map<String, Value>, key: &str) -> bool {
