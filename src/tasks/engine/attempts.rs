@@ -84,15 +84,23 @@ impl HostRun<'_> {
             if let Some(facts) = result.get("ansible_facts") {
                 vars = vars.with_map(facts);
             }
+            // The registered variable is made for what reads it next (changed_when/failed_when, then `until` and the
+            // retry's name): a registered cluster read is tens of MB on a large cluster, copied each time.
+            let judged = !result.contains_key("skipped");
             if let Some(name) = &task.register {
-                vars = vars.with(name, &clean(&result));
+                if judged && !(task.changed_when.is_empty() && task.failed_when.is_empty()) {
+                    vars = vars.with(name, &clean(&result));
+                }
             }
-            if !result.contains_key("skipped") {
-                self.judge(task, &mut result, &mut vars);
+            if judged {
+                self.judge(task, &mut result, &vars);
             }
             if retries <= 1 {
                 exhausted = false;
                 break;
+            }
+            if let Some(name) = &task.register {
+                vars = vars.with(name, &clean(&result));
             }
             let done =
                 if task.until.is_empty() { Ok(!flag(&result, "failed")) } else { self.all_true(&task.until, &vars) };
@@ -134,8 +142,8 @@ impl HostRun<'_> {
         result
     }
 
-    /// `changed_when` and `failed_when` applied to a result, then `register` updated with the verdict.
-    fn judge(&self, task: &Task, result: &mut Map<String, Value>, vars: &mut Vars) {
+    /// `changed_when` and `failed_when` applied to a result (`vars` holds the registered result they may read).
+    fn judge(&self, task: &Task, result: &mut Map<String, Value>, vars: &Vars) {
         if !task.changed_when.is_empty() {
             match self.all_true(&task.changed_when, vars) {
                 Ok(b) => {
@@ -163,9 +171,6 @@ impl HostRun<'_> {
                     result.insert("failed_when_result".into(), Value::String(msg));
                 }
             }
-        }
-        if let Some(name) = &task.register {
-            *vars = vars.with(name, &clean(result));
         }
     }
 
