@@ -79,14 +79,52 @@ pub(crate) fn event_json(event: &Event) -> Option<Value> {
     Some(value)
 }
 
+/// A task's result as `event_json` writes it, serialized from the event itself: the result is not copied first (the
+/// most frequent event, and the largest).
+#[derive(serde::Serialize)]
+struct TaskFinishedLine<'a> {
+    event: &'static str,
+    host: &'a str,
+    task: &'a str,
+    file: &'a std::path::Path,
+    line: usize,
+    status: &'a str,
+    duration: f64,
+    ignored: bool,
+    rescued: bool,
+    result: &'a Value,
+    time: String,
+}
+
 impl EventSink for JsonReporter {
     fn event(&self, event: &Event) {
-        let Some(mut value) = event_json(event) else { return };
-        if let Value::Object(m) = &mut value {
-            m.insert("time".into(), json!(crate::time_format::utc_timestamp(std::time::SystemTime::now())));
-        }
+        let time = crate::time_format::utc_timestamp(std::time::SystemTime::now());
+        let serialized = match event {
+            Event::TaskFinished { host, task, status, result, duration, ignored, rescued } => {
+                serde_json::to_vec(&TaskFinishedLine {
+                    event: "task-finished",
+                    host,
+                    task: &task.name,
+                    file: &task.file,
+                    line: task.line,
+                    status: status.as_str(),
+                    duration: ms(duration),
+                    ignored: *ignored,
+                    rescued: *rescued,
+                    result,
+                    time,
+                })
+            }
+            _ => {
+                let Some(mut value) = event_json(event) else { return };
+                if let Value::Object(m) = &mut value {
+                    m.insert("time".into(), json!(time));
+                }
+                serde_json::to_vec(&value)
+            }
+        };
         // One write per event: the line and its newline together (the queue wakes its writer once per write).
-        if let Ok(mut line) = serde_json::to_vec(&value) {
+        if let Ok(mut line) = serialized {
             line.push(b'\n');
             if let Ok(mut out) = self.out.lock() {
                 let _ = out.write_all(&line);
