@@ -121,6 +121,7 @@ fn plan_request(args: &UpgradeArgs) -> PlanRequest {
             max_fail_percentage: args.max_fail_percentage.clone(),
             drain_timeout: args.drain_timeout.clone(),
             target_version: args.target_version.clone(),
+            forks: args.forks.clone(),
         },
     }
 }
