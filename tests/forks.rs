@@ -1,7 +1,9 @@
-//! `--forks`: where the run goes over every host (preflight's checks), at most that many hosts run a command at once.
+//! Many hosts at once: `--forks` bounds the steps that go over every host (preflight's checks), and a command that
+//! reaches hosts raises its soft limit on open files for the batches that serial lets run at once.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::process::Command;
 
 use crate::upgrade::{TestCluster, nodes, spec};
 
@@ -67,4 +69,30 @@ fn preflight_runs_at_most_forks_hosts_commands_at_once() {
     let counts = seen(scratch.path());
     assert_eq!(counts.len(), 8, "{counts:?}");
     assert!(counts.iter().max() > Some(&2), "without the bound more run at once: {counts:?}");
+}
+
+#[test]
+fn a_command_that_reaches_hosts_raises_a_low_soft_limit_on_open_files() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let mut hard = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit only writes the struct passed.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) }, 0);
+    let want = hard.rlim_max.min(65_536);
+    assert!(want > 256, "the hard limit ({}) leaves nothing to raise", hard.rlim_max);
+    std::fs::write(dir.path().join("hosts.yml"), "all:\n  hosts:\n    h1:\n      ansible_connection: local\n")
+        .expect("inventory");
+    let seen = dir.path().join("limit");
+    std::fs::write(dir.path().join("limit.yml"), format!("- shell: ulimit -Sn > {}\n", seen.display())).expect("tasks");
+    // The task's shell inherits the limit of the upgrade process, which starts with a soft limit of 256.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -Sn 256 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_upgrade"))
+        .args(["run-tasks", "limit.yml", "-i", "hosts.yml"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run upgrade");
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let limit = std::fs::read_to_string(&seen).expect("the task ran");
+    assert_eq!(limit.trim(), want.to_string());
 }
