@@ -62,21 +62,20 @@ impl HostLogReporter {
     fn write(&self, host: &str, lines: &[String]) {
         let Ok(mut state) = self.state.lock() else { return };
         let path = Self::path(&self.dir, host);
-        let file = match state.open.iter().position(|(h, _)| h == host) {
-            Some(at) => {
-                let entry = state.open.remove(at);
-                entry.1
-            }
+        let mut file = match state.open.iter().position(|(h, _)| h == host) {
+            Some(at) => state.open.remove(at).1,
             None => {
-                let first = match state.started.get(host) {
+                let header = match state.started.get(host) {
                     Some(false) => return,
-                    Some(true) => false,
-                    None => true,
+                    Some(true) => None,
+                    None => Some(format!("{} === run {}", now(), state.run)),
                 };
-                let header = format!("{} === run {}", now(), state.run);
                 let opened = std::fs::create_dir_all(&self.dir)
                     .and_then(|_| OpenOptions::new().create(true).append(true).open(&path))
-                    .and_then(|mut file| if first { writeln!(file, "{header}").map(|_| file) } else { Ok(file) });
+                    .and_then(|mut file| match &header {
+                        Some(header) => writeln!(file, "{header}").map(|_| file),
+                        None => Ok(file),
+                    });
                 match opened {
                     Ok(file) => {
                         state.started.insert(host.to_string(), true);
@@ -95,7 +94,6 @@ impl HostLogReporter {
         for line in lines {
             text.push_str(&format!("{stamp} {line}\n"));
         }
-        let mut file = file;
         // One write per event, so a failure is seen once per event and not per line.
         if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
             (self.on_failure)(&path, &crate::error::io_reason(&e));
