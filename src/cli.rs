@@ -124,6 +124,11 @@ pub(crate) struct UpgradeArgs {
     #[arg(long, value_name = "V")]
     pub target_version: Option<String>,
 
+    /// How many hosts are checked or read at once where the run goes over every host (preflight, the backups,
+    /// verify, --plan --live), as Ansible's forks: 1 or more. Overrides upgrade_forks. [default: 50]
+    #[arg(short = 'f', long, value_name = "N")]
+    pub forks: Option<String>,
+
     /// Allow skipping a minor version (e.g. 1.28 -> 1.30).
     #[arg(long)]
     pub allow_skip_minor: bool,
@@ -265,5 +270,11 @@ mod tests {
         let cli = Cli::try_parse_from(["upgrade", "run-tasks", "t.yml", "-i", "hosts", "--limit", "n1"]).unwrap();
         assert!(matches!(cli.command, Some(Command::RunTasks(_))));
         assert!(Cli::try_parse_from(["upgrade", "--plan"]).is_err());
+        let cli = Cli::try_parse_from(["upgrade", "-i", "hosts", "-f", "5"]).unwrap();
+        assert_eq!(cli.upgrade.forks.as_deref(), Some("5"));
+        let cli = Cli::try_parse_from(["upgrade", "plan", "--live", "-i", "hosts", "--forks", "7"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Plan(UpgradeArgs { forks: Some(ref f), .. })) if f == "7"));
+        let cli = Cli::try_parse_from(["upgrade", "run-tasks", "t.yml", "-i", "hosts", "-f", "3"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::RunTasks(RunTasksArgs { forks: 3, .. }))));
     }
 }

@@ -305,6 +305,59 @@ impl fmt::Display for DrainTimeout {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// forks
+
+/// How many hosts the run reads or checks at once where it goes over every host (preflight, the etcd and
+/// configuration backups, verify, `plan --live`): Ansible's `forks`. At least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forks(usize);
+
+const FORKS_HINT: &str = "write how many hosts may run at once, 1 or more (the default is 50)";
+
+impl Forks {
+    pub fn new(forks: usize) -> Option<Forks> {
+        (forks > 0).then_some(Forks(forks))
+    }
+
+    pub fn get(self) -> usize {
+        self.0
+    }
+
+    pub fn parse(text: &str) -> Result<Forks> {
+        let trimmed = unquote(text.trim());
+        let forks: usize = trimmed
+            .parse()
+            .map_err(|_| Error::input(format!("forks `{}` is not a whole number", text.trim())).hint(FORKS_HINT))?;
+        Forks::new(forks).ok_or_else(|| Error::input("forks must be 1 or more, not 0").hint(FORKS_HINT))
+    }
+
+    pub fn from_value(value: &Value) -> Result<Forks> {
+        match value {
+            Value::Number(n) => match integral(value).and_then(|i| usize::try_from(i).ok()) {
+                Some(forks) => {
+                    Forks::new(forks).ok_or_else(|| Error::input("forks must be 1 or more, not 0").hint(FORKS_HINT))
+                }
+                None => Err(Error::input(format!("forks `{n}` is not a whole number, 1 or more")).hint(FORKS_HINT)),
+            },
+            Value::String(s) => Forks::parse(s),
+            other => Err(Error::input(format!("forks `{other}` is not a whole number")).hint(FORKS_HINT)),
+        }
+    }
+}
+
+impl Default for Forks {
+    fn default() -> Self {
+        Forks(50)
+    }
+}
+
+impl fmt::Display for Forks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // label selector
 
 /// One requirement of an equality-based selector.
@@ -793,6 +846,7 @@ pub struct Settings {
     pub max_fail_percentage: Setting<MaxFailPercentage>,
     pub drain_timeout: Setting<DrainTimeout>,
     pub target_version: Setting<Option<TargetVersion>>,
+    pub forks: Setting<Forks>,
 }
 
 impl Default for Settings {
@@ -804,6 +858,7 @@ impl Default for Settings {
             max_fail_percentage: Setting::default(MaxFailPercentage::default()),
             drain_timeout: Setting::default(DrainTimeout::default()),
             target_version: Setting::default(None),
+            forks: Setting::default(Forks::default()),
         }
     }
 }
@@ -817,6 +872,7 @@ pub struct SettingFlags {
     pub max_fail_percentage: Option<String>,
     pub drain_timeout: Option<String>,
     pub target_version: Option<String>,
+    pub forks: Option<String>,
 }
 
 /// How a command's output is written: text for people, JSON for CI.
@@ -922,7 +978,17 @@ pub fn resolve(
         |v| optional_value(v, TargetVersion::parse, TargetVersion::from_value),
     )?
     .unwrap_or_else(|| Setting::default(None));
-    Ok(Settings { serial, serial_groups, label, max_fail_percentage, drain_timeout, target_version })
+    let forks = run_wide(
+        "--forks",
+        flags.forks.as_deref(),
+        ("upgrade_forks", "upgrade_forks"),
+        all_hosts,
+        extra,
+        Forks::parse,
+        Forks::from_value,
+    )?
+    .unwrap_or_else(|| Setting::default(Forks::default()));
+    Ok(Settings { serial, serial_groups, label, max_fail_percentage, drain_timeout, target_version, forks })
 }
 
 /// The openshift-ansible names a 3.11 target may be given by when `upgrade_target_version` is not set, in the order
@@ -1034,7 +1100,7 @@ macro_rules! shown_by_display {
         }
     )*};
 }
-shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, LabelSelector, TargetVersion, u64, bool);
+shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, Forks, LabelSelector, TargetVersion, u64, bool);
 
 impl<T: fmt::Display> Shown for Option<T> {
     fn shown(&self) -> String {
@@ -1266,6 +1332,22 @@ mod tests {
         for value in [json!([]), json!(true), json!(2.5), json!({"a": 1}), json!([[1]])] {
             assert!(Serial::from_value(&value).is_err(), "{value}");
         }
+    }
+
+    #[test]
+    fn forks_are_whole_numbers_from_one() {
+        assert_eq!(Forks::parse("5").unwrap().get(), 5);
+        assert_eq!(Forks::parse(" '12' ").unwrap().get(), 12);
+        assert_eq!(Forks::from_value(&json!(3)).unwrap().get(), 3);
+        assert_eq!(Forks::from_value(&json!("4")).unwrap().get(), 4);
+        assert_eq!(Forks::default().get(), 50);
+        for bad in ["0", "-1", "many", "", "2.5"] {
+            assert!(Forks::parse(bad).is_err(), "{bad}");
+        }
+        for bad in [json!(0), json!(-3), json!(1.5), json!(true), json!(null)] {
+            assert!(Forks::from_value(&bad).is_err(), "{bad}");
+        }
+        assert_eq!(Forks::parse(&Forks::new(9).unwrap().to_string()).unwrap().get(), 9);
     }
 
     #[test]

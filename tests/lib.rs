@@ -9,6 +9,7 @@ mod cluster_lock;
 mod etcd_backup;
 mod fake_cluster;
 mod flavors;
+mod forks;
 mod golden;
 mod hooks;
 mod kubeadm;

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Scenario, openshift_fixture};
+use crate::support::{Outcome, Scenario, openshift_fixture};
 
 fn phase<'a>(plan: &'a Value, name: &str) -> Option<&'a Value> {
     plan["phases"].as_array()?.iter().find(|p| p["name"] == name)
@@ -150,6 +150,28 @@ fn the_kubeadm_host_settings_show_with_their_origin() {
 }
 
 #[test]
+fn forks_come_from_the_inventory_or_the_flag_and_the_plan_says_which() {
+    let forks_row = |out: &Outcome| {
+        out.output()
+            .lines()
+            .find(|l| l.trim_start().starts_with("forks "))
+            .map(str::split_whitespace)
+            .map_or(Vec::new(), |words| words.map(str::to_string).collect::<Vec<_>>())
+    };
+    assert_eq!(forks_row(&cluster_with("").success()), ["forks", "50", "from", "default"]);
+    let row = forks_row(&cluster_with("upgrade_forks=7").success());
+    assert_eq!(row[..5], ["forks", "7", "from", "upgrade_forks", "at"], "{row:?}");
+    assert_eq!(row[5], "hosts.ini:11:1", "{row:?}");
+    assert_eq!(
+        forks_row(&cluster_with("upgrade_forks=7").args(["-f", "3"]).success()),
+        ["forks", "3", "from", "--forks"]
+    );
+    // JSON plans carry no forks: they stay what CI already reads.
+    let out = cluster_with("upgrade_forks=7").args(["--output", "json"]).success();
+    assert!(out.json()["settings"].get("forks").is_none());
+}
+
+#[test]
 fn bad_settings_in_the_inventory_name_the_line_and_exit_2() {
     for (line, message) in [
         ("upgrade_nodes_serial=abc", "serial `abc`"),
@@ -164,6 +186,7 @@ fn bad_settings_in_the_inventory_name_the_line_and_exit_2() {
         ("upgrade_control_plane_ready_timeout=-1", "upgrade_control_plane_ready_timeout is -1"),
         ("upgrade_node_ready_timeout=-30", "upgrade_node_ready_timeout is `-30`"),
         ("upgrade_kubernetes_repo_manage=perhaps", "upgrade_kubernetes_repo_manage `perhaps` is not a boolean"),
+        ("upgrade_forks=0", "forks must be 1 or more"),
     ] {
         cluster_with(line).failure(2).stderr_has("hosts.ini:11").stderr_has(message).stderr_has("hint:");
     }
@@ -181,6 +204,8 @@ fn bad_flags_exit_2_with_what_to_do() {
         (vec!["--label", "a b"], "label"),
         (vec!["--phase", "drain"], "unknown phase `drain`"),
         (vec!["--target-version", "latest"], "major.minor.patch"),
+        (vec!["--forks", "0"], "--forks: forks must be 1 or more"),
+        (vec!["-f", "many"], "forks `many` is not a whole number"),
     ] {
         cluster_with("").args(&flag).failure(2).stderr_has(message).stderr_has("hint:");
     }

@@ -74,7 +74,8 @@ pub fn bounded_text(text: &str) -> std::borrow::Cow<'_, str> {
 /// says the rest).
 pub async fn read_bounded(mut reader: impl AsyncRead + Unpin) -> Vec<u8> {
     let mut capture = BoundedCapture::default();
-    let mut buf = vec![0u8; 64 * 1024];
+    // Small: a buffer is held per stream of every command in flight, and the capture copies out of it anyway.
+    let mut buf = vec![0u8; 8 * 1024];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,

@@ -38,7 +38,7 @@ pub(crate) async fn check(run: &UpgradeRun) -> Result<()> {
         let file = file.clone();
         async move { (host.clone(), run.run_step(Phase::Preflight, host, Step::Certificates, &file, &[], None).await) }
     });
-    let results = super::join_all(reads).await;
+    let results = super::fan_out(run.forks(), reads).await;
     let mut dates = Vec::new();
     let mut unreadable = Vec::new();
     for (host, result) in results {

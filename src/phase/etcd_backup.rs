@@ -30,12 +30,12 @@ pub(crate) async fn run(run: &UpgradeRun) -> (Vec<HostReport>, bool) {
         return (reports, true);
     }
     let backups = hosts.iter().map(|host| backup(run, host));
-    let mut reports = super::join_all(backups).await;
+    let mut reports = super::fan_out(run.forks(), backups).await;
     let mut open = reports.iter().all(|r| !r.outcome.is_failure());
     if open {
         // The configuration of every host the run touches, beside its snapshot (same timestamp).
         let configs = run.plan.hosts.iter().map(|host| config_backup(run, host));
-        let configs = super::join_all(configs).await;
+        let configs = super::fan_out(run.forks(), configs).await;
         open = configs.iter().all(|r| !r.outcome.is_failure());
         reports.extend(configs);
     }

@@ -17,25 +17,69 @@ pub(crate) mod sequence;
 pub(crate) mod step_runner;
 pub(crate) mod verify;
 
-/// Awaits futures together on the current task (they borrow the run) and returns their outputs in order.
-pub(crate) async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
-    let mut pending: Vec<Option<std::pin::Pin<Box<F>>>> = futures.map(|f| Some(Box::pin(f))).collect();
-    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut any_pending = false;
-        for (slot, fut) in outputs.iter_mut().zip(pending.iter_mut()) {
-            if let Some(f) = fut {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => {
-                        *slot = Some(v);
-                        *fut = None;
-                    }
-                    std::task::Poll::Pending => any_pending = true,
-                }
+/// Awaits futures on the current task (they borrow the run), at most `forks` at once, and returns their outputs in
+/// input order. The bound is Ansible's `forks`: a preflight over 5,000 hosts must not hold 5,000 commands (their
+/// processes, descriptors and read buffers) at once. Only the futures that were woken are polled again.
+///
+/// No host future may wait for another one of the same fan-out to start (that one may be queued behind it): the
+/// host steps run here share no `run_once` order (see `StepRunner::batch_started`).
+pub(crate) async fn fan_out<F: std::future::Future>(
+    forks: usize,
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    use futures_util::StreamExt;
+    futures_util::stream::iter(futures).buffered(forks.max(1)).collect().await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::fan_out;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn fan_out_keeps_input_order_and_never_runs_more_than_forks_at_once() {
+        let in_flight = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let started = AtomicUsize::new(0);
+        // Later inputs finish first, so the outputs come back out of order unless fan_out puts them back.
+        let futures = (0..10u64).map(|i| {
+            let (in_flight, most, started) = (&in_flight, &most, &started);
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(50 - 5 * i)).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                i * i
             }
-        }
-        if any_pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
+        });
+        let outputs = fan_out(3, futures).await;
+        assert_eq!(outputs, (0..10u64).map(|i| i * i).collect::<Vec<_>>());
+        assert_eq!(most.load(Ordering::SeqCst), 3, "three at once, never more");
+        assert_eq!(started.load(Ordering::SeqCst), 10);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_fan_out_of_zero_forks_still_runs_everything_one_at_a_time() {
+        let in_flight = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let futures = (0..4).map(|i| {
+            let (in_flight, most) = (&in_flight, &most);
+            async move {
+                most.fetch_max(in_flight.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                i
+            }
+        });
+        assert_eq!(fan_out(0, futures).await, vec![0, 1, 2, 3]);
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_empty_fan_out_is_empty() {
+        assert!(fan_out(5, std::iter::empty::<std::future::Ready<u8>>()).await.is_empty());
+    }
 }

@@ -289,7 +289,7 @@ async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> 
         }
     });
     let mut failed = Vec::new();
-    for (host, result) in super::join_all(checks).await {
+    for (host, result) in super::fan_out(run.forks(), checks).await {
         match result {
             Ok(facts) => run.notice(Some(host), describe_host_check(run, host, &facts)),
             Err(f) => failed.push(format!("{host}: {}", f.reason)),
@@ -355,7 +355,7 @@ async fn check_etcdctl(run: &UpgradeRun) -> Result<()> {
         let file = run.playbook("etcdctl_check.yml");
         (host, run.run_step(Phase::Preflight, host, Step::EtcdctlCheck, &file, &[], None).await)
     });
-    let failed: Vec<String> = super::join_all(checks)
+    let failed: Vec<String> = super::fan_out(run.forks(), checks)
         .await
         .into_iter()
         .filter_map(|(host, r)| r.err().map(|f| format!("{host}: {}", f.reason)))
@@ -397,7 +397,7 @@ async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
         run.plan.masters.iter().chain(&nodes).chain(green).filter(|h| run.probes_host_version(h)).cloned().collect();
     let reads = hosts.iter().map(|host| async move { (host, read_host_version(run, Phase::Preflight, host).await) });
     let mut versions = HashMap::new();
-    for (host, result) in super::join_all(reads).await {
+    for (host, result) in super::fan_out(run.forks(), reads).await {
         let version = result.map_err(|reason| {
             Error::hosts_failed(format!("cannot read what {host} has installed: {reason}")).hint(
                 "upgrade_host_version_command must print the installed version (openshift: rpm -q --qf %{VERSION} \
@@ -435,7 +435,7 @@ pub(crate) async fn read_host_version(
     }
 }
 
-/// Opens a connection to every host of the plan, at once, and runs `true`. Any host that does not answer stops the
+/// Opens a connection to every host of the plan, `forks` at a time, and runs `true`. Any host that does not answer stops the
 /// run here, before anything is touched.
 pub(crate) async fn check_reachable(run: &UpgradeRun) -> Result<()> {
     let started = Instant::now();
@@ -456,7 +456,7 @@ pub(crate) async fn check_reachable(run: &UpgradeRun) -> Result<()> {
         };
         (host.clone(), result)
     });
-    let results = super::join_all(probes).await;
+    let results = super::fan_out(run.forks(), probes).await;
     let unreachable: Vec<String> =
         results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| format!("{h} ({e})"))).collect();
     if !unreachable.is_empty() {

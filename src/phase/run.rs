@@ -150,6 +150,11 @@ impl UpgradeRun {
         self.steps.batch_started(hosts);
     }
 
+    /// How many hosts a step that goes over every host runs on at once (`--forks`, `upgrade_forks`).
+    pub(crate) fn forks(&self) -> usize {
+        self.plan.settings.forks.value.get()
+    }
+
     pub(crate) fn pool(&self) -> &ConnectionPool {
         self.steps.pool()
     }

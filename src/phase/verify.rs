@@ -20,7 +20,7 @@ pub(crate) async fn installed_versions(
     let reads = probed
         .into_iter()
         .map(|host| async move { (host.clone(), super::preflight::read_host_version(run, Phase::Verify, host).await) });
-    super::join_all(reads).await.into_iter().collect()
+    super::fan_out(run.forks(), reads).await.into_iter().collect()
 }
 
 /// Checks the hosts upgraded by this run: Ready, and at the target by what they have installed (`installed`, for the

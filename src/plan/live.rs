@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
 use crate::inventory::{Inventory, Vars};
 use crate::phase::run::UpgradeRun;
-use crate::phase::{cluster_lock, join_all, preflight};
+use crate::phase::{cluster_lock, fan_out, preflight};
 use crate::plan::Phase;
 use crate::session::{Remote, Session, UpgradeRequest};
 use crate::vocabulary::Step;
@@ -289,7 +289,7 @@ async fn read_host_facts(run: &UpgradeRun) -> BTreeMap<String, HostFacts> {
         }
         (host.clone(), facts)
     });
-    join_all(reads).await.into_iter().collect()
+    fan_out(run.forks(), reads).await.into_iter().collect()
 }
 
 /// The live plan for people.

@@ -129,6 +129,7 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
         secs => format!("{} ({secs}s)", s.drain_timeout.value),
     };
     rows.push(("drain-timeout", drain, describe(&s.drain_timeout)));
+    rows.push(("forks", s.forks.value.to_string(), describe(&s.forks)));
     let label = s.label.value.as_ref().map_or("none (all nodes)".to_string(), ToString::to_string);
     rows.push(("label", label, describe(&s.label)));
     let target = s.target_version.value.as_ref().map_or("not set".to_string(), ToString::to_string);

@@ -14,21 +14,39 @@ use crate::vocabulary::HostOutcome;
 /// Told when a host log cannot be written (the path and why), so the run can stop and say so.
 pub(crate) type OnWriteFailure = Box<dyn Fn(&Path, &str) + Send + Sync>;
 
+/// Host logs kept open at once. A run over 5,000 hosts must not hold 5,000 descriptors; a host's log closed to make
+/// room is opened again (appending) at its next line.
+const OPEN_LOGS: usize = 64;
+
 pub(crate) struct HostLogReporter {
     dir: PathBuf,
     state: Mutex<LogState>,
     on_failure: OnWriteFailure,
+    open_logs: usize,
 }
 
 #[derive(Default)]
 struct LogState {
     run: String,
-    files: HashMap<String, Option<File>>,
+    /// The hosts whose log has this run's header, and those whose log could not be opened (`false`: not written to
+    /// again this run, so a failure is reported once).
+    started: HashMap<String, bool>,
+    /// The open logs, the least recently written first.
+    open: Vec<(String, File)>,
 }
 
 impl HostLogReporter {
     pub(crate) fn new(dir: &Path, on_failure: OnWriteFailure) -> HostLogReporter {
-        HostLogReporter { dir: dir.to_path_buf(), state: Mutex::new(LogState::default()), on_failure }
+        Self::with_open_logs(dir, on_failure, OPEN_LOGS)
+    }
+
+    fn with_open_logs(dir: &Path, on_failure: OnWriteFailure, open_logs: usize) -> HostLogReporter {
+        HostLogReporter {
+            dir: dir.to_path_buf(),
+            state: Mutex::new(LogState::default()),
+            on_failure,
+            open_logs: open_logs.max(1),
+        }
     }
 
     /// The log file of a host; a name that cannot be a file name is made into one.
@@ -43,24 +61,34 @@ impl HostLogReporter {
 
     fn write(&self, host: &str, lines: &[String]) {
         let Ok(mut state) = self.state.lock() else { return };
-        let run = state.run.clone();
         let path = Self::path(&self.dir, host);
-        let file = match state.files.entry(host.to_string()) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-            std::collections::hash_map::Entry::Vacant(entry) => {
+        let mut file = match state.open.iter().position(|(h, _)| h == host) {
+            Some(at) => state.open.remove(at).1,
+            None => {
+                let header = match state.started.get(host) {
+                    Some(false) => return,
+                    Some(true) => None,
+                    None => Some(format!("{} === run {}", now(), state.run)),
+                };
                 let opened = std::fs::create_dir_all(&self.dir)
                     .and_then(|_| OpenOptions::new().create(true).append(true).open(&path))
-                    .and_then(|mut file| writeln!(file, "{} === run {run}", now()).map(|_| file));
+                    .and_then(|mut file| match &header {
+                        Some(header) => writeln!(file, "{header}").map(|_| file),
+                        None => Ok(file),
+                    });
                 match opened {
-                    Ok(file) => entry.insert(Some(file)),
+                    Ok(file) => {
+                        state.started.insert(host.to_string(), true);
+                        file
+                    }
                     Err(e) => {
                         (self.on_failure)(&path, &crate::error::io_reason(&e));
-                        entry.insert(None)
+                        state.started.insert(host.to_string(), false);
+                        return;
                     }
                 }
             }
         };
-        let Some(file) = file else { return };
         let stamp = now();
         let mut text = String::new();
         for line in lines {
@@ -70,6 +98,11 @@ impl HostLogReporter {
         if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
             (self.on_failure)(&path, &crate::error::io_reason(&e));
         }
+        if state.open.len() >= self.open_logs {
+            // Dropping the least recently written closes it; its next line opens it again.
+            state.open.remove(0);
+        }
+        state.open.push((host.to_string(), file));
     }
 }
 
@@ -113,5 +146,70 @@ impl EventSink for HostLogReporter {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn reporter(dir: &Path, run: &str, open_logs: usize, failures: Arc<Mutex<Vec<String>>>) -> HostLogReporter {
+        let on_failure: OnWriteFailure =
+            Box::new(move |path, why| failures.lock().unwrap().push(format!("{}: {why}", path.display())));
+        let reporter = HostLogReporter::with_open_logs(dir, on_failure, open_logs);
+        reporter.state.lock().unwrap().run = run.to_string();
+        reporter
+    }
+
+    fn read(dir: &Path, host: &str) -> Vec<String> {
+        let text = std::fs::read_to_string(HostLogReporter::path(dir, host)).unwrap();
+        // Drop the timestamp in front of every line.
+        text.lines().map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string()).collect()
+    }
+
+    #[test]
+    fn a_log_closed_to_make_room_is_reopened_without_a_second_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let hosts = ["a", "b", "c", "d"];
+        for run in ["run-1", "run-2"] {
+            // Two open at most: writing to four hosts in turn closes and reopens every log.
+            let logs = reporter(dir.path(), run, 2, failures.clone());
+            for round in 0..3 {
+                for host in hosts {
+                    logs.write(host, &[format!("{run} line {round}")]);
+                    assert!(logs.state.lock().unwrap().open.len() <= 2);
+                }
+            }
+        }
+        assert!(failures.lock().unwrap().is_empty(), "{:?}", failures.lock().unwrap());
+        for host in hosts {
+            let want: Vec<String> = ["run-1", "run-2"]
+                .iter()
+                .flat_map(|run| {
+                    std::iter::once(format!("=== run {run}")).chain((0..3).map(move |i| format!("{run} line {i}")))
+                })
+                .collect();
+            assert_eq!(read(dir.path(), host), want, "{host}");
+        }
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_opened_is_reported_once_and_not_tried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        // The logs directory is a file: no log can be created under it.
+        let logs_dir = dir.path().join("logs");
+        std::fs::write(&logs_dir, "not a directory").unwrap();
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let logs = reporter(&logs_dir, "run-1", 1, failures.clone());
+        for _ in 0..3 {
+            logs.write("a", &["line".to_string()]);
+            logs.write("b", &["line".to_string()]);
+        }
+        let failures = failures.lock().unwrap();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[0].contains("a.log") && failures[1].contains("b.log"), "{failures:?}");
     }
 }
