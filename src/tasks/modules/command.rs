@@ -114,6 +114,10 @@ pub(super) fn command_result(
         if strip {
             text.truncate(text.trim_end_matches(['\r', '\n']).len());
         }
+        // A whole read grew by doubling: up to half of it would be kept empty in the fact store.
+        if text.capacity() - text.len() > 64 * 1024 {
+            text.shrink_to_fit();
+        }
         text
     };
     let stdout = text(out.stdout);
