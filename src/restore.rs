@@ -109,6 +109,9 @@ pub(crate) fn restore(request: &RestoreRequest, inventory: Inventory, extra: Var
             .hint("read the plan above, then run the same command with --yes"));
     }
 
+    // An upgrade running from the same state directory would be moving the hosts this puts back: the restore waits
+    // for no one, it refuses (exit 2, naming the holder) before touching anything, as a second upgrade does.
+    let _lock = crate::journal::RunLock::acquire(&state_dir)?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
     // The flavour's own defaults (openshift: the /etc/etcd certificates) apply, as in an upgrade.
     let host_vars: Vec<(String, crate::inventory::Vars)> = names_for_flavor(&plan)

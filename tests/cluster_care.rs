@@ -314,3 +314,32 @@ fn restore_refuses_without_hosts_or_a_recorded_backup_and_touches_nothing() {
         .failure(2)
         .stderr_has("the recorded backups are: 20260101T000000Z");
 }
+
+#[test]
+fn restore_refuses_while_an_upgrade_holds_the_state_directory_and_touches_nothing() {
+    let inventory = "[masters]\nm1 ansible_connection=local\n";
+    let scenario = crate::support::Scenario::new().file("hosts", inventory);
+    let config = scenario.path("backup/config/etc/app.conf");
+    let target = scenario.path("etc/app.conf");
+    let journal = serde_json::json!({"event": "backup", "run": "r", "time": "t", "host": "m1",
+        "timestamp": "20260101T000000Z", "dir": scenario.path("backup"), "files": [target]});
+    let scenario = scenario
+        .file(".upgrade-state/journal.jsonl", &format!("{journal}\n"))
+        .file("backup/config/etc/app.conf", "restored\n")
+        .file("etc/app.conf", "changed since\n");
+    assert!(config.is_file());
+    // An upgrade holds the state directory's lock (flock, as the run takes it).
+    let mut holder = std::process::Command::new("flock")
+        .arg(scenario.path(".upgrade-state/lock"))
+        .args(["-c", "sleep 60"])
+        .spawn()
+        .expect("flock");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let scenario = scenario.args(["restore", "-i", "hosts", "--limit", "m1", "--backup", "20260101T000000Z", "--yes"]);
+    let refused = scenario.run();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let refused = refused.expect_code(2).stderr_has("another upgrade is running");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "changed since\n", "nothing was restored");
+    drop(refused);
+}
