@@ -87,8 +87,10 @@ impl HostRun<'_> {
             // The registered variable is made for what reads it next (changed_when/failed_when, then `until` and the
             // retry's name): a registered cluster read is tens of MB on a large cluster, copied each time.
             let judged = !result.contains_key("skipped");
+            // `changed_when: false` reads nothing; only an expression may read the registered result.
+            let expression = |conditions: &[Value]| conditions.iter().any(|c| !matches!(c, Value::Bool(_)));
             if let Some(name) = &task.register {
-                if judged && !(task.changed_when.is_empty() && task.failed_when.is_empty()) {
+                if judged && (expression(&task.changed_when) || expression(&task.failed_when)) {
                     vars = vars.with(name, &clean(&result));
                 }
             }
