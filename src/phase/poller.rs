@@ -99,6 +99,7 @@ impl NodePoller {
             }
             if one.is_empty() { parse_node_list(field("stdout")) } else { parse_node(field("stdout")).map(|n| vec![n]) }
         });
+        run.steps.forget(&run.first_master, register);
         if let Ok(mut state) = self.state.lock() {
             match nodes {
                 Ok(nodes) => {

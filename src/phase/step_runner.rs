@@ -108,6 +108,12 @@ impl StepRunner {
         &self.pool
     }
 
+    /// Forgets a result the run registered for itself once it has read it (the poller's node list: tens of MB on a
+    /// large cluster, else kept until the next poll replaces it, two lists alive at once).
+    pub(crate) fn forget(&self, host: &str, name: &str) {
+        self.task_vars.facts().remove(host, name);
+    }
+
     /// One of the host's own variables (inventory and `-e`, not facts).
     pub(crate) fn own(&self, host: &str, name: &str) -> Option<Value> {
         self.task_vars.own(host).get(name).cloned()

@@ -49,6 +49,16 @@ impl FactStore {
         Arc::make_mut(entry).extend(facts.into_iter().map(|(k, v)| (k, Arc::new(v))));
     }
 
+    /// Forgets one fact (a registered result) of the host.
+    pub fn remove(&self, host: &str, name: &str) {
+        let mut hosts = self.hosts.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = hosts.get_mut(host) {
+            if entry.contains_key(name) {
+                Arc::make_mut(entry).shift_remove(name);
+            }
+        }
+    }
+
     /// Sets one fact (a registered result) of the host.
     pub fn insert(&self, host: &str, name: &str, value: Value) {
         let mut facts = Map::new();
@@ -266,6 +276,20 @@ mod tests {
         assert_eq!(templar.render("{{ hostvars['h1'].x.stdout }}", &vars).unwrap(), json!("hi"));
         assert_eq!(templar.render("{{ hostvars.h1.role }}", &vars).unwrap(), json!("fact-role"));
         assert_eq!(templar.render("{{ hostvars['h2'].role }}", &vars).unwrap(), json!("web"));
+    }
+
+    #[test]
+    fn a_forgotten_result_is_gone_for_later_readers_and_a_snapshot_taken_before_keeps_it() {
+        let store = FactStore::new();
+        store.insert("m1", "upgrade_poll_all", json!({"stdout": "the node list"}));
+        store.insert("m1", "node_name", json!("m1"));
+        let before = store.get("m1").unwrap();
+        store.remove("m1", "upgrade_poll_all");
+        store.remove("m1", "never_set");
+        let after = store.get("m1").unwrap();
+        assert!(after.get("upgrade_poll_all").is_none());
+        assert_eq!(after.get("node_name").map(|v| (**v).clone()), Some(json!("m1")));
+        assert_eq!(before.get("upgrade_poll_all").map(|v| (**v).clone()), Some(json!({"stdout": "the node list"})));
     }
 
     #[test]
