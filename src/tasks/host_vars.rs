@@ -25,7 +25,13 @@ pub type HostFacts = indexmap::IndexMap<String, Arc<Value>>;
 #[derive(Debug, Default)]
 pub struct FactStore {
     hosts: RwLock<HashMap<String, Arc<HostFacts>>>,
+    /// Scalar facts, one copy per value for every host that has it: most of the defaults every step file applies
+    /// (`upgrade_kubectl: kubectl`, ...) are the same on every host, 57 facts per host of a 5,000-host run.
+    scalars: std::sync::Mutex<HashMap<String, Arc<Value>>>,
 }
+
+/// Longer scalars are not shared: they are rarely the same on two hosts.
+const SHARED_SCALAR_MAX: usize = 256;
 
 impl FactStore {
     pub fn new() -> Arc<FactStore> {
@@ -46,7 +52,18 @@ impl FactStore {
         let mut hosts = self.hosts.write().unwrap_or_else(|p| p.into_inner());
         let entry = hosts.entry(host.to_string()).or_default();
         // Copies the map of handles (not the values) only while a reader still holds the previous snapshot.
-        Arc::make_mut(entry).extend(facts.into_iter().map(|(k, v)| (k, Arc::new(v))));
+        Arc::make_mut(entry).extend(facts.into_iter().map(|(k, v)| (k, self.shared(v))));
+    }
+
+    /// The one copy of a scalar value (a new handle for anything else).
+    fn shared(&self, value: Value) -> Arc<Value> {
+        let key = match &value {
+            Value::String(s) if s.len() <= SHARED_SCALAR_MAX => format!("s{s}"),
+            Value::Bool(_) | Value::Number(_) | Value::Null => format!("j{value}"),
+            _ => return Arc::new(value),
+        };
+        let Ok(mut scalars) = self.scalars.lock() else { return Arc::new(value) };
+        scalars.entry(key).or_insert_with(|| Arc::new(value)).clone()
     }
 
     /// Forgets one fact (a registered result) of the host.
@@ -290,6 +307,22 @@ mod tests {
         assert!(after.get("upgrade_poll_all").is_none());
         assert_eq!(after.get("node_name").map(|v| (**v).clone()), Some(json!("m1")));
         assert_eq!(before.get("upgrade_poll_all").map(|v| (**v).clone()), Some(json!({"stdout": "the node list"})));
+    }
+
+    #[test]
+    fn equal_scalar_facts_of_two_hosts_are_one_value_and_unequal_ones_stay_apart() {
+        let store = FactStore::new();
+        for host in ["n1", "n2"] {
+            store.insert(host, "upgrade_kubectl", json!("kubectl"));
+            store.insert(host, "as_text", json!("true"));
+            store.insert(host, "as_bool", json!(true));
+            store.insert(host, "node_name", json!(host));
+        }
+        let (n1, n2) = (store.get("n1").unwrap(), store.get("n2").unwrap());
+        assert!(Arc::ptr_eq(&n1["upgrade_kubectl"], &n2["upgrade_kubectl"]));
+        assert_eq!(*n1["as_text"], json!("true"));
+        assert_eq!(*n1["as_bool"], json!(true));
+        assert_eq!((*n1["node_name"], &*n2["node_name"]), (json!("n1"), &json!("n2")));
     }
 
     #[test]
