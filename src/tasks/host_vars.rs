@@ -322,7 +322,8 @@ mod tests {
         assert!(Arc::ptr_eq(&n1["upgrade_kubectl"], &n2["upgrade_kubectl"]));
         assert_eq!(*n1["as_text"], json!("true"));
         assert_eq!(*n1["as_bool"], json!(true));
-        assert_eq!((*n1["node_name"], &*n2["node_name"]), (json!("n1"), &json!("n2")));
+        assert_eq!(*n1["node_name"], json!("n1"));
+        assert_eq!(*n2["node_name"], json!("n2"));
     }
 
     #[test]
