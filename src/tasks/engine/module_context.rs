@@ -12,15 +12,7 @@ impl HostRun<'_> {
         scope: &Scope,
         ctx: &Vars,
     ) -> Result<ModuleContext, Map<String, Value>> {
-        let templar = &self.engine.templar;
-        let place = Self::place(task);
-        let render_str = |v: &str| -> Result<String, Map<String, Value>> {
-            match templar.render(v, ctx) {
-                Ok(Value::String(s)) => Ok(s),
-                Ok(other) => Ok(other.to_string()),
-                Err(e) => Err(failed(format!("{place}: {}", e.message))),
-            }
-        };
+        let render_str = |v: &str| self.render_text(task, v, ctx);
         let delegate = match task.delegate_to.as_ref().or(scope.delegate_to.as_ref()) {
             Some(d) => Some(render_str(d)?),
             None => None,
@@ -58,6 +50,15 @@ impl HostRun<'_> {
         })
     }
 
+    /// A task keyword's template rendered as text; a template error fails the task, naming it.
+    fn render_text(&self, task: &Task, template: &str, ctx: &Vars) -> Result<String, Map<String, Value>> {
+        match self.engine.templar.render(template, ctx) {
+            Ok(Value::String(s)) => Ok(s),
+            Ok(other) => Ok(other.to_string()),
+            Err(e) => Err(failed(format!("{}: {}", Self::place(task), e.message))),
+        }
+    }
+
     /// `become` and its user and password, from the task, its blocks or the host's `ansible_become*` variables.
     fn become_settings(
         &self,
@@ -67,13 +68,7 @@ impl HostRun<'_> {
     ) -> Result<(Option<String>, Option<modules::BecomePassword>), Map<String, Value>> {
         let templar = &self.engine.templar;
         let place = Self::place(task);
-        let render_str = |v: &str| -> Result<String, Map<String, Value>> {
-            match templar.render(v, ctx) {
-                Ok(Value::String(s)) => Ok(s),
-                Ok(other) => Ok(other.to_string()),
-                Err(e) => Err(failed(format!("{place}: {}", e.message))),
-            }
-        };
+        let render_str = |v: &str| self.render_text(task, v, ctx);
         let var = |name: &str| ctx.get(name);
         let become_value = task.become_.clone().or_else(|| scope.become_.clone()).or_else(|| var("ansible_become"));
         let become_on = match become_value {
