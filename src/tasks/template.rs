@@ -430,6 +430,62 @@ fn strip_builtin_prefix(source: &str) -> Cow<'_, str> {
 /// fewer escapes than Python and refuses the others, which Python keeps as written (`'\d'` is a backslash and a
 /// `d`), so those backslashes are doubled for minijinja.
 fn python_escapes(source: &str) -> Cow<'_, str> {
+    rewrite_literals(source, true, |quote, chars, out| {
+        while let Some((_, d)) = chars.next() {
+            out.push(d);
+            if d == quote {
+                break;
+            }
+            if d == '\\' {
+                match chars.next() {
+                    Some((_, e)) if "\\'\"bfnrtu".contains(e) => out.push(e),
+                    Some((_, e)) => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                    None => {}
+                }
+            }
+        }
+    })
+}
+
+/// Ansible's `escape_backslashes`: string literals inside `{{ }}` of a task argument keep their backslashes as
+/// written (YAML already handled escapes), so `regex_replace('(\\d+)', '\\1')` means what it says. Each such
+/// literal is rewritten so that minijinja's unescaping gives back exactly the characters between the quotes.
+fn escape_backslashes(source: &str) -> Cow<'_, str> {
+    rewrite_literals(source, false, |quote, chars, out| {
+        while let Some((_, d)) = chars.next() {
+            if d == '\\' {
+                out.push_str("\\\\");
+                if let Some((_, escaped)) = chars.next() {
+                    if escaped == '\\' {
+                        out.push_str("\\\\");
+                    } else if escaped == quote {
+                        out.push('\\');
+                        out.push(escaped);
+                    } else {
+                        out.push(escaped);
+                    }
+                }
+            } else {
+                out.push(d);
+                if d == quote {
+                    break;
+                }
+            }
+        }
+    })
+}
+
+/// Rewrites the string literals inside a template's `{{ }}` (and `{% %}` with `statements`; otherwise statements,
+/// like comments, are copied as they are) and copies the rest unchanged. `literal` is given each literal's opening
+/// quote (already written) and the characters after it, and writes the literal up to its closing quote.
+fn rewrite_literals<'a>(
+    source: &'a str,
+    statements: bool,
+    mut literal: impl FnMut(char, &mut std::str::CharIndices<'_>, &mut String),
+) -> Cow<'a, str> {
     if !source.contains('\\') {
         return Cow::Borrowed(source);
     }
@@ -440,9 +496,10 @@ fn python_escapes(source: &str) -> Cow<'_, str> {
         out.push_str(before);
         let close = match from.get(..2) {
             Some("{{") => "}}",
-            Some("{%") => "%}",
-            Some("{#") => {
-                let end = from[2..].find("#}").map(|i| i + 4).unwrap_or(from.len());
+            Some("{%") if statements => "%}",
+            Some(open @ ("{%" | "{#")) => {
+                let close = if open == "{%" { "%}" } else { "#}" };
+                let end = from[2..].find(close).map(|i| i + 4).unwrap_or(from.len());
                 out.push_str(&from[..end]);
                 rest = &from[end..];
                 continue;
@@ -460,97 +517,10 @@ fn python_escapes(source: &str) -> Cow<'_, str> {
             match c {
                 '\'' | '"' => {
                     out.push(c);
-                    while let Some((_, d)) = chars.next() {
-                        out.push(d);
-                        if d == c {
-                            break;
-                        }
-                        if d == '\\' {
-                            match chars.next() {
-                                Some((_, e)) if "\\'\"bfnrtu".contains(e) => out.push(e),
-                                Some((_, e)) => {
-                                    out.push('\\');
-                                    out.push(e);
-                                }
-                                None => {}
-                            }
-                        }
-                    }
+                    literal(c, &mut chars, &mut out);
                 }
                 _ if from[2 + i..].starts_with(close) => {
                     out.push_str(close);
-                    consumed = 2 + i + 2;
-                    break;
-                }
-                c => out.push(c),
-            }
-        }
-        rest = &from[consumed.min(from.len())..];
-    }
-    out.push_str(rest);
-    Cow::Owned(out)
-}
-
-/// Ansible's `escape_backslashes`: string literals inside `{{ }}` of a task argument keep their backslashes as
-/// written (YAML already handled escapes), so `regex_replace('(\\d+)', '\\1')` means what it says. Each such
-/// literal is rewritten so that minijinja's unescaping gives back exactly the characters between the quotes.
-fn escape_backslashes(source: &str) -> Cow<'_, str> {
-    if !source.contains('\\') {
-        return Cow::Borrowed(source);
-    }
-    let mut out = String::with_capacity(source.len() + 8);
-    let mut rest = source;
-    while let Some(start) = rest.find(['{']) {
-        let (before, from) = rest.split_at(start);
-        out.push_str(before);
-        let close = if from.starts_with("{{") {
-            "}}"
-        } else if from.starts_with("{%") {
-            "%}"
-        } else if from.starts_with("{#") {
-            "#}"
-        } else {
-            out.push('{');
-            rest = &from[1..];
-            continue;
-        };
-        if close != "}}" {
-            // Statements and comments are copied as they are (Ansible leaves them alone too).
-            let end = from[2..].find(close).map(|i| i + 4).unwrap_or(from.len());
-            out.push_str(&from[..end]);
-            rest = &from[end..];
-            continue;
-        }
-        out.push_str("{{");
-        let mut chars = from[2..].char_indices().peekable();
-        let mut consumed = from.len();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\'' | '"' => {
-                    out.push(c);
-                    while let Some((_, d)) = chars.next() {
-                        if d == '\\' {
-                            out.push_str("\\\\");
-                            if let Some((_, escaped)) = chars.next() {
-                                if escaped == '\\' {
-                                    out.push_str("\\\\");
-                                } else if escaped == c {
-                                    out.push('\\');
-                                    out.push(escaped);
-                                } else {
-                                    out.push(escaped);
-                                }
-                            }
-                        } else {
-                            out.push(d);
-                            if d == c {
-                                break;
-                            }
-                        }
-                    }
-                }
-                '}' if from[2 + i..].starts_with("}}") => {
-                    out.push_str("}}");
                     consumed = 2 + i + 2;
                     break;
                 }
