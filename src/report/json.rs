@@ -23,7 +23,8 @@ fn ms(d: &std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// The JSON object of an event, or `None` for events CI does not need.
+/// The JSON object of an event, or `None` for events CI does not need and for `task-finished`, which
+/// [`TaskFinishedLine`] writes without copying the result.
 pub(crate) fn event_json(event: &Event) -> Option<Value> {
     let value = match event {
         Event::RunStarted { run, target, phases, resumed } => {
@@ -54,11 +55,6 @@ pub(crate) fn event_json(event: &Event) -> Option<Value> {
             }
             v
         }
-        Event::TaskFinished { host, task, status, result, duration, ignored, rescued } => json!({
-            "event": "task-finished", "host": host, "task": task.name, "file": task.file, "line": task.line,
-            "status": status.as_str(), "duration": ms(duration), "ignored": ignored, "rescued": rescued,
-            "result": result
-        }),
         Event::Notice { host, message } => json!({"event": "notice", "host": host, "message": message}),
         Event::RunFinished { summary } => {
             let mut v = serde_json::to_value(summary).ok()?;
@@ -79,7 +75,7 @@ pub(crate) fn event_json(event: &Event) -> Option<Value> {
     Some(value)
 }
 
-/// A task's result as `event_json` writes it, serialized from the event itself: the result is not copied first (the
+/// A `task-finished` line, serialized from the event itself: the result is not copied into a JSON value first (the
 /// most frequent event, and the largest).
 #[derive(serde::Serialize)]
 struct TaskFinishedLine<'a> {
