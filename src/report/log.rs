@@ -70,11 +70,15 @@ impl HostLogReporter {
                     Some(true) => None,
                     None => Some(format!("{} === run {}", now(), state.run)),
                 };
-                let opened = std::fs::create_dir_all(&self.dir)
-                    .and_then(|_| OpenOptions::new().create(true).append(true).open(&path))
-                    .and_then(|mut file| match &header {
-                        Some(header) => writeln!(file, "{header}").map(|_| file),
-                        None => Ok(file),
+                // The directory is made at a host's first open of the run; a reopen (past the bound of open logs,
+                // most writes of a wide batch) finds it there.
+                let dir = if header.is_some() { std::fs::create_dir_all(&self.dir) } else { Ok(()) };
+                let opened =
+                    dir.and_then(|_| OpenOptions::new().create(true).append(true).open(&path)).and_then(|mut file| {
+                        match &header {
+                            Some(header) => writeln!(file, "{header}").map(|_| file),
+                            None => Ok(file),
+                        }
                     });
                 match opened {
                     Ok(file) => {
