@@ -355,13 +355,13 @@ pub fn vars_to_json(vars: &Vars) -> serde_json::Map<String, Value> {
     vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
 }
 
+/// Every host's variables as JSON (`-e` included), by inventory name.
+pub type HostVarsJson = std::collections::HashMap<String, serde_json::Map<String, Value>>;
+
 /// Every host's variables as JSON (`-e` included), by inventory name: what connections, templates and the redactor
-/// start from.
-pub fn host_vars_json(
-    inventory: &Inventory,
-    extra: &Vars,
-) -> std::collections::HashMap<String, serde_json::Map<String, Value>> {
-    inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect()
+/// start from. Built once per run and shared: each copy is about 2 KB per host.
+pub fn host_vars_json(inventory: &Inventory, extra: &Vars) -> std::sync::Arc<HostVarsJson> {
+    std::sync::Arc::new(inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect())
 }
 
 #[cfg(test)]

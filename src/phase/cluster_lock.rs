@@ -141,7 +141,7 @@ pub(crate) async fn call(
         run.run_step(Phase::Preflight, &run.first_master, Step::ClusterLock, &file, &vars, None).await
     }
     .map_err(|f| f.reason)?;
-    let result = facts.get(&format!("upgrade_cluster_lock_{action}")).cloned().unwrap_or_default();
+    let result = facts.get(format!("upgrade_cluster_lock_{action}").as_str()).cloned().unwrap_or_default();
     let text = |key: &str| result.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
     Ok(Outcome {
         rc: result.get("rc").and_then(Value::as_i64).unwrap_or(-1),

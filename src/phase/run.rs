@@ -40,7 +40,7 @@ pub(crate) struct UpgradeRun {
     /// Runs task files on the hosts as steps.
     pub steps: StepRunner,
     /// The nodes as the cluster reported them in preflight, by node name.
-    pub cluster_before: Mutex<HashMap<String, ClusterNode>>,
+    pub cluster_before: Mutex<Arc<HashMap<String, ClusterNode>>>,
     /// What each probed host had installed in preflight (`upgrade_host_version_command`), by inventory name.
     pub host_versions: Mutex<HashMap<String, String>>,
     /// A SIGINT or SIGTERM arrived (a stop for a state directory that cannot be written is not an interrupt).
@@ -87,7 +87,7 @@ impl UpgradeRun {
             run_timestamp: crate::time_format::compact_timestamp(std::time::SystemTime::now()),
             steps: StepRunner::new(&parts.inventory, &parts.extra, parts.pool, parts.engine_options, parts.playbooks),
             recorder: Recorder::new(parts.sink, parts.journal, parts.redactor, parts.write_failures),
-            cluster_before: Mutex::new(HashMap::new()),
+            cluster_before: Mutex::default(),
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
             poller: super::poller::NodePoller::default(),

@@ -15,7 +15,7 @@ use crate::inventory::{self, Inventory, vars_to_json};
 use crate::tasks::Templar;
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::{Engine, EngineOptions, RunOnce};
-use crate::tasks::host_vars::HostVarsTable;
+use crate::tasks::host_vars::{FactStore, HostVarsTable};
 use crate::tasks::model::{Task, TaskFileCache};
 use crate::vocabulary::Step;
 
@@ -83,7 +83,7 @@ impl StepRunner {
     ) -> StepRunner {
         StepRunner {
             extra: vars_to_json(extra),
-            task_vars: HostVarsTable::new(inventory, extra),
+            task_vars: HostVarsTable::with_facts(inventory, extra, pool.host_vars().clone(), FactStore::new()),
             templar: Arc::new(Templar::new()),
             pool,
             engine_options,

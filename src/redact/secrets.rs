@@ -39,11 +39,6 @@ impl Redactor {
 
     /// The secrets of every host of an inventory, `-e` included.
     pub(crate) fn for_inventory(inventory: &crate::inventory::Inventory, extra: &crate::inventory::Vars) -> Redactor {
-        let hosts: HashMap<String, Map<String, Value>> = inventory
-            .hosts
-            .keys()
-            .map(|h| (h.clone(), crate::inventory::vars_to_json(&inventory.host_vars(h, extra))))
-            .collect();
-        Redactor::from_hosts(&hosts)
+        Redactor::from_hosts(&crate::inventory::host_vars_json(inventory, extra))
     }
 }

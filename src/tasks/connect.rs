@@ -6,26 +6,32 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 use tokio::sync::OnceCell;
 
 use crate::connection::local::LocalConnection;
 use crate::connection::{ConnectionError, SharedConnection};
+use crate::inventory::HostVarsJson;
 
 pub use crate::connection::{ConnectOptions, open};
 
 /// Connections by host name, opened on first use and reused. A failure to connect is remembered too, so an
 /// unreachable host is tried once per run.
 pub struct ConnectionPool {
-    hosts: HashMap<String, Map<String, Value>>,
+    hosts: Arc<HostVarsJson>,
     options: ConnectOptions,
     slots: std::sync::Mutex<HashMap<String, Arc<OnceCell<Result<SharedConnection, ConnectionError>>>>>,
 }
 
 impl ConnectionPool {
     /// `hosts`: every inventory host's variables (for its connection settings).
-    pub fn new(hosts: HashMap<String, Map<String, Value>>, options: ConnectOptions) -> Self {
+    pub fn new(hosts: Arc<HostVarsJson>, options: ConnectOptions) -> Self {
         ConnectionPool { hosts, options, slots: std::sync::Mutex::new(HashMap::new()) }
+    }
+
+    /// Every inventory host's variables, as the pool was given them (the templates' table shares them).
+    pub fn host_vars(&self) -> &Arc<HostVarsJson> {
+        &self.hosts
     }
 
     /// Hands the pool a connection opened elsewhere (the executor's own).

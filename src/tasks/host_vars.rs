@@ -12,13 +12,15 @@ use minijinja::value::{Enumerator, Object, Serde, Value as Jinja};
 use serde_json::{Map, Value};
 
 use super::template::Vars;
-use crate::inventory::{self, Inventory, vars_to_json};
+use crate::inventory::{self, HostVarsJson, Inventory, vars_to_json};
 
 /// One host's facts and registered results, in the order they were first set. Each value is shared: a snapshot of
 /// the map, which every task's variables hold while the task runs, copies no value, and a fact set while a snapshot
 /// is held copies the others' handles only (the first master's registered node list is tens of MB on a large
 /// cluster, and its tasks register while earlier tasks' snapshots are alive).
-pub type HostFacts = indexmap::IndexMap<String, Arc<Value>>;
+///
+/// The names are shared too ([`FactStore`] keeps one copy of each): every host has the same 57 defaults.
+pub type HostFacts = indexmap::IndexMap<Arc<str>, Arc<Value>>;
 
 /// The facts (`set_fact`) and registered results of every host of one run, shared by every host's task engine and
 /// read through `hostvars`. One per run: facts persist from one step (play) to the next, as in one playbook run.
@@ -28,6 +30,8 @@ pub struct FactStore {
     /// Scalar facts, one copy per value for every host that has it: most of the defaults every step file applies
     /// (`upgrade_kubectl: kubectl`, ...) are the same on every host, 57 facts per host of a 5,000-host run.
     scalars: std::sync::Mutex<HashMap<String, Arc<Value>>>,
+    /// The names of facts, one copy each.
+    names: std::sync::Mutex<std::collections::HashSet<Arc<str>>>,
 }
 
 /// Longer scalars are not shared: they are rarely the same on two hosts.
@@ -52,7 +56,19 @@ impl FactStore {
         let mut hosts = self.hosts.write().unwrap_or_else(|p| p.into_inner());
         let entry = hosts.entry(host.to_string()).or_default();
         // Copies the map of handles (not the values) only while a reader still holds the previous snapshot.
-        Arc::make_mut(entry).extend(facts.into_iter().map(|(k, v)| (k, self.shared(v))));
+        let facts: Vec<(Arc<str>, Arc<Value>)> = facts.into_iter().map(|(k, v)| (self.name(k), self.shared(v))).collect();
+        Arc::make_mut(entry).extend(facts);
+    }
+
+    /// The one copy of a fact's name.
+    fn name(&self, name: String) -> Arc<str> {
+        let Ok(mut names) = self.names.lock() else { return Arc::from(name) };
+        if let Some(known) = names.get(name.as_str()) {
+            return known.clone();
+        }
+        let name: Arc<str> = Arc::from(name);
+        names.insert(name.clone());
+        name
     }
 
     /// The one copy of a scalar value (a new handle for anything else).
@@ -87,7 +103,7 @@ impl FactStore {
 /// What the run knows of every host before any task runs: inventory variables (after precedence, `-e` included)
 /// and groups.
 struct Inventoried {
-    own: HashMap<String, Map<String, Value>>,
+    own: Arc<HostVarsJson>,
     /// The inventory's host names in order, for iterating `hostvars`.
     order: Vec<String>,
     group_names: HashMap<String, Vec<String>>,
@@ -108,12 +124,18 @@ pub struct HostVarsTable {
 impl HostVarsTable {
     /// The table for a run, with an empty fact store (see [`HostVarsTable::facts`]).
     pub fn new(inventory: &Inventory, extra: &inventory::Vars) -> HostVarsTable {
-        HostVarsTable::with_facts(inventory, extra, FactStore::new())
+        let own = crate::inventory::host_vars_json(inventory, extra);
+        HostVarsTable::with_facts(inventory, extra, own, FactStore::new())
     }
 
-    /// The table for a run whose hosts record their facts in `facts`.
-    pub fn with_facts(inventory: &Inventory, extra: &inventory::Vars, facts: Arc<FactStore>) -> HostVarsTable {
-        let own = crate::inventory::host_vars_json(inventory, extra);
+    /// The table for a run whose hosts record their facts in `facts`; `own` is every host's variables, as
+    /// `host_vars_json` makes them (shared with the connection pool).
+    pub fn with_facts(
+        inventory: &Inventory,
+        extra: &inventory::Vars,
+        own: Arc<HostVarsJson>,
+        facts: Arc<FactStore>,
+    ) -> HostVarsTable {
         let mut groups = Map::new();
         for name in inventory.groups.keys() {
             let hosts = inventory.group_hosts(name).unwrap_or_default();
@@ -248,10 +270,10 @@ impl Object for HostView {
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         let data = self.data();
         let mut keys: Vec<&str> = Vec::new();
-        let own = data.own.get(&self.host).into_iter().flat_map(|m| m.keys());
-        let facts = self.facts.iter().flat_map(|m| m.keys());
-        for key in own.chain(facts).chain(data.extra.keys()) {
-            if !keys.contains(&key.as_str()) {
+        let own = data.own.get(&self.host).into_iter().flat_map(|m| m.keys().map(String::as_str));
+        let facts = self.facts.iter().flat_map(|m| m.keys().map(|k| &**k));
+        for key in own.chain(facts).chain(data.extra.keys().map(String::as_str)) {
+            if !keys.contains(&key) {
                 keys.push(key);
             }
         }

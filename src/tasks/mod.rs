@@ -40,7 +40,8 @@ pub async fn run_tasks(
     let pool_hosts = crate::inventory::host_vars_json(inventory, extra);
     let pool = Arc::new(ConnectionPool::new(pool_hosts, connect));
     // One fact store for every host of the run: `hostvars[h]` shows what h's tasks set and registered.
-    let table = host_vars::HostVarsTable::new(inventory, extra);
+    let table =
+        host_vars::HostVarsTable::with_facts(inventory, extra, pool.host_vars().clone(), host_vars::FactStore::new());
     let mut engine = Engine::new(Arc::new(Templar::new()), sink, options, pool.clone());
     engine.facts = table.facts();
     let engine = Arc::new(engine);
@@ -69,7 +70,7 @@ pub async fn run_tasks(
                     failed: true,
                     unreachable: false,
                     facts: Arc::new(host_vars::HostFacts::from_iter([(
-                        "error".to_string(),
+                        Arc::from("error"),
                         Arc::new(Value::String(e.to_string())),
                     )])),
                 },

@@ -145,7 +145,7 @@ impl LazySource {
             LazySource::Json(json) => {
                 json.as_object().map(|m| m.keys().map(|k| Value::from(k.as_str())).collect()).unwrap_or_default()
             }
-            LazySource::Facts(facts) => facts.keys().map(|k| Value::from(k.as_str())).collect(),
+            LazySource::Facts(facts) => facts.keys().map(|k| Value::from(&**k)).collect(),
         }
     }
 }
