@@ -14,9 +14,15 @@ use crate::vocabulary::HostOutcome;
 /// Told when a host log cannot be written (the path and why), so the run can stop and say so.
 pub(crate) type OnWriteFailure = Box<dyn Fn(&Path, &str) + Send + Sync>;
 
-/// Host logs kept open at once. A run over 5,000 hosts must not hold 5,000 descriptors; a host's log closed to make
-/// room is opened again (appending) at its next line.
-const OPEN_LOGS: usize = 64;
+/// Host logs kept open at once: an eighth of the open-files limit, between 64 and 1,024. A run over 5,000 hosts must
+/// not hold 5,000 descriptors; a host's log closed to make room is opened again (appending) at its next line. Every
+/// host in flight should fit (serial 10% of 5,000 is 500): reopening at each line was a tenth of a wide run's CPU.
+fn open_logs_bound() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit only writes the struct passed, which lives for the call.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 { limit.rlim_cur } else { 0 };
+    usize::try_from(soft / 8).unwrap_or(usize::MAX).clamp(64, 1024)
+}
 
 pub(crate) struct HostLogReporter {
     dir: PathBuf,
@@ -31,13 +37,14 @@ struct LogState {
     /// The hosts whose log has this run's header, and those whose log could not be opened (`false`: not written to
     /// again this run, so a failure is reported once).
     started: HashMap<String, bool>,
-    /// The open logs, the least recently written first.
-    open: Vec<(String, File)>,
+    /// The open logs, with when each was last written (a count of writes).
+    open: HashMap<String, (File, u64)>,
+    writes: u64,
 }
 
 impl HostLogReporter {
     pub(crate) fn new(dir: &Path, on_failure: OnWriteFailure) -> HostLogReporter {
-        Self::with_open_logs(dir, on_failure, OPEN_LOGS)
+        Self::with_open_logs(dir, on_failure, open_logs_bound())
     }
 
     fn with_open_logs(dir: &Path, on_failure: OnWriteFailure, open_logs: usize) -> HostLogReporter {
@@ -62,8 +69,8 @@ impl HostLogReporter {
     fn write(&self, host: &str, lines: &[String]) {
         let Ok(mut state) = self.state.lock() else { return };
         let path = Self::path(&self.dir, host);
-        let mut file = match state.open.iter().position(|(h, _)| h == host) {
-            Some(at) => state.open.remove(at).1,
+        let mut file = match state.open.remove(host) {
+            Some((file, _)) => file,
             None => {
                 let header = match state.started.get(host) {
                     Some(false) => return,
@@ -104,9 +111,14 @@ impl HostLogReporter {
         }
         if state.open.len() >= self.open_logs {
             // Dropping the least recently written closes it; its next line opens it again.
-            state.open.remove(0);
+            let oldest = state.open.iter().min_by_key(|(_, (_, at))| *at).map(|(h, _)| h.clone());
+            if let Some(oldest) = oldest {
+                state.open.remove(&oldest);
+            }
         }
-        state.open.push((host.to_string(), file));
+        state.writes += 1;
+        let at = state.writes;
+        state.open.insert(host.to_string(), (file, at));
     }
 }
 

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 /// reader of a long line is not mistaken for a stalled one.
 const PIECE: usize = 64 * 1024;
 
+/// How long the writer thread lets output gather after a quiet spell before it writes: too short for a person to
+/// notice, long enough for the events of a batch of hosts to go out in one write.
+const LINGER: Duration = Duration::from_millis(5);
+
 #[derive(Clone)]
 pub(crate) struct OutputQueue {
     shared: Arc<Shared>,
@@ -65,14 +69,24 @@ impl OutputQueue {
             loop {
                 let chunk = {
                     let Ok(mut state) = shared.state.lock() else { return };
-                    while state.chunks.is_empty() {
-                        state.idle = true;
-                        state = match shared.changed.wait(state) {
+                    if state.chunks.is_empty() {
+                        while state.chunks.is_empty() {
+                            state.idle = true;
+                            state = match shared.changed.wait(state) {
+                                Ok(state) => state,
+                                Err(_) => return,
+                            };
+                        }
+                        state.idle = false;
+                        // Woken by the first event of a busy moment: the events that follow it go out in the same
+                        // write. Waking per event was 6% of a wide run's CPU (the futex calls on both sides).
+                        drop(state);
+                        std::thread::sleep(LINGER);
+                        state = match shared.state.lock() {
                             Ok(state) => state,
                             Err(_) => return,
                         };
                     }
-                    state.idle = false;
                     state.writing = true;
                     // Everything queued goes out together: one write for the events of a busy moment.
                     let mut chunk = state.chunks.pop_front().unwrap_or_default();
