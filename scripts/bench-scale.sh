@@ -17,6 +17,8 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000 5000)
 
 # UPGRADE_BIN: another build of the binary (a debug build, to try the script on small sizes).
+# BENCH_SCALE_DIR: where the work directories (state directory, logs, journal) are made; /tmp by default. The file
+# system counts: see "Performance" in README.md.
 upgrade=${UPGRADE_BIN:-}
 if [ -z "$upgrade" ]; then
   echo "building (release)..." >&2
@@ -28,7 +30,7 @@ ticks=$(getconf CLK_TCK)
 printf '| nodes | wall | orchestrator CPU | CPU per node | peak memory | cluster reads (poller) | bytes read | min gap between poller reads |\n'
 printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for n in "${sizes[@]}"; do
-  work=$(mktemp -d /tmp/bench-scale.XXXXXX)
+  work=$(mktemp -d "${BENCH_SCALE_DIR:-/tmp}/bench-scale.XXXXXX")
   mkdir -p "$work/up"
   echo "v1.28.5 v1.29.1" >"$work/versions"
   {

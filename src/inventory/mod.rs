@@ -361,7 +361,9 @@ pub type HostVarsJson = std::collections::HashMap<String, serde_json::Map<String
 /// Every host's variables as JSON (`-e` included), by inventory name: what connections, templates and the redactor
 /// start from. Built once per run and shared: each copy is about 2 KB per host.
 pub fn host_vars_json(inventory: &Inventory, extra: &Vars) -> std::sync::Arc<HostVarsJson> {
-    std::sync::Arc::new(inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect())
+    std::sync::Arc::new(
+        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect(),
+    )
 }
 
 #[cfg(test)]

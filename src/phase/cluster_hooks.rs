@@ -29,11 +29,11 @@ pub(crate) async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport
     let started = Instant::now();
     if done_earlier(run, phase, &host) {
         let reason = format!("ran to the end in an earlier run for {}", run.target);
-        return Some(run.host_completed(phase, &host, HostOutcome::Skipped { reason }, started));
+        return Some(run.host_completed(phase, &host, HostOutcome::Skipped { reason }, started).await);
     }
-    if !run.host_started(phase, &host, false) {
+    if !run.host_started(phase, &host, false).await {
         let outcome = HostOutcome::NotStarted { reason: run.stop_reason() };
-        return Some(run.host_completed(phase, &host, outcome, started));
+        return Some(run.host_completed(phase, &host, outcome, started).await);
     }
     let outcome = match run.run_step(phase, &host, Step::ClusterHook, &hook.path, &[], None).await {
         Ok(_) => HostOutcome::Upgraded { left_cordoned: false },
@@ -41,7 +41,7 @@ pub(crate) async fn run(run: &UpgradeRun, point: HookPoint) -> Option<HostReport
             HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false }
         }
     };
-    Some(run.host_completed(phase, &host, outcome, started))
+    Some(run.host_completed(phase, &host, outcome, started).await)
 }
 
 fn done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {

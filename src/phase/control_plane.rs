@@ -20,12 +20,8 @@ pub(crate) async fn run(
             stopped = Some(StopReason::Halted(run.halt()));
         }
         if let Some(why) = &stopped {
-            reports.push(run.host_completed(
-                Phase::ControlPlane,
-                master,
-                HostOutcome::NotStarted { reason: why.to_string() },
-                std::time::Instant::now(),
-            ));
+            let outcome = HostOutcome::NotStarted { reason: why.to_string() };
+            reports.push(run.host_completed(Phase::ControlPlane, master, outcome, std::time::Instant::now()).await);
             continue;
         }
         run.event(Event::BatchStarted {

@@ -20,14 +20,11 @@ pub(crate) async fn run(run: &UpgradeRun) -> (Vec<HostReport>, bool) {
     let hosts = run.plan.etcd_hosts.clone();
     if done_earlier(run) {
         // The snapshot that matters is the one from before the upgrade started: an interrupted run already took it.
-        let reports = hosts
-            .iter()
-            .map(|h| {
-                let reason = format!("a verified backup was taken by an earlier run for {}", run.target);
-                run.host_completed(Phase::EtcdBackup, h, HostOutcome::Skipped { reason }, Instant::now())
-            })
-            .collect();
-        return (reports, true);
+        let skipped = hosts.iter().map(|h| {
+            let reason = format!("a verified backup was taken by an earlier run for {}", run.target);
+            run.host_completed(Phase::EtcdBackup, h, HostOutcome::Skipped { reason }, Instant::now())
+        });
+        return (super::fan_out(run.forks(), skipped).await, true);
     }
     let backups = hosts.iter().map(|host| backup(run, host));
     let mut reports = super::fan_out(run.forks(), backups).await;
@@ -48,9 +45,9 @@ const CONFIG_BACKUP: Phase = Phase::ConfigBackup;
 /// Copies the host's configuration files beside the snapshot (config_backup.yml) and lists them in the journal.
 async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
     let started = Instant::now();
-    if !run.host_started(CONFIG_BACKUP, host, false) {
+    if !run.host_started(CONFIG_BACKUP, host, false).await {
         let outcome = HostOutcome::NotStarted { reason: run.stop_reason() };
-        return run.host_completed(CONFIG_BACKUP, host, outcome, started);
+        return run.host_completed(CONFIG_BACKUP, host, outcome, started).await;
     }
     let file = run.playbook("config_backup.yml");
     let outcome = match run.run_step(CONFIG_BACKUP, host, Step::ConfigBackup, &file, &[], None).await {
@@ -86,7 +83,7 @@ async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
             HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false }
         }
     };
-    run.host_completed(CONFIG_BACKUP, host, outcome, started)
+    run.host_completed(CONFIG_BACKUP, host, outcome, started).await
 }
 
 /// The journal says this host's backup succeeded in an earlier run with the same target.
@@ -98,9 +95,9 @@ fn backed_up_earlier(run: &UpgradeRun, host: &str) -> bool {
 
 async fn backup(run: &UpgradeRun, host: &str) -> HostReport {
     let started = Instant::now();
-    if !run.host_started(Phase::EtcdBackup, host, false) {
+    if !run.host_started(Phase::EtcdBackup, host, false).await {
         let outcome = HostOutcome::NotStarted { reason: run.stop_reason() };
-        return run.host_completed(Phase::EtcdBackup, host, outcome, started);
+        return run.host_completed(Phase::EtcdBackup, host, outcome, started).await;
     }
     let outcome =
         match run.run_step(Phase::EtcdBackup, host, Step::Backup, &run.playbook("etcd_backup.yml"), &[], None).await {
@@ -125,5 +122,5 @@ async fn backup(run: &UpgradeRun, host: &str) -> HostReport {
                 HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false }
             }
         };
-    run.host_completed(Phase::EtcdBackup, host, outcome, started)
+    run.host_completed(Phase::EtcdBackup, host, outcome, started).await
 }

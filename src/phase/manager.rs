@@ -91,18 +91,13 @@ impl RunState<'_> {
     }
 
     /// Nodes already at the target are said to be skipped, whatever else happens to the nodes phase.
-    fn nodes_skipped_now(&self) -> Vec<HostReport> {
+    async fn nodes_skipped_now(&self) -> Vec<HostReport> {
         let decided = &self.decided;
-        decided
-            .node_batches
-            .iter()
-            .flatten()
-            .filter_map(|h| decided.nodes_skipped.get(h).map(|reason| (h, reason)))
-            .map(|(h, reason)| {
-                let outcome = HostOutcome::Skipped { reason: reason.clone() };
-                self.run.host_completed(Phase::Nodes, h, outcome, Instant::now())
-            })
-            .collect()
+        let skipped = decided.node_batches.iter().flatten().filter_map(|h| {
+            let outcome = HostOutcome::Skipped { reason: decided.nodes_skipped.get(h)?.clone() };
+            Some(self.run.host_completed(Phase::Nodes, h, outcome, Instant::now()))
+        });
+        super::fan_out(self.run.forks(), skipped).await
     }
 }
 
@@ -148,9 +143,9 @@ impl Stage {
     }
 
     /// What a stage that does not run still reports: the nodes already at the target.
-    fn skipped(self, state: &mut RunState<'_>) {
+    async fn skipped(self, state: &mut RunState<'_>) {
         if self == Stage::Nodes && state.run.plan.has_phase(Phase::Nodes) {
-            let reports = state.nodes_skipped_now();
+            let reports = state.nodes_skipped_now().await;
             state.summary.hosts.extend(reports);
         }
     }
@@ -221,10 +216,10 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
     for stage in ORDER {
         match stage.should_run(&state) {
             Go::Run => stage.run(&mut state).await,
-            Go::Skip => stage.skipped(&mut state),
+            Go::Skip => stage.skipped(&mut state).await,
             Go::NotStarted(hosts) => {
-                stage.skipped(&mut state);
-                let reports = not_started(run, stage.phase(), &hosts, &state.summary.stopped);
+                stage.skipped(&mut state).await;
+                let reports = not_started(run, stage.phase(), &hosts, &state.summary.stopped).await;
                 state.summary.hosts.extend(reports);
             }
         }
@@ -296,7 +291,7 @@ async fn run_verify(state: &mut RunState<'_>) {
                     .collect();
                 let upgraded = blue_green::to_verify(run, upgraded);
                 let installed = verify::installed_versions(run, &upgraded).await;
-                let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded);
+                let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded).await;
                 summary.not_ready_untouched = verify::not_ready_untouched(run, &cluster, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());
                 summary.hosts.extend(checks);
@@ -322,12 +317,14 @@ pub(crate) fn preflight_failed(e: &Error) -> StopReason {
     StopReason::Preflight { message: e.message.clone(), exit_code: e.code() }
 }
 
-fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<StopReason>) -> Vec<HostReport> {
+async fn not_started(run: &UpgradeRun, phase: Phase, hosts: &[String], why: &Option<StopReason>) -> Vec<HostReport> {
     let reason = why.as_ref().map_or_else(|| "an earlier phase stopped the run".into(), ToString::to_string);
-    hosts
-        .iter()
-        .map(|h| run.host_completed(phase, h, HostOutcome::NotStarted { reason: reason.clone() }, Instant::now()))
-        .collect()
+    let mut reports = Vec::new();
+    for h in hosts {
+        let outcome = HostOutcome::NotStarted { reason: reason.clone() };
+        reports.push(run.host_completed(phase, h, outcome, Instant::now()).await);
+    }
+    reports
 }
 
 fn phase_started(run: &UpgradeRun, phase: Phase) -> Instant {

@@ -26,12 +26,10 @@ pub(crate) async fn run(
         async move {
             match skip.get(&host) {
                 // Already at the target: it keeps its place in the batch and is said to be skipped there.
-                Some(reason) => run.host_completed(
-                    Phase::Nodes,
-                    &host,
-                    HostOutcome::Skipped { reason: reason.clone() },
-                    std::time::Instant::now(),
-                ),
+                Some(reason) => {
+                    let outcome = HostOutcome::Skipped { reason: reason.clone() };
+                    run.host_completed(Phase::Nodes, &host, outcome, std::time::Instant::now()).await
+                }
                 None => upgrade_host(&run, &host, Role::Node).await,
             }
         }
@@ -101,7 +99,7 @@ where
                     }
                     other => other,
                 };
-                reports.push(run.host_completed(Phase::Nodes, &host, outcome, std::time::Instant::now()))
+                reports.push(run.host_completed(Phase::Nodes, &host, outcome, std::time::Instant::now()).await)
             }
         }
     }

@@ -58,12 +58,8 @@ impl Recorder {
 
     /// Appends to the journal, its secrets masked; false when it could not be written (then the run stops: see
     /// `WriteFailures`) or the run has ended (`end_now`).
-    pub(crate) fn record(&self, mut entry: JournalEntry) -> bool {
-        if !self.redactor.is_empty() {
-            for text in entry.texts_mut() {
-                *text = self.redactor.text(text);
-            }
-        }
+    pub(crate) fn record(&self, entry: JournalEntry) -> bool {
+        let entry = self.masked(entry);
         let (result, path) = match self.journal.lock().as_deref_mut() {
             Ok(Some(journal)) => (journal.record(&entry), journal.path().to_path_buf()),
             Ok(None) | Err(_) => return false,
@@ -75,6 +71,36 @@ impl Recorder {
                 false
             }
         }
+    }
+
+    /// Appends to the journal as `record` does, and waits until the entry is on disk with the others appended
+    /// meanwhile (one sync for all: see `journal::GroupCommit`). For the hosts in flight, which record every step.
+    pub(crate) async fn record_durably(&self, entry: JournalEntry) -> bool {
+        let entry = self.masked(entry);
+        let (appended, path) = match self.journal.lock().as_deref_mut() {
+            Ok(Some(journal)) => (journal.append(&entry), journal.path().to_path_buf()),
+            Ok(None) | Err(_) => return false,
+        };
+        let result = match appended {
+            Ok(pending) => pending.durable().await,
+            Err(e) => Err(e.message),
+        };
+        match result {
+            Ok(()) => true,
+            Err(reason) => {
+                self.write_failures.failed("the journal", &path, &reason);
+                false
+            }
+        }
+    }
+
+    fn masked(&self, mut entry: JournalEntry) -> JournalEntry {
+        if !self.redactor.is_empty() {
+            for text in entry.texts_mut() {
+                *text = self.redactor.text(text);
+            }
+        }
+        entry
     }
 
     /// A second interrupt: the process exits without waiting for the hosts in flight, once the output queued so far

@@ -114,6 +114,11 @@ impl UpgradeRun {
         self.recorder.record(entry)
     }
 
+    /// Appends to the journal, syncing with the other hosts in flight: see `Recorder::record_durably`.
+    pub(crate) async fn record_durably(&self, entry: JournalEntry) -> bool {
+        self.recorder.record_durably(entry).await
+    }
+
     /// A signal asked the run to stop.
     pub(crate) fn mark_interrupted(&self) {
         self.interrupted.store(true, Ordering::SeqCst);
@@ -248,7 +253,7 @@ impl UpgradeRun {
         let started = Instant::now();
         self.event(Event::StepStarted { phase, host: host.into(), step });
         let result = self.run_step_inner(host, step, file, more, timeout).await;
-        self.step_finished(phase, host, step, started, result.as_ref().err());
+        self.step_finished(phase, host, step, started, result.as_ref().err()).await;
         result
     }
 
@@ -284,12 +289,19 @@ impl UpgradeRun {
             }
             tokio::time::sleep(delay).await;
         };
-        self.step_finished(phase, host, step, started, result.as_ref().err());
+        self.step_finished(phase, host, step, started, result.as_ref().err()).await;
         result
     }
 
     /// Says a step ended (its event) and, when it succeeded, records it in the journal.
-    fn step_finished(&self, phase: Phase, host: &str, step: Step, started: Instant, failure: Option<&StepFailure>) {
+    async fn step_finished(
+        &self,
+        phase: Phase,
+        host: &str,
+        step: Step,
+        started: Instant,
+        failure: Option<&StepFailure>,
+    ) {
         self.event(Event::StepFinished {
             phase,
             host: host.into(),
@@ -299,7 +311,7 @@ impl UpgradeRun {
             error: failure.map(|f| f.reason.clone()),
         });
         if failure.is_none() {
-            self.record_step_done(phase, host, step);
+            self.record_step_done(phase, host, step).await;
         }
     }
 
@@ -342,15 +354,15 @@ impl UpgradeRun {
     }
 
     /// Records that a step starts (the upgrade step: see `JournalEntry::StepStarted`).
-    pub(crate) fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
+    pub(crate) async fn record_step_started(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
-        let _ = self.record(JournalEntry::StepStarted { run, time, phase, host, step });
+        let _ = self.record_durably(JournalEntry::StepStarted { run, time, phase, host, step }).await;
     }
 
     /// Records a step as done (run now, or done by an earlier run).
-    pub(crate) fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
+    pub(crate) async fn record_step_done(&self, phase: Phase, host: &str, step: Step) {
         let (run, time, phase, host, step) = self.step_fields(phase, host, step);
-        let _ = self.record(JournalEntry::StepDone { run, time, phase, host, step });
+        let _ = self.record_durably(JournalEntry::StepDone { run, time, phase, host, step }).await;
     }
 
     fn step_fields(&self, phase: Phase, host: &str, step: Step) -> (String, String, Phase, String, Step) {
@@ -372,19 +384,20 @@ impl UpgradeRun {
 
     /// Tells the reporters and the journal that a host's sequence starts. False when the journal could not say so:
     /// then the host must not start (a re-run could not tell what this run did to it).
-    pub(crate) fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) -> bool {
+    pub(crate) async fn host_started(&self, phase: Phase, host: &str, was_cordoned: bool) -> bool {
         self.event(Event::HostStarted { phase, host: host.into() });
-        self.record(JournalEntry::HostStarted {
+        self.record_durably(JournalEntry::HostStarted {
             run: self.run_id(),
             time: utc_timestamp(std::time::SystemTime::now()),
             phase,
             host: host.into(),
             was_cordoned,
         })
+        .await
     }
 
     /// Tells the reporters and the journal how a host's sequence ended, and returns its report.
-    pub(crate) fn host_completed(
+    pub(crate) async fn host_completed(
         &self,
         phase: Phase,
         host: &str,
@@ -406,14 +419,16 @@ impl UpgradeRun {
             HostOutcome::NotStarted { .. } => (None, String::new()),
         };
         if let Some(outcome) = record {
-            let _ = self.record(JournalEntry::HostFinished {
-                run: self.run_id(),
-                time: utc_timestamp(std::time::SystemTime::now()),
-                phase,
-                host: host.into(),
-                outcome,
-                detail,
-            });
+            let _ = self
+                .record_durably(JournalEntry::HostFinished {
+                    run: self.run_id(),
+                    time: utc_timestamp(std::time::SystemTime::now()),
+                    phase,
+                    host: host.into(),
+                    outcome,
+                    detail,
+                })
+                .await;
         }
         self.event(Event::HostFinished { report: report.clone() });
         report

@@ -43,9 +43,9 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
     let node = run.node_name(host);
     let before = run.cluster_before.lock().ok().and_then(|c| c.get(&node).cloned());
     let was_cordoned = before.as_ref().is_some_and(|n| n.unschedulable) && !cordoned_by_earlier_run(run, phase, host);
-    if !run.host_started(phase, host, was_cordoned) {
+    if !run.host_started(phase, host, was_cordoned).await {
         // Nothing is done to a host the journal cannot account for.
-        return run.host_completed(phase, host, HostOutcome::NotStarted { reason: run.stop_reason() }, started);
+        return run.host_completed(phase, host, HostOutcome::NotStarted { reason: run.stop_reason() }, started).await;
     }
     if was_cordoned {
         run.notice(Some(host), format!("node {node} was cordoned before this run: it is upgraded and left cordoned"));
@@ -68,7 +68,7 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
             }
         }
     };
-    run.host_completed(phase, host, outcome, started)
+    run.host_completed(phase, host, outcome, started).await
 }
 
 /// A node found cordoned that an earlier run of ours cordoned is not "cordoned before the run": it gets uncordoned.
@@ -164,7 +164,7 @@ async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result
     let result = super::poller::wait_ready(run, host).await;
     run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
     if result.is_ok() {
-        run.record_step_done(phase, host, Step::WaitReady);
+        run.record_step_done(phase, host, Step::WaitReady).await;
     }
     result
 }
@@ -206,7 +206,7 @@ async fn steps(
         let why = if at_target { "the node already runs the target" } else { "the journal says it finished" };
         run.notice(Some(host), format!("the upgrade step ran in an earlier run ({why}): not repeated"));
         // Recorded again, so a run cut short after this one still knows.
-        run.record_step_done(phase, host, Step::Upgrade);
+        run.record_step_done(phase, host, Step::Upgrade).await;
     } else {
         let file = match role {
             Role::Master => "master_upgrade.yml",
@@ -222,7 +222,7 @@ async fn steps(
                  the upgrade step runs again (its commands must be idempotent, as the kubeadm flow is)",
             );
         }
-        run.record_step_started(phase, host, Step::Upgrade);
+        run.record_step_started(phase, host, Step::Upgrade).await;
         // Not cut at the end of the grace period: a package swap or `kubeadm upgrade apply` killed half-way can
         // leave the host worse off than either version. It is bounded by the commands' own `timeout:` instead.
         run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
@@ -360,7 +360,7 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
         error: result.as_ref().err().map(|f| f.reason.clone()),
     });
     if result.is_ok() {
-        run.record_step_done(phase, host, Step::WaitReady);
+        run.record_step_done(phase, host, Step::WaitReady).await;
     }
     result
 }

@@ -25,35 +25,34 @@ pub(crate) async fn installed_versions(
 
 /// Checks the hosts upgraded by this run: Ready, and at the target by what they have installed (`installed`, for the
 /// hosts the flavour probes) or by their kubelet version. Returns a report per host checked.
-pub(crate) fn check_upgraded(
+pub(crate) async fn check_upgraded(
     run: &UpgradeRun,
     cluster: &HashMap<String, ClusterNode>,
     installed: &HashMap<String, Result<String, String>>,
     upgraded: &[String],
 ) -> Vec<HostReport> {
-    upgraded
-        .iter()
-        .map(|host| {
-            let started = Instant::now();
-            let node = run.node_name(host);
-            let outcome = match cluster.get(&node) {
-                None => failed(format!("node {node} is no longer in the cluster")),
-                Some(n) if !n.ready => failed(format!("node {node} is not Ready")),
-                Some(_) if installed.contains_key(host) => match &installed[host] {
-                    Err(reason) => failed(format!("cannot read what {host} has installed: {reason}")),
-                    Ok(v) if !run.target.is_reported_by(v) => {
-                        failed(format!("{host} has {v} installed, not {}", run.target))
-                    }
-                    Ok(_) => HostOutcome::Upgraded { left_cordoned: false },
-                },
-                Some(n) if !run.target.is_reported_by(&n.kubelet_version) => {
-                    failed(format!("node {node} runs {}, not {}", n.kubelet_version, run.target))
+    // Concurrently, so that the journal's entries of many hosts share their syncs.
+    let checks = upgraded.iter().map(|host| {
+        let started = Instant::now();
+        let node = run.node_name(host);
+        let outcome = match cluster.get(&node) {
+            None => failed(format!("node {node} is no longer in the cluster")),
+            Some(n) if !n.ready => failed(format!("node {node} is not Ready")),
+            Some(_) if installed.contains_key(host) => match &installed[host] {
+                Err(reason) => failed(format!("cannot read what {host} has installed: {reason}")),
+                Ok(v) if !run.target.is_reported_by(v) => {
+                    failed(format!("{host} has {v} installed, not {}", run.target))
                 }
-                Some(_) => HostOutcome::Upgraded { left_cordoned: false },
-            };
-            run.host_completed(Phase::Verify, host, outcome, started)
-        })
-        .collect()
+                Ok(_) => HostOutcome::Upgraded { left_cordoned: false },
+            },
+            Some(n) if !run.target.is_reported_by(&n.kubelet_version) => {
+                failed(format!("node {node} runs {}, not {}", n.kubelet_version, run.target))
+            }
+            Some(_) => HostOutcome::Upgraded { left_cordoned: false },
+        };
+        run.host_completed(Phase::Verify, host, outcome, started)
+    });
+    super::fan_out(run.forks(), checks).await
 }
 
 /// The nodes of the whole cluster that are not Ready at the end and that this run did not upgrade, by node name.

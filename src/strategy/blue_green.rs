@@ -122,17 +122,11 @@ pub(crate) async fn run(
     // Blue nodes an earlier run evacuated (for this target) are not evacuated again.
     let done: BTreeSet<String> = batches.iter().flatten().filter(|h| evacuated_earlier(run, h)).cloned().collect();
     let blue: Vec<String> = batches.iter().flatten().filter(|h| !done.contains(*h)).cloned().collect();
-    let mut reports: Vec<HostReport> = done
-        .iter()
-        .map(|h| {
-            run.host_completed(
-                Phase::Nodes,
-                h,
-                HostOutcome::Skipped { reason: "evacuated by an earlier run (blue)".into() },
-                Instant::now(),
-            )
-        })
-        .collect();
+    let skipped = done.iter().map(|h| {
+        let outcome = HostOutcome::Skipped { reason: "evacuated by an earlier run (blue)".into() };
+        run.host_completed(Phase::Nodes, h, outcome, Instant::now())
+    });
+    let mut reports: Vec<HostReport> = crate::phase::fan_out(run.forks(), skipped).await;
     if blue.is_empty() {
         return (reports, None);
     }
@@ -148,9 +142,10 @@ pub(crate) async fn run(
     .await;
     if let Err((host, failure)) = switched {
         let why = format!("blue-green switch-over failed on {host} at {}: {}", failure.step, failure.reason);
-        reports.extend(blue.iter().map(|h| {
-            run.host_completed(Phase::Nodes, h, HostOutcome::NotStarted { reason: why.clone() }, Instant::now())
-        }));
+        for h in &blue {
+            let outcome = HostOutcome::NotStarted { reason: why.clone() };
+            reports.push(run.host_completed(Phase::Nodes, h, outcome, Instant::now()).await);
+        }
         return (reports, Some(StopReason::SwitchOver { host, step: failure.step, reason: failure.reason }));
     }
     run.notice(
@@ -188,7 +183,7 @@ async fn evacuate(run: &UpgradeRun, host: &str) -> HostReport {
     // Recorded so that a rollback leaves an operator's own cordon alone.
     let was_cordoned =
         run.cluster_before.lock().ok().and_then(|c| c.get(&node).map(|n| n.unschedulable)).unwrap_or(false);
-    run.host_started(Phase::Nodes, host, was_cordoned);
+    run.host_started(Phase::Nodes, host, was_cordoned).await;
     let outcome = match evacuate_steps(run, host, &node).await {
         Ok(deleted) => {
             let what = if deleted { "evacuated and its node object deleted" } else { "evacuated, left unschedulable" };
@@ -203,7 +198,7 @@ async fn evacuate(run: &UpgradeRun, host: &str) -> HostReport {
             HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: f.unreachable, left_cordoned: true }
         }
     };
-    run.host_completed(Phase::Nodes, host, outcome, started)
+    run.host_completed(Phase::Nodes, host, outcome, started).await
 }
 
 async fn evacuate_steps(run: &UpgradeRun, host: &str, node: &str) -> std::result::Result<bool, StepFailure> {

@@ -56,7 +56,8 @@ impl FactStore {
         let mut hosts = self.hosts.write().unwrap_or_else(|p| p.into_inner());
         let entry = hosts.entry(host.to_string()).or_default();
         // Copies the map of handles (not the values) only while a reader still holds the previous snapshot.
-        let facts: Vec<(Arc<str>, Arc<Value>)> = facts.into_iter().map(|(k, v)| (self.name(k), self.shared(v))).collect();
+        let facts: Vec<(Arc<str>, Arc<Value>)> =
+            facts.into_iter().map(|(k, v)| (self.name(k), self.shared(v))).collect();
         Arc::make_mut(entry).extend(facts);
     }
 
