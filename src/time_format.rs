@@ -4,8 +4,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `2026-11-22T00:27:42Z`
 pub(crate) fn utc_timestamp(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s) = civil(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    // Every event and log line is stamped, thousands a second in a wide batch: the text of the current second is
+    // made once per thread.
+    thread_local!(static LAST: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((0, String::new())) });
+    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != secs || last.1.is_empty() {
+            let (y, mo, d, h, mi, s) = civil(t);
+            *last = (secs, format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"));
+        }
+        last.1.clone()
+    })
 }
 
 /// `20261122T002742Z`: for file and directory names.
@@ -38,6 +48,10 @@ mod tests {
     #[test]
     fn timestamps_are_utc() {
         let t = UNIX_EPOCH + Duration::from_secs(1_795_307_262);
+        assert_eq!(utc_timestamp(t), "2026-11-22T00:27:42Z");
+        // The text of a second is kept per thread: another second, and the epoch itself, are not mistaken for it.
+        assert_eq!(utc_timestamp(t + Duration::from_millis(1500)), "2026-11-22T00:27:43Z");
+        assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         assert_eq!(utc_timestamp(t), "2026-11-22T00:27:42Z");
         assert_eq!(compact_timestamp(UNIX_EPOCH), "19700101T000000Z");
         assert_eq!(utc_timestamp(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");

@@ -67,6 +67,11 @@ impl HostLogReporter {
     }
 
     fn write(&self, host: &str, lines: &[String]) {
+        self.write_indented(host, "", lines);
+    }
+
+    /// Writes `lines` to the host's log, each after a timestamp and `indent`.
+    fn write_indented(&self, host: &str, indent: &str, lines: &[String]) {
         let Ok(mut state) = self.state.lock() else { return };
         let path = Self::path(&self.dir, host);
         let mut file = match state.open.remove(host) {
@@ -101,9 +106,11 @@ impl HostLogReporter {
             }
         };
         let stamp = now();
-        let mut text = String::new();
+        let mut text = String::with_capacity(lines.iter().map(|l| stamp.len() + indent.len() + l.len() + 2).sum());
         for line in lines {
-            text.push_str(&format!("{stamp} {line}\n"));
+            for part in [stamp.as_str(), " ", indent, line, "\n"] {
+                text.push_str(part);
+            }
         }
         // One write per event, so a failure is seen once per event and not per line.
         if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.flush()) {
@@ -141,11 +148,7 @@ impl EventSink for HostLogReporter {
                 self.write(host, &[format!("{phase}: {step} {status} ({:.1}s)", duration.as_secs_f64())]);
             }
             Event::TaskFinished { host, task, status, result, ignored, .. } => {
-                let lines: Vec<String> = task_lines(host, task, *status, result, *ignored, true)
-                    .into_iter()
-                    .map(|l| format!("  {l}"))
-                    .collect();
-                self.write(host, &lines);
+                self.write_indented(host, "  ", &task_lines(host, task, *status, result, *ignored, true));
             }
             Event::Notice { host: Some(host), message } => self.write(host, std::slice::from_ref(message)),
             Event::HostFinished { report } => {
