@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::run::{StepFailure, UpgradeRun};
-use crate::cluster::{ClusterNode, parse_node, parse_node_list};
+use crate::cluster::{ClusterNode, parse_node, parse_nodes_named};
 use crate::settings::TargetVersion;
 use crate::vocabulary::Step;
 
@@ -97,7 +97,12 @@ impl NodePoller {
             if rc != 0 {
                 return Err(format!("the cluster did not answer: {}", field("stderr").trim()));
             }
-            if one.is_empty() { parse_node_list(field("stdout")) } else { parse_node(field("stdout")).map(|n| vec![n]) }
+            if one.is_empty() {
+                // `waiting` is sorted (the keys of a BTreeMap).
+                parse_nodes_named(field("stdout"), |name| waiting.binary_search_by(|w| w.as_str().cmp(name)).is_ok())
+            } else {
+                parse_node(field("stdout")).map(|n| vec![n])
+            }
         });
         run.steps.forget(&run.first_master, register);
         if let Ok(mut state) = self.state.lock() {
