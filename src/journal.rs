@@ -427,13 +427,13 @@ struct Commit {
     written: u64,
     /// Entries known to be on disk.
     synced: u64,
-    /// The syncing thread runs.
+    /// The sync thread was started (it ends when the journal is dropped, or at a failed sync).
     syncing: bool,
     /// The journal was dropped: the thread ends once it has synced what was written.
     closed: bool,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct Synced {
     upto: u64,
     /// Why a sync failed: no entry is durable past this point.
@@ -556,8 +556,7 @@ impl Journal {
     /// Appends one entry and flushes it to disk before returning: what is recorded survives a kill -9.
     pub(crate) fn record(&mut self, entry: &JournalEntry) -> Result<()> {
         let number = self.write(entry)?;
-        // The message is the bare reason (`No space left on device`): the caller names the file.
-        self.file.sync_data().map_err(|e| Error::internal(crate::error::io_reason(&e)).in_file(&self.path))?;
+        self.file.sync_data().map_err(|e| self.failed(&e))?;
         // That sync covered every entry written before this one too.
         if let Ok(mut state) = self.commit.state.lock() {
             state.synced = state.synced.max(number);
@@ -572,8 +571,7 @@ impl Journal {
         let number = self.write(entry)?;
         let start = self.commit.state.lock().map(|mut state| !std::mem::replace(&mut state.syncing, true));
         if start.unwrap_or(false) {
-            let file =
-                self.file.try_clone().map_err(|e| Error::internal(crate::error::io_reason(&e)).in_file(&self.path))?;
+            let file = self.file.try_clone().map_err(|e| self.failed(&e))?;
             let commit = self.commit.clone();
             std::thread::Builder::new()
                 .name("journal".into())
@@ -584,13 +582,16 @@ impl Journal {
         Ok(Pending { number, commit: self.commit.clone() })
     }
 
+    /// The message is the bare reason (`No space left on device`): the caller names the file.
+    fn failed(&self, e: &std::io::Error) -> Error {
+        Error::internal(crate::error::io_reason(e)).in_file(&self.path)
+    }
+
     /// Writes one entry (not synced), returning its number in this journal.
     fn write(&mut self, entry: &JournalEntry) -> Result<u64> {
         let mut line = serde_json::to_string(entry).map_err(|e| Error::internal(e.to_string()))?;
         line.push('\n');
-        self.file
-            .write_all(line.as_bytes())
-            .map_err(|e| Error::internal(crate::error::io_reason(&e)).in_file(&self.path))?;
+        self.file.write_all(line.as_bytes()).map_err(|e| self.failed(&e))?;
         let mut state = self.commit.state.lock().map_err(|_| Error::internal("the journal's state was poisoned"))?;
         state.written += 1;
         Ok(state.written)
