@@ -94,6 +94,9 @@ struct TaskFinishedLine<'a> {
 
 impl EventSink for JsonReporter {
     fn event(&self, event: &Event) {
+        // The time is taken once the line has its place in the stream, so that the times of the stream never go
+        // back: taken before, a line serialized slowly (a task's 1 MB of output) could go out after a later one.
+        let Ok(mut out) = self.out.lock() else { return };
         let time = crate::time_format::utc_timestamp(std::time::SystemTime::now());
         let serialized = match event {
             Event::TaskFinished { host, task, status, result, duration, ignored, rescued } => {
@@ -122,10 +125,8 @@ impl EventSink for JsonReporter {
         // One write per event: the line and its newline together (the queue wakes its writer once per write).
         if let Ok(mut line) = serialized {
             line.push(b'\n');
-            if let Ok(mut out) = self.out.lock() {
-                let _ = out.write_all(&line);
-                let _ = out.flush();
-            }
+            let _ = out.write_all(&line);
+            let _ = out.flush();
         }
     }
 }
