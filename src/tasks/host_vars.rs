@@ -56,9 +56,7 @@ impl FactStore {
         let mut hosts = self.hosts.write().unwrap_or_else(|p| p.into_inner());
         let entry = hosts.entry(host.to_string()).or_default();
         // Copies the map of handles (not the values) only while a reader still holds the previous snapshot.
-        let facts: Vec<(Arc<str>, Arc<Value>)> =
-            facts.into_iter().map(|(k, v)| (self.name(k), self.shared(v))).collect();
-        Arc::make_mut(entry).extend(facts);
+        Arc::make_mut(entry).extend(facts.into_iter().map(|(k, v)| (self.name(k), self.shared(v))));
     }
 
     /// The one copy of a fact's name.
@@ -347,6 +345,9 @@ mod tests {
         assert_eq!(*n1["as_bool"], json!(true));
         assert_eq!(*n1["node_name"], json!("n1"));
         assert_eq!(*n2["node_name"], json!("n2"));
+        // The names too: one copy of `node_name` for both hosts.
+        let name = |facts: &HostFacts| facts.get_key_value("node_name").map(|(k, _)| k.clone()).unwrap();
+        assert!(Arc::ptr_eq(&name(&n1), &name(&n2)));
     }
 
     #[test]

@@ -116,7 +116,7 @@ impl HostRun<'_> {
                         let after = self.facts().unwrap_or_default();
                         let facts = after
                             .iter()
-                            .filter(|(k, v)| before.get(&***k) != Some(*v))
+                            .filter(|&(k, v)| before.get(&**k) != Some(v))
                             .map(|(k, v)| (k.to_string(), (**v).clone()))
                             .collect::<Map<String, Value>>();
                         // As Ansible, the facts and registered result of a run_once task are every host's at
