@@ -33,7 +33,9 @@ use crate::ansible_compat::{boolean, python_type_name};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 use module_context::render_args;
-use results::{TaskTimedOut, clean, flag, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout};
+use results::{
+    TaskTimedOut, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
+};
 pub use run_once::RunOnce;
 
 pub const NO_LOG_MESSAGE: &str =
@@ -486,7 +488,7 @@ impl HostRun<'_> {
         // events show it, so a registered cluster read (tens of MB on a large cluster) is never copied.
         let going_on = with_bounded_stdout(&result);
         let mut registered = result;
-        registered.retain(|k, _| !k.starts_with("_ansible"));
+        registered.retain(|k, _| !is_internal(k));
         self.engine.facts.insert(&self.host, name, Value::Object(registered));
         going_on
     }

@@ -7,11 +7,14 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::connection::capture::bounded_text;
 
-/// A result as `register` keeps it and events carry it: without Ansible's internal `_ansible_*` keys.
+/// Ansible's internal `_ansible_*` keys of a result, which `register` does not keep and events do not carry.
+pub(super) fn is_internal(key: &str) -> bool {
+    key.starts_with("_ansible")
+}
+
+/// A result as `register` keeps it and events carry it: without Ansible's internal keys.
 pub(super) fn clean(result: &Map<String, Value>) -> Value {
-    Value::Object(
-        result.iter().filter(|(k, _)| !k.starts_with("_ansible")).map(|(k, v)| (k.clone(), v.clone())).collect(),
-    )
+    Value::Object(result.iter().filter(|(k, _)| !is_internal(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
 }
 
 /// A result as events show it: cleaned, and a `stdout` read whole (the run's own cluster reads, which it parses)
@@ -28,7 +31,7 @@ pub(super) fn with_bounded_stdout(result: &Map<String, Value>) -> Map<String, Va
 fn bounded_copy(result: &Map<String, Value>, clean: bool) -> Map<String, Value> {
     result
         .iter()
-        .filter(|(k, _)| !(clean && k.starts_with("_ansible")))
+        .filter(|(k, _)| !(clean && is_internal(k)))
         .map(|(k, v)| match v {
             Value::String(text) if k == "stdout" => (k.clone(), Value::String(bounded_text(text).into_owned())),
             _ => (k.clone(), v.clone()),
