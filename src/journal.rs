@@ -477,14 +477,8 @@ impl GroupCommit {
                 }
                 state.written
             };
-            let result = file.sync_data();
-            let Ok(mut state) = self.state.lock() else { return };
-            match result {
-                Ok(()) => {
-                    state.synced = state.synced.max(target);
-                    let upto = state.synced;
-                    self.synced.send_modify(|s| s.upto = s.upto.max(upto));
-                }
+            match file.sync_data() {
+                Ok(()) => self.synced_up_to(target),
                 Err(e) => {
                     // The run stops on this failure; every entry not yet synced waits no more and fails with it.
                     self.synced.send_modify(|s| s.failed = Some(crate::error::io_reason(&e)));
@@ -492,6 +486,14 @@ impl GroupCommit {
                 }
             }
         }
+    }
+
+    /// Entries up to `number` are on disk: their writers go on.
+    fn synced_up_to(&self, number: u64) {
+        if let Ok(mut state) = self.state.lock() {
+            state.synced = state.synced.max(number);
+        }
+        self.synced.send_modify(|s| s.upto = s.upto.max(number));
     }
 }
 
@@ -558,10 +560,7 @@ impl Journal {
         let number = self.write(entry)?;
         self.file.sync_data().map_err(|e| self.failed(&e))?;
         // That sync covered every entry written before this one too.
-        if let Ok(mut state) = self.commit.state.lock() {
-            state.synced = state.synced.max(number);
-        }
-        self.commit.synced.send_modify(|s| s.upto = s.upto.max(number));
+        self.commit.synced_up_to(number);
         Ok(())
     }
 
