@@ -17,10 +17,9 @@ pub(crate) struct ClusterNode {
     pub created: String,
 }
 
-// Borrowed from the JSON where it has no escapes: a poll reads every node of the cluster (25 MB at 5,000 nodes) to
-// keep the few in flight, and copying the strings of every node was a fifth of that parse.
-/// A string of the JSON, borrowed where it has no escapes. (serde borrows a `Cow` field itself, but not one inside
-/// a map or a list: those are always copied.)
+/// A string of the JSON, borrowed where it has no escapes: a poll reads every node of the cluster (25 MB at 5,000
+/// nodes) to keep the few in flight, and copying the strings of every node was a fifth of that parse. (serde borrows
+/// a `Cow` field itself, but not one inside a map or a list: those are always copied.)
 #[derive(Default, PartialEq, Eq, PartialOrd, Ord)]
 struct Text<'a>(Cow<'a, str>);
 
