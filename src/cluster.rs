@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::settings::TargetVersion;
+
 /// One node as the cluster API reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ClusterNode {
@@ -235,6 +237,14 @@ struct PodItem<'a> {
 struct PodSpec {
     #[serde(default)]
     node_name: String,
+    #[serde(default)]
+    containers: Vec<Container>,
+}
+
+#[derive(Deserialize, Default)]
+struct Container {
+    #[serde(default)]
+    image: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -271,8 +281,81 @@ pub(crate) fn control_plane_pods_problem(json: &str, masters: &[String]) -> Resu
     if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
 }
 
+/// Reads a PodList (`get pods -n NS -o json`) for the pods of `node` whose names start with each of `prefixes`
+/// (`master-api-`, `sdn-`): `Ok` when each prefix has at least one such pod and every one of them runs `image` (its
+/// first container's); otherwise what is wrong. A list that cannot be read is a problem too: a check that cannot
+/// read what it checks fails.
+pub(crate) fn pods_not_at_image(json: &str, node: &str, prefixes: &[&str], image: &str) -> Result<(), String> {
+    let list: PodList<'_> =
+        serde_json::from_str(json).map_err(|e| format!("the pod list is not a Kubernetes PodList: {e}"))?;
+    let mut problems = Vec::new();
+    for prefix in prefixes {
+        let pods: Vec<&PodItem<'_>> =
+            list.items.iter().filter(|p| p.spec.node_name == node && p.metadata.name.starts_with(prefix)).collect();
+        if pods.is_empty() {
+            problems.push(format!("no {prefix}{node} pod on {node}"));
+        }
+        for pod in pods {
+            let runs = pod.spec.containers.first().map_or("no container", |c| c.image.as_str());
+            if runs != image {
+                problems.push(format!("{} runs {runs}, not {image}", pod.metadata.name));
+            }
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+}
+
+/// The OpenShift release in `get --raw /version/openshift` (`{"gitVersion": "v3.11.248", ...}`).
+pub(crate) fn openshift_release(json: &str) -> Result<String, String> {
+    #[derive(Deserialize)]
+    struct Info {
+        #[serde(rename = "gitVersion")]
+        git_version: String,
+    }
+    let info: Info = serde_json::from_str(json.trim()).map_err(|e| {
+        let shown: String = json.trim().chars().take(200).collect();
+        format!("/version/openshift did not answer a version: {e} (`{shown}`)")
+    })?;
+    Ok(info.git_version)
+}
+
+/// The image of a workload object (`get dc|deployment|daemonset NAME -o json`): its pod template's first container.
+/// `None` for an empty answer (`--ignore-not-found` of an object the cluster does not have) or another shape.
+pub(crate) fn workload_image(json: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
+    value.pointer("/spec/template/spec/containers/0/image")?.as_str().map(str::to_string)
+}
+
+/// The oldest release among container images, one a line (`registry.redhat.io/openshift3/ose-control-plane:v3.11.200`),
+/// read from their tags: the release and the tag as written. Images whose tag is not a release (a digest, `v3.11`)
+/// are passed over: only what is known to be older counts.
+pub(crate) fn oldest_image_release(images: &str) -> Option<(TargetVersion, String)> {
+    images
+        .lines()
+        .map(|line| line.trim().trim_matches(|c| c == '"' || c == '\''))
+        .filter_map(|image| {
+            let (_, tag) = image.rsplit_once(':')?;
+            (!tag.contains('/')).then_some(tag)?;
+            TargetVersion::parse(tag).ok().map(|v| (v, tag.to_string()))
+        })
+        .min_by(|a, b| a.0.cmp(&b.0))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_oldest_image_release_is_read_from_tags_and_images_without_one_are_passed_over() {
+        let images = "registry.redhat.io/openshift3/ose-control-plane:v3.11.248\n\
+                      'registry.redhat.io/openshift3/ose-control-plane:v3.11.200'\n\
+                      registry.local:5000/ose-control-plane@sha256:abc\n\
+                      registry.local:5000/ose-control-plane\n";
+        let (release, tag) = oldest_image_release(images).expect("a release");
+        assert_eq!(tag, "v3.11.200");
+        assert_eq!(release, TargetVersion::parse("3.11.200").unwrap());
+        assert!(oldest_image_release("registry.local:5000/ose-control-plane:v3.11\n").is_none());
+        assert!(oldest_image_release("").is_none());
+    }
+
     #[test]
     fn control_plane_pods_must_run_ready_on_every_master() {
         let pod = |name: &str, node: &str, ready: &str| {

@@ -1,5 +1,6 @@
-//! What would stop or hurt a node's drain, found in the cluster's pods and PodDisruptionBudgets (`get pods -A -o json`,
-//! `get pdb -A -o json`) before anything moves:
+//! What would stop or hurt a node's drain, found in the cluster's pods and PodDisruptionBudgets
+//! (`get pods --all-namespaces -o json`, `get pdb --all-namespaces -o json`: never `-A`, which kubectl 1.11 and
+//! OpenShift 3.11's `oc` do not know) before anything moves:
 //! - a PodDisruptionBudget that allows no disruption over a pod of the node: its eviction is refused until the
 //!   drain timeout;
 //! - a pod no controller owns: `drain --force` deletes it and nothing brings it back;

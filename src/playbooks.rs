@@ -71,6 +71,9 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/restore.yml", include_str!("../playbooks/openshift/restore.yml")),
     ("openshift/uncordon.yml", include_str!("../playbooks/openshift/uncordon.yml")),
     ("openshift/wait_ready.yml", include_str!("../playbooks/openshift/wait_ready.yml")),
+    ("openshift/control_plane_images.yml", include_str!("../playbooks/openshift/control_plane_images.yml")),
+    ("openshift/sdn_images.yml", include_str!("../playbooks/openshift/sdn_images.yml")),
+    ("openshift/cluster_images.yml", include_str!("../playbooks/openshift/cluster_images.yml")),
 ];
 
 /// The file that carries out step file `name` for a flavour: the flavour's own (`kubeadm/master_upgrade.yml`,

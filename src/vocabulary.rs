@@ -505,6 +505,19 @@ pub struct Summary {
     /// is never a success (exit 1, also when it was interrupted too).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state_error: Option<String>,
+    /// What the flavour does not move and the operator does (OpenShift: the router, the registry, the consoles,
+    /// the node sync DaemonSet), with the image each runs at the end.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_to_operator: Vec<LeftToOperator>,
+}
+
+/// A cluster workload the upgrade does not move, as verify found it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeftToOperator {
+    /// `dc/router`, `deployment/webconsole`, ...
+    pub workload: String,
+    pub namespace: String,
+    pub image: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -524,6 +537,7 @@ impl Summary {
             stopped: None,
             left_cordoned: Vec::new(),
             not_ready_untouched: Vec::new(),
+            left_to_operator: Vec::new(),
             cluster_read_error: None,
             interrupted: false,
             resumed: None,

@@ -452,12 +452,74 @@ fn openshift_hosts_answer_yum_rpm_excluders_and_master_restart() {
     assert_eq!(ok(&cluster.run("oc", &["get", "--raw", "/healthz/ready"])).trim(), "ok");
     let err =
         failed(&cluster.run("oc", &["adm", "drain", "m1", "--ignore-daemonsets", "--delete-emptydir-data", "--force"]));
-    assert!(err.contains("oc 3.11 knows --delete-local-data"), "{err}");
+    assert!(err.contains("unknown flag: --delete-emptydir-data") && err.contains("oc 3.11"), "{err}");
     ok(&cluster.run("oc", &["adm", "drain", "m1", "--ignore-daemonsets", "--delete-local-data", "--force"]));
     assert_eq!(
         cluster.actions_on("m1"),
         ["yum", "unexclude", "yum", "exclude", "master-restart-api", "master-restart-controllers", "drain"]
     );
+}
+
+/// The fake speaks oc 3.11 and kubectl 1.11 on an OpenShift 3.11 cluster: what those versions do not have (`-A`,
+/// top-level `oc drain`) is refused as they refuse it, so a built-in step that passes a newer flag fails its test.
+#[test]
+fn an_openshift_cluster_refuses_what_oc_3_11_and_kubectl_1_11_do_not_have() {
+    let cluster = FakeCluster::init("m1 v1.11.0+d4cacc0 node-role.kubernetes.io/master=true rpm=3.11.200\n");
+    let err = failed(&cluster.run("oc", &["get", "pods", "-A", "-o", "json"]));
+    assert!(err.contains("unknown shorthand flag: 'A' in -A"), "{err}");
+    let err = failed(&cluster.run("kubectl", &["get", "pdb", "-A", "-o", "json"]));
+    assert!(err.contains("unknown shorthand flag: 'A' in -A") && err.contains("kubectl 1.11"), "{err}");
+    ok(&cluster.run("oc", &["get", "pods", "--all-namespaces", "-o", "json"]));
+    ok(&cluster.run("oc", &["get", "pdb", "--all-namespaces", "-o", "json"]));
+    let err = failed(&cluster.run("oc", &["cordon", "m1"]));
+    assert!(err.contains("unknown command \"cordon\""), "oc 3.11 cordons only under adm: {err}");
+    ok(&cluster.run("oc", &["adm", "cordon", "m1"]));
+    // A kubeadm cluster's kubectl is recent: -A is fine there.
+    let kubeadm = FakeCluster::init("n1 v1.29.1 -\n");
+    ok(&kubeadm.run("kubectl", &["get", "pods", "-A", "-o", "json"]));
+}
+
+/// The images of an OpenShift 3.11 cluster: a master's static pods run what its manifests name once restarted, the
+/// API server reports the oldest release its masters run, and the SDN DaemonSets follow the node image tag, all at
+/// once while they roll and one node at a time once they are OnDelete.
+#[test]
+fn openshift_images_follow_manifests_tags_and_the_sdn_update_strategy() {
+    let cluster = FakeCluster::init(
+        "m1 v1.11.0+d4cacc0 node-role.kubernetes.io/master=true rpm=3.11.200\n\
+         m2 v1.11.0+d4cacc0 node-role.kubernetes.io/master=true rpm=3.11.200\n\
+         n1 v1.11.0+d4cacc0 node-role.kubernetes.io/compute=true rpm=3.11.200\n",
+    );
+    let old = "registry.redhat.io/openshift3/ose-control-plane:v3.11.200";
+    assert_eq!(cluster.image("m1", "master-api"), old);
+    let version = |c: &FakeCluster| ok(&c.run("oc", &["get", "--raw", "/version/openshift"]));
+    assert!(version(&cluster).contains("\"gitVersion\": \"v3.11.200\""), "{}", version(&cluster));
+
+    // A manifest that names another image: the pod runs it once the kubelet restarts it.
+    let manifest = cluster.state_dir().join("nodes/m1/pods/apiserver.yaml");
+    let text = std::fs::read_to_string(&manifest).expect("m1's apiserver.yaml");
+    std::fs::write(&manifest, text.replace("v3.11.200", "v3.11.248")).expect("moved manifest");
+    assert_eq!(cluster.image("m1", "master-api"), old, "not before its restart");
+    ok(&cluster.run("master-restart", &["--node", "m1", "api"]));
+    assert_eq!(cluster.image("m1", "master-api"), "registry.redhat.io/openshift3/ose-control-plane:v3.11.248");
+    assert!(version(&cluster).contains("v3.11.200"), "m2 still answers 3.11.200: {}", version(&cluster));
+
+    // The SDN: rolling, a new tag moves every node's pods at once; OnDelete, only the pods deleted.
+    let node_image = "registry.redhat.io/openshift3/ose-node:v3.11.248";
+    let tag = ["-n", "openshift-sdn", "tag", "--source=docker", "--reference", node_image, "openshift-sdn/node:v3.11"];
+    let rolling = FakeCluster::init("n1 v1.11.0+d4cacc0 - rpm=3.11.200\nn2 v1.11.0+d4cacc0 - rpm=3.11.200\n");
+    ok(&rolling.run("oc", &tag));
+    assert_eq!(rolling.image("n2", "sdn"), node_image, "RollingUpdate restarts every node's SDN");
+    for ds in ["sdn", "ovs"] {
+        let on_delete = r#"{"spec": {"updateStrategy": {"type": "OnDelete"}}}"#;
+        ok(&cluster.run("oc", &["-n", "openshift-sdn", "patch", "daemonset", ds, "-p", on_delete]));
+    }
+    ok(&cluster.run("oc", &tag));
+    assert_eq!(cluster.image("n1", "sdn"), "registry.redhat.io/openshift3/ose-node:v3.11.200");
+    ok(&cluster.run("oc", &["-n", "openshift-sdn", "delete", "pods", "--field-selector=spec.nodeName=n1"]));
+    assert_eq!(cluster.image("n1", "sdn"), node_image);
+    assert_eq!(cluster.image("m1", "sdn"), "registry.redhat.io/openshift3/ose-node:v3.11.200");
+    let pods = ok(&cluster.run("oc", &["get", "pods", "-n", "openshift-sdn", "-o", "json"]));
+    assert!(pods.contains("\"sdn-n1\"") && pods.contains(node_image), "{pods}");
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod kubeadm;
 mod layers;
 mod live_plan;
 mod openshift;
+mod openshift_control_plane;
 mod ops;
 mod plan;
 mod poller;

@@ -11,17 +11,17 @@ use crate::support::fake_cluster::FakeCluster;
 use crate::support::sshd::TestSshd;
 use crate::support::{Outcome, Scenario};
 
-const KUBELET: &str = "v1.11.0+d4cacc0";
-const OLD: &str = "3.11.200";
-const TARGET: &str = "3.11.248";
+pub(crate) const KUBELET: &str = "v1.11.0+d4cacc0";
+pub(crate) const OLD: &str = "3.11.200";
+pub(crate) const TARGET: &str = "3.11.248";
 const EXCLUDERS: [&str; 2] = ["atomic-openshift-excluder", "atomic-openshift-docker-excluder"];
 
 /// An OpenShift 3.11 cluster in openshift-ansible's layout: master m1 (also etcd) and nodes n1, n2, each an inventory
 /// host on one sshd with its own root (where its certificates live).
-struct OpenShiftCluster {
+pub(crate) struct OpenShiftCluster {
     dir: tempfile::TempDir,
-    sshd: TestSshd,
-    fake: FakeCluster,
+    pub(crate) sshd: TestSshd,
+    pub(crate) fake: FakeCluster,
     etcd: Option<TestEtcd>,
     /// Extra `[OSEv3:vars]` lines.
     vars: Vec<String>,
@@ -29,7 +29,7 @@ struct OpenShiftCluster {
 
 impl OpenShiftCluster {
     /// `installed`: what each of m1, n1, n2 has installed (`rpm -q`).
-    fn new(installed: [&str; 3]) -> OpenShiftCluster {
+    pub(crate) fn new(installed: [&str; 3]) -> OpenShiftCluster {
         let mut spec = String::new();
         for ((name, role), version) in [("m1", "master"), ("n1", "compute"), ("n2", "compute")].iter().zip(installed) {
             spec.push_str(&format!("{name} {KUBELET} node-role.kubernetes.io/{role}=true rpm={version}\n"));
@@ -47,12 +47,12 @@ impl OpenShiftCluster {
         cluster
     }
 
-    fn with_etcd(mut self) -> OpenShiftCluster {
+    pub(crate) fn with_etcd(mut self) -> OpenShiftCluster {
         self.etcd = Some(TestEtcd::start());
         self
     }
 
-    fn var(mut self, line: &str) -> OpenShiftCluster {
+    pub(crate) fn var(mut self, line: &str) -> OpenShiftCluster {
         self.vars.push(line.to_string());
         self
     }
@@ -119,7 +119,8 @@ impl OpenShiftCluster {
         vars.push_str("upgrade_certificate_expiry_master_files: [\"{{ host_root }}/etc/origin/master/ca.crt\", \"{{ host_root }}/etc/origin/master/master.server.crt\"]\n");
         vars.push_str("upgrade_certificate_expiry_node_files: [\"{{ host_root }}/etc/origin/node/client-ca.crt\"]\n");
         vars.push_str("upgrade_certificate_expiry_etcd_files: [\"{{ host_root }}/etc/etcd/peer.crt\", \"{{ host_root }}/etc/etcd/server.crt\"]\n");
-        vars.push_str(&format!("upgrade_etcdctl: \"{}\"\n", etcdctl_binary().display()));
+        // The real etcdctl, held to what OpenShift 3.11's etcd 3.2 accepts (testing/tool-flags/etcdctl-3.2).
+        vars.push_str(&format!("upgrade_etcdctl: \"{}\"\n", speaking_etcd_3_2()));
         if let Some(etcd) = &self.etcd {
             vars.push_str(&format!("upgrade_etcd_endpoints: \"{}\"\n", etcd.endpoints()));
         }
@@ -130,14 +131,20 @@ impl OpenShiftCluster {
         self.dir.path().join("hosts")
     }
 
-    fn upgrade(&self, args: &[&str]) -> Outcome {
+    pub(crate) fn upgrade(&self, args: &[&str]) -> Outcome {
         Scenario::on_cluster(self.dir.path(), &self.inventory()).args(args).run()
     }
 
     /// The actions the fake saw on one node, in order.
-    fn actions_on(&self, node: &str) -> Vec<String> {
+    pub(crate) fn actions_on(&self, node: &str) -> Vec<String> {
         self.fake.actions_on(node)
     }
+}
+
+/// Debian's etcdctl (3.4) behind testing/tool-flags/speak, which refuses first what etcd 3.2's etcdctl refuses.
+pub(crate) fn speaking_etcd_3_2() -> String {
+    let speak = Path::new(env!("CARGO_MANIFEST_DIR")).join("testing/tool-flags/speak");
+    format!("{} etcdctl-3.2 {}", speak.display(), etcdctl_binary().display())
 }
 
 fn root_file(cluster: &OpenShiftCluster, host: &str, file: &str) -> String {
@@ -175,6 +182,9 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
             "yum",
             "exclude",
             "exclude",
+            "pull",
+            "pull",
+            "delete-sdn-pods",
             "master-restart-api",
             "master-restart-controllers",
             "daemon-reload",

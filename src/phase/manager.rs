@@ -291,7 +291,9 @@ async fn run_verify(state: &mut RunState<'_>) {
                     .collect();
                 let upgraded = blue_green::to_verify(run, upgraded);
                 let installed = verify::installed_versions(run, &upgraded).await;
-                let checks = verify::check_upgraded(run, &cluster, &installed, &upgraded).await;
+                let (behind, left_to_operator) = verify::openshift_images(run, &upgraded).await;
+                summary.left_to_operator = left_to_operator;
+                let checks = verify::check_upgraded(run, &cluster, &installed, &behind, &upgraded).await;
                 summary.not_ready_untouched = verify::not_ready_untouched(run, &cluster, &upgraded);
                 let ok = checks.iter().all(|r| !r.outcome.is_failure());
                 summary.hosts.extend(checks);

@@ -431,10 +431,20 @@ pub(crate) async fn read_host_version(
         .unwrap_or_default()
         .trim()
         .to_string();
-    match TargetVersion::parse(&stdout) {
-        Ok(_) => Ok(stdout),
-        Err(_) => Err(format!("upgrade_host_version_command printed `{stdout}`, not a version")),
-    }
+    let Ok(installed) = TargetVersion::parse(&stdout) else {
+        return Err(format!("upgrade_host_version_command printed `{stdout}`, not a version"));
+    };
+    // An OpenShift master runs its control plane from images the packages do not carry: it is at the older of what
+    // it has installed and what its static pods' manifests name (openshift/host_version.yml).
+    let images = facts
+        .get("upgrade_control_plane_manifest_images")
+        .and_then(|r| r.get("stdout"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Ok(match crate::cluster::oldest_image_release(images) {
+        Some((release, text)) if release < installed => text,
+        _ => stdout,
+    })
 }
 
 /// Opens a connection to every host of the plan, `forks` at a time, and runs `true`. Any host that does not answer stops the
@@ -723,6 +733,24 @@ fn check_target(input: &DecisionInput<'_>, current: &TargetVersion) -> Result<()
     if *target < *current {
         return Err(Error::input(format!("the target {target} is older than the control plane's {current}"))
             .hint("a downgrade is not supported: give a newer --target-version / upgrade_target_version"));
+    }
+    // The openshift flavour moves a 3.11 cluster within its minor: packages, control-plane images, SDN. A minor
+    // (3.10 -> 3.11) also switches repositories, migrates storage and updates the router, registry and image streams,
+    // none of which the flavour does: done as a package swap it would leave kubelets newer than the API server.
+    // --allow-skip-minor does not lift this: it is about the size of the step, not its kind.
+    if plan.flavor.flavor == crate::flavor::Flavor::Openshift
+        && (target.major != current.major || target.minor != current.minor)
+    {
+        return Err(Error::input(format!(
+            "the openshift flavour upgrades within a minor release only (z-stream): the target {target} is another \
+             minor than the control plane's {current}"
+        ))
+        .hint(format!(
+            "upgrade across minors with openshift-ansible's playbooks for v{}_{} (playbooks/byo/openshift-cluster/\
+             upgrades/v{}_{}/upgrade_control_plane.yml, then upgrade_nodes.yml), then use upgrade for the z-stream \
+             releases of {}.{}",
+            target.major, target.minor, target.major, target.minor, target.major, target.minor
+        )));
     }
     let skips_minor = target.major != current.major || target.minor > current.minor + 1;
     if skips_minor && !input.allow_skip_minor {

@@ -225,7 +225,10 @@ async fn steps(
         run.record_step_started(phase, host, Step::Upgrade).await;
         // Not cut at the end of the grace period: a package swap or `kubeadm upgrade apply` killed half-way can
         // leave the host worse off than either version. It is bounded by the commands' own `timeout:` instead.
-        run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
+        let facts = run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
+        if role == Role::Master {
+            say_control_plane_moved(run, host, &facts);
+        }
     }
     attempt.upgraded = true;
     match role {
@@ -270,9 +273,54 @@ async fn control_plane_pods(run: &UpgradeRun, phase: Phase, host: &str) -> Resul
             .and_then(Value::as_str)
             .unwrap_or_default();
         crate::cluster::control_plane_pods_problem(stdout, &masters)
+            .and_then(|()| control_plane_at_image(run, host, facts, stdout))
             .map_err(|why| format!("the control plane is not healthy after {}'s upgrade: {why}", run.node_name(host)))
     })
     .await
+}
+
+/// OpenShift 3.11: says which static pod manifests the upgrade step pointed at which image
+/// (openshift/control_plane_images.yml), so the run shows the control plane moving, not only the packages.
+fn say_control_plane_moved(run: &UpgradeRun, host: &str, facts: &crate::tasks::host_vars::HostFacts) {
+    let Some(moved) = facts.get("upgrade_static_pod_images").and_then(|v| v.as_array()) else { return };
+    let said: Vec<String> = moved
+        .iter()
+        .filter_map(|m| Some(format!("{} -> {}", m.get("file")?.as_str()?, m.get("image")?.as_str()?)))
+        .collect();
+    if !said.is_empty() {
+        run.notice(Some(host), format!("control plane: {}", said.join(", ")));
+    }
+}
+
+/// OpenShift 3.11: the API server and controllers of the master just upgraded run the target's control-plane image
+/// (`upgrade_openshift_control_plane_image`, openshift/defaults.yml), and its etcd the etcd image when its manifest
+/// was moved (openshift/control_plane_images.yml). Other flavours: nothing to check here.
+fn control_plane_at_image(
+    run: &UpgradeRun,
+    host: &str,
+    facts: &crate::tasks::host_vars::HostFacts,
+    pods: &str,
+) -> Result<(), String> {
+    let fact = |name: &str| facts.get(name).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    // The custom command is the whole upgrade: what it does to the control plane is the operator's.
+    if run.plan.flavor.flavor != crate::flavor::Flavor::Openshift || !fact("upgrade_master_upgrade_command").is_empty()
+    {
+        return Ok(());
+    }
+    let image = fact("upgrade_openshift_control_plane_image");
+    if image.is_empty() {
+        return Err("the target's control-plane image is not known (upgrade_openshift_control_plane_image)".into());
+    }
+    let node = run.node_name(host);
+    crate::cluster::pods_not_at_image(pods, &node, &["master-api-", "master-controllers-"], &image)?;
+    let etcd_moved = facts
+        .get("upgrade_static_pod_images")
+        .and_then(|v| v.as_array())
+        .is_some_and(|moved| moved.iter().any(|m| m.get("file").and_then(Value::as_str) == Some("etcd.yaml")));
+    if etcd_moved {
+        crate::cluster::pods_not_at_image(pods, &node, &["master-etcd-"], &fact("upgrade_openshift_etcd_image"))?;
+    }
+    Ok(())
 }
 
 /// Waits until the node is Ready at the target. With `upgrade_approve_node_csrs: true` each poll approves the

@@ -265,6 +265,12 @@ fn what_is_left(summary: &Summary) -> Vec<String> {
     if !summary.not_ready_untouched.is_empty() {
         lines.push(format!("not Ready, not touched by this run: {}", summary.not_ready_untouched.join(", ")));
     }
+    if !summary.left_to_operator.is_empty() {
+        lines.push(format!("left to the operator (not moved by this flavour): {}", summary.left_to_operator.len()));
+        lines.extend(
+            summary.left_to_operator.iter().map(|w| format!("  {} in {} runs {}", w.workload, w.namespace, w.image)),
+        );
+    }
     if let Some(error) = &summary.cluster_read_error {
         lines.push(format!("the cluster could not be read at the end: {error}"));
         if summary.left_cordoned.is_empty() {
@@ -350,6 +356,7 @@ mod tests {
                 .map(|n| CordonedNode { node: n.to_string(), before_run: false, fix: format!("kubectl uncordon {n}") })
                 .collect(),
             not_ready_untouched: Vec::new(),
+            left_to_operator: Vec::new(),
             cluster_read_error: cluster_read_error.map(str::to_string),
             interrupted: false,
             resumed: None,

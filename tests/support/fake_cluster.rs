@@ -110,7 +110,25 @@ impl FakeCluster {
             ("upgrade_openshift_master_restart_command", on_node("master-restart")),
             ("upgrade_node_restart_command", self.restart_command()),
             ("upgrade_daemon_reload_command", self.daemon_reload_command()),
+            // A master's static pod manifests are the fake's (its init lays them down where a real master has
+            // /etc/origin/node/pods), and the pre-pull of their images is the fake's `docker pull`.
+            (
+                "upgrade_openshift_static_pod_dir",
+                format!("{}/nodes/{{{{ node_name }}}}/pods", self.state.to_string_lossy()),
+            ),
+            ("upgrade_image_pull_command", format!("{} pull", on_node("docker"))),
         ]
+    }
+
+    /// The image a master's static pod runs (`master-api`, `master-controllers`, `master-etcd`) or a node's SDN pods
+    /// (`sdn`), as the fake's kubelet last started it.
+    pub fn image(&self, node: &str, pod: &str) -> String {
+        self.node_file(node, &format!("images/{pod}"))
+    }
+
+    /// A master's static pod manifest as it is on its disk now (`apiserver.yaml`, `controller.yaml`, `etcd.yaml`).
+    pub fn manifest(&self, node: &str, file: &str) -> String {
+        self.node_file(node, &format!("pods/{file}"))
     }
 
     /// What `rpm -q` reports on the node (`3.11.248`), empty when nothing is installed.

@@ -265,6 +265,11 @@ impl Outcome {
         panic!("{why}\n{text}");
     }
 
+    /// stdout as it was written.
+    pub fn stdout_text(&self) -> &str {
+        &self.stdout
+    }
+
     /// stdout parsed as one JSON document.
     pub fn json(&self) -> serde_json::Value {
         match serde_json::from_str(&self.stdout) {
