@@ -289,3 +289,17 @@ fn docker_upgrade_upgrades_the_container_runtime_inside_the_drained_window_and_o
         "no runtime upgrade unless asked"
     );
 }
+
+#[test]
+fn approving_node_csrs_waits_for_ready_only_as_every_3_11_kubelet_reports_one_version() {
+    // Every 3.11.z kubelet reports v1.11.0+d4cacc0, never the target: the approving wait must not ask for it, as
+    // the plain wait does not (D6).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]).var("upgrade_approve_node_csrs=true");
+    cluster.fake.set_cue("n1", "csr_pending", "");
+    cluster
+        .upgrade(&["--phase", "nodes", "-e", "upgrade_node_ready_timeout=5"])
+        .expect_code(0)
+        .output_has("approved the pending CSRs of n1: csr-n1");
+    assert_eq!(cluster.fake.package_version("n1"), TARGET);
+    assert!(cluster.fake.is_ready("n1") && !cluster.fake.is_cordoned("n1"), "n1 is back in service");
+}

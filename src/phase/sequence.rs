@@ -304,6 +304,8 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
     let timeout = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_timeout", 600));
     let delay = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_delay", 5).max(1));
     let file = run.playbook("node_ready_poll.yml");
+    let wants_version = !run.probes_host_version(host);
+    let at = if wants_version { format!(" at {}", run.target) } else { String::new() };
     let started = Instant::now();
     run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
     let mut to_approve: Vec<String> = Vec::new();
@@ -324,7 +326,10 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
                         .to_string()
                 };
                 let seen = crate::cluster::parse_node(&text("upgrade_node_poll"));
-                let at_target = |n: &crate::cluster::ClusterNode| run.target.is_reported_by(&n.kubelet_version);
+                // As the poller: a flavour that reads "at the target" from the host (OpenShift 3.11, whose every
+                // 3.11.z kubelet reports one version) waits for Ready only; verify reads the installed version.
+                let at_target =
+                    |n: &crate::cluster::ClusterNode| !wants_version || run.target.is_reported_by(&n.kubelet_version);
                 if seen.as_ref().is_ok_and(|n| n.ready && at_target(n)) {
                     break Ok(());
                 }
@@ -335,10 +340,9 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
                     .map(|c| c.name)
                     .collect();
                 match seen {
-                    Ok(n) => format!(
-                        "node {node} is not Ready at {}: it reports {}, Ready={}",
-                        run.target, n.kubelet_version, n.ready
-                    ),
+                    Ok(n) => {
+                        format!("node {node} is not Ready{at}: it reports {}, Ready={}", n.kubelet_version, n.ready)
+                    }
                     Err(e) => format!("node {node} could not be read: {e}"),
                 }
             }
