@@ -303,3 +303,17 @@ fn approving_node_csrs_waits_for_ready_only_as_every_3_11_kubelet_reports_one_ve
     assert_eq!(cluster.fake.package_version("n1"), TARGET);
     assert!(cluster.fake.is_ready("n1") && !cluster.fake.is_cordoned("n1"), "n1 is back in service");
 }
+
+#[test]
+fn a_live_plan_reads_what_each_host_has_installed_as_preflight_does() {
+    // Every node reports kubelet v1.11.0+d4cacc0: without the hosts' installed versions the live plan saw a skipped
+    // minor (exit 2) or, with --allow-skip-minor, every host to upgrade (D8).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]);
+    cluster
+        .upgrade(&["--plan", "--live"])
+        .expect_code(0)
+        .stdout_has("n1 [n1] 3.11.200: upgrade in nodes batch 1")
+        .stdout_has("n2 [n2] 3.11.248: skip: already at v3.11.248: installed on the host")
+        .stdout_has("result: nothing blocks");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "yum" && c.action != "cordon"), "only read");
+}
