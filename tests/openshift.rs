@@ -317,3 +317,26 @@ fn a_live_plan_reads_what_each_host_has_installed_as_preflight_does() {
         .stdout_has("result: nothing blocks");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "yum" && c.action != "cordon"), "only read");
 }
+
+#[test]
+fn an_update_graph_of_openshift_releases_is_walked_from_what_the_masters_have_installed() {
+    // A graph names OpenShift releases; every 3.11.z kubelet reports v1.11.0+d4cacc0, which no graph holds (D9).
+    let cluster = OpenShiftCluster::new([OLD, OLD, TARGET]).with_etcd().var("upgrade_update_graph=graph.json");
+    std::fs::write(
+        cluster.dir.path().join("graph.json"),
+        r#"{"nodes": [{"version": "3.11.200"}, {"version": "3.11.248"}], "edges": [[0, 1]]}"#,
+    )
+    .expect("graph");
+    let inventory = cluster.inventory();
+    crate::support::Scenario::in_dir(cluster.dir.path())
+        .args(["versions"])
+        .inventory(inventory)
+        .env("NO_COLOR", "1")
+        .run()
+        .expect_code(0)
+        .stdout_has("Running version: v3.11.200 (the masters, as installed)")
+        .stdout_has("v3.11.248");
+    cluster.upgrade(&[]).expect_code(0).output_has("result: success");
+    assert_eq!(cluster.fake.package_version("m1"), TARGET);
+    assert_eq!(cluster.fake.package_version("n1"), TARGET);
+}
