@@ -173,6 +173,7 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
             "unexclude",
             "unexclude",
             "yum",
+            "yum", // docker, as openshift-ansible unless docker_upgrade is false
             "exclude",
             "exclude",
             "master-restart-api",
@@ -268,26 +269,25 @@ fn an_expiring_certificate_only_warns_when_fail_on_warn_is_false() {
 }
 
 #[test]
-fn docker_upgrade_upgrades_the_container_runtime_inside_the_drained_window_and_only_then() {
-    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]).var("docker_upgrade=true");
-    // The default also restarts docker with systemctl, which the test hosts do not have.
-    let yum = cluster.fake.tool("yum");
-    let cluster = cluster
-        .var(&format!("upgrade_container_runtime_command=\"{yum} --node {{{{ node_name }}}} install -y docker\""));
+fn the_container_runtime_is_upgraded_inside_the_drained_window_unless_docker_upgrade_is_false() {
+    // openshift-ansible upgrades docker unless docker_upgrade is False (D10).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]);
     cluster.upgrade(&["--phase", "nodes"]).expect_code(0);
     let calls: Vec<_> = cluster.fake.calls().into_iter().filter(|c| c.node == "n1").collect();
     let at = |what: &dyn Fn(&crate::support::fake_cluster::Call) -> bool| calls.iter().position(what);
     let drained = at(&|c| c.action == "drain").expect("n1 drained");
-    let runtime = at(&|c| c.action == "yum" && c.argv.contains("install -y docker")).expect("docker upgraded");
+    let runtime = at(&|c| c.action == "yum" && c.argv.ends_with("install -y docker")).expect("docker upgraded");
     let uncordoned = at(&|c| c.action == "uncordon").expect("n1 uncordoned");
     assert!(drained < runtime && runtime < uncordoned, "inside the drained window: {calls:?}");
+    assert_eq!(cluster.fake.runtime_upgrades("n2"), 1, "every upgraded host");
 
-    let without = OpenShiftCluster::new([TARGET, OLD, OLD]);
+    let without = OpenShiftCluster::new([TARGET, OLD, OLD]).var("docker_upgrade=false");
     without.upgrade(&["--phase", "nodes"]).expect_code(0);
     assert!(
-        without.fake.calls().iter().all(|c| !c.argv.contains("docker &&") && !c.argv.ends_with("-y docker")),
-        "no runtime upgrade unless asked"
+        without.fake.calls().iter().all(|c| !c.argv.ends_with("-y docker")),
+        "no runtime upgrade with docker_upgrade=false"
     );
+    assert_eq!(without.fake.runtime_upgrades("n1"), 0);
 }
 
 #[test]
