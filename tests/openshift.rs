@@ -340,3 +340,26 @@ fn an_update_graph_of_openshift_releases_is_walked_from_what_the_masters_have_in
     assert_eq!(cluster.fake.package_version("m1"), TARGET);
     assert_eq!(cluster.fake.package_version("n1"), TARGET);
 }
+
+#[test]
+fn the_pre_cordon_hook_runs_while_the_node_takes_work_and_openshift_node_upgrade_pre_hook_after_the_drain() {
+    // upgrade_node_pre_cordon_hook runs before the cordon; openshift_node_upgrade_pre_hook keeps openshift-ansible's
+    // place (release-3.11 upgrade_nodes.yml: after "Mark node unschedulable" and the drain).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET])
+        .var("upgrade_node_pre_cordon_hook=hooks/pre_cordon.yml")
+        .var("openshift_node_upgrade_pre_hook=hooks/pre.yml");
+    let log = cluster.dir.path().join("hooks.log");
+    let state = cluster.fake.state_dir().display().to_string();
+    std::fs::create_dir_all(cluster.dir.path().join("hooks")).expect("hooks dir");
+    for (file, label) in [("pre_cordon", "pre-cordon"), ("pre", "pre")] {
+        let hook = format!(
+            "- shell: echo \"{label} {{{{ node_name }}}} unschedulable=$(cat {state}/nodes/{{{{ node_name }}}}/unschedulable)\" >> {}\n",
+            log.display()
+        );
+        std::fs::write(cluster.dir.path().join(format!("hooks/{file}.yml")), hook).expect("hook");
+    }
+    let run = cluster.upgrade(&["--phase", "nodes", "--output", "json"]).expect_code(0);
+    assert!(run.stdout.contains(r#""step":"pre-cordon-hook""#), "the step is named in the events: {}", run.stdout);
+    let logged = std::fs::read_to_string(&log).expect("the hooks ran");
+    assert_eq!(logged, "pre-cordon n1 unschedulable=false\npre n1 unschedulable=true\n");
+}

@@ -182,7 +182,9 @@ async fn steps(
 
     match role {
         Role::Master => hook(run, phase, host, HookPoint::MasterPre, Step::PreHook).await?,
-        Role::Node => {}
+        // While the node still takes work (an acknowledgement pause, a check of the node in service); also for a
+        // node an operator cordoned before the run, so the hook always runs at the same point of the sequence.
+        Role::Node => hook(run, phase, host, HookPoint::NodePreCordon, Step::PreCordonHook).await?,
     }
     if !was_cordoned {
         step(run, phase, host, Step::Cordon, "cordon.yml", &[]).await?;
