@@ -363,3 +363,16 @@ fn the_pre_cordon_hook_runs_while_the_node_takes_work_and_openshift_node_upgrade
     let logged = std::fs::read_to_string(&log).expect("the hooks ran");
     assert_eq!(logged, "pre-cordon n1 unschedulable=false\npre n1 unschedulable=true\n");
 }
+
+#[test]
+fn the_fix_for_a_node_left_cordoned_is_oc_adm_uncordon_when_only_upgrade_kubectl_is_set() {
+    // The inventory sets upgrade_kubectl only (as the demo does): the steps use `<upgrade_kubectl> adm`, and so must
+    // the summary's fix command (D15).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]);
+    cluster.fake.run("oc", &["adm", "cordon", "n1"]);
+    let oc = cluster.fake.tool("oc");
+    cluster
+        .upgrade(&["--phase", "nodes,verify"])
+        .expect_code(0)
+        .output_has(&format!("to make it schedulable again run `{oc} adm uncordon n1`"));
+}
