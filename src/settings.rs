@@ -1046,6 +1046,51 @@ pub fn resolve_openshift_target(all_hosts: HostVarsRef<'_>, extra: &Vars) -> Res
     Ok((None, passed_over))
 }
 
+/// Refuses a target that names another release than a set `openshift_image_tag`: the image tag is what moves the
+/// control plane's images in openshift-ansible, the target what the packages go to, so a disagreement would leave the
+/// two parts of a host on different 3.11.z releases. A minor-only tag (`v3.11`) names no release and is passed over;
+/// one that is not a version (`latest`) is not ours to judge unless it is the target itself.
+pub fn check_openshift_image_tag(
+    target: &Setting<Option<TargetVersion>>,
+    all_hosts: HostVarsRef<'_>,
+    extra: &Vars,
+) -> Result<()> {
+    const TAG: &str = "openshift_image_tag";
+    let Some(wanted) = &target.value else { return Ok(()) };
+    if target.source.as_deref() == Some(TAG) {
+        return Ok(());
+    }
+    let release = |text: &str| -> Result<Option<TargetVersion>> {
+        let bare = unquote(text.trim());
+        Ok(TargetVersion::parse(bare).ok().filter(|_| bare.trim_start_matches('v').split('.').count() >= 3))
+    };
+    let tag = run_wide(TAG, None, (TAG, TAG), all_hosts, extra, release, |v| match v {
+        Value::String(s) => release(s),
+        _ => Ok(None),
+    })?;
+    let Some(tag) = tag else { return Ok(()) };
+    let Some(named) = &tag.value else { return Ok(()) };
+    let same = |a: &TargetVersion, b: &TargetVersion| (a.major, a.minor, a.patch) == (b.major, b.minor, b.patch);
+    if same(wanted, named) {
+        return Ok(());
+    }
+    let err = Error::input(format!(
+        "the target {wanted} ({}) and {TAG} {named} ({}) name different releases",
+        target.describe_origin(),
+        tag.describe_origin()
+    ))
+    .hint(format!(
+        "set them to the same release ({TAG} moves the control plane's images, the target the packages), or pass \
+         --target-version / set upgrade_target_version to the release you mean and {TAG} to the same (v{}.{}.{})",
+        wanted.major, wanted.minor, wanted.patch
+    ));
+    // `-e` is already named in the message; a file origin adds its place.
+    match &tag.origin {
+        Origin::ExtraVars(_) => Err(err),
+        origin => Err(origin.locate(err)),
+    }
+}
+
 /// The certificate expiry check of preflight: how many days ahead a certificate must still be valid, and whether
 /// one expiring sooner stops the run (`false`: it is reported and the run goes on).
 #[derive(Debug, Clone, PartialEq)]

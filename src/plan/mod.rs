@@ -214,6 +214,9 @@ impl Plan {
             }
             target_passed_over = passed_over;
         }
+        if flavor.flavor == Flavor::Openshift {
+            settings::check_openshift_image_tag(&settings.target_version, &all_vars, extra)?;
+        }
         let openshift_packages = match flavor.flavor {
             Flavor::Openshift => {
                 let first = all_vars.first().map(|(_, v)| *v);
