@@ -662,6 +662,7 @@ pub(crate) fn decide_from(
             &plan.settings,
             &plan.node_labels,
             input.inventory,
+            plan.flavor.flavor == Flavor::Openshift,
             order,
         )?;
         let selected = selection.nodes;
