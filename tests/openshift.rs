@@ -376,3 +376,45 @@ fn the_fix_for_a_node_left_cordoned_is_oc_adm_uncordon_when_only_upgrade_kubectl
         .expect_code(0)
         .output_has(&format!("to make it schedulable again run `{oc} adm uncordon n1`"));
 }
+
+/// A real PEM certificate request for `subject`, base64-encoded as `spec.request` carries it.
+fn csr_request(dir: &Path, subject: &str) -> String {
+    let out = Command::new("openssl")
+        .args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", subject])
+        .arg("-keyout")
+        .arg(dir.join("csr.key"))
+        .output()
+        .expect("run openssl");
+    assert!(out.status.success(), "openssl req: {}", String::from_utf8_lossy(&out.stderr));
+    let mut base64 = Command::new("base64")
+        .arg("-w0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run base64");
+    use std::io::Write;
+    base64.stdin.take().expect("stdin").write_all(&out.stdout).expect("write the request");
+    String::from_utf8(base64.wait_with_output().expect("base64").stdout).expect("ascii")
+}
+
+#[test]
+fn a_node_bootstrapper_csr_is_approved_for_the_node_its_subject_names() {
+    // OpenShift 3.11's client CSRs come from the node-bootstrapper service account; only the request's subject
+    // (CN=system:node:NAME) says which node (D14). openshift-ansible's oc_csr_approve reads it the same way.
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]).var("upgrade_approve_node_csrs=true");
+    cluster.fake.set_cue("n1", "csr_pending", "node-bootstrapper");
+    let request = csr_request(cluster.dir.path(), "/O=system:nodes/CN=system:node:n1");
+    cluster.fake.set_cue("n1", "csr_request", &request);
+    cluster
+        .upgrade(&["--phase", "nodes", "-e", "upgrade_node_ready_timeout=5"])
+        .expect_code(0)
+        .output_has("approved the pending CSRs of n1: csr-n1");
+    assert!(cluster.fake.is_ready("n1"));
+
+    // A request naming another node is not this node's: it is neither approved nor reported for n1.
+    let other = OpenShiftCluster::new([TARGET, OLD, TARGET]);
+    other.fake.set_cue("n1", "csr_pending", "node-bootstrapper");
+    other.fake.set_cue("n1", "csr_request", &csr_request(other.dir.path(), "/O=system:nodes/CN=system:node:n9"));
+    let run = other.upgrade(&["--phase", "nodes", "-e", "upgrade_node_ready_timeout=3"]).expect_code(1);
+    assert!(!run.output().contains("pending certificate signing requests: csr-n1"), "{}", run.output());
+}
