@@ -161,13 +161,38 @@ pub(crate) struct PendingCsr {
     /// `spec.username`: `system:node:NAME` for a kubelet's serving certificate, `system:serviceaccount:...:node-bootstrapper`
     /// (or `system:bootstrap:...`) for its client certificate.
     pub requestor: String,
+    /// The node the request's own subject names (`CN=system:node:NAME` in `spec.request`), when it can be read.
+    pub subject_node: Option<String>,
 }
 
+/// The service account OpenShift 3.11's kubelets bootstrap their client certificates with: one for every node, so
+/// only the request's subject says which node a CSR is for.
+const NODE_BOOTSTRAPPER: &str = "system:serviceaccount:openshift-infra:node-bootstrapper";
+
 impl PendingCsr {
-    /// The node the request is for, when the requestor says (`system:node:NAME`).
+    /// The node the request is for: the requestor's (`system:node:NAME`), or, for the node bootstrapper's requests,
+    /// the node the request's subject names, as openshift-ansible's oc_csr_approve reads it. Other requestors name no
+    /// node: a subject alone is not trusted from anyone who may create a CSR.
     pub(crate) fn node(&self) -> Option<&str> {
-        self.requestor.strip_prefix("system:node:")
+        if let Some(node) = self.requestor.strip_prefix("system:node:") {
+            return Some(node);
+        }
+        if self.requestor == NODE_BOOTSTRAPPER { self.subject_node.as_deref() } else { None }
     }
+}
+
+/// The node a CSR's `spec.request` (base64 of a PEM `CERTIFICATE REQUEST`) names in its subject's common name
+/// (`system:node:NAME`); `None` when it names none or cannot be read.
+fn subject_node(request: &str) -> Option<String> {
+    use x509_parser::prelude::FromDer;
+    let pem = data_encoding::BASE64.decode(request.trim().as_bytes()).ok()?;
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).ok()?;
+    if pem.label != "CERTIFICATE REQUEST" && pem.label != "NEW CERTIFICATE REQUEST" {
+        return None;
+    }
+    let (_, csr) = x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents).ok()?;
+    let cn = csr.certification_request_info.subject.iter_common_name().next()?.as_str().ok()?;
+    cn.strip_prefix("system:node:").filter(|n| !n.is_empty()).map(str::to_string)
 }
 
 #[derive(Deserialize)]
@@ -190,6 +215,8 @@ struct CsrItem<'a> {
 struct CsrSpec {
     #[serde(default)]
     username: String,
+    #[serde(default)]
+    request: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -212,7 +239,11 @@ pub(crate) fn parse_pending_csrs(json: &str) -> Result<Vec<PendingCsr>, String> 
         .items
         .into_iter()
         .filter(|c| !c.status.conditions.iter().any(|k| k.kind == "Approved" || k.kind == "Denied"))
-        .map(|c| PendingCsr { name: c.metadata.name.into_owned(), requestor: c.spec.username })
+        .map(|c| {
+            // Read only where it decides: the bootstrapper's requests name their node nowhere else.
+            let subject_node = if c.spec.username == NODE_BOOTSTRAPPER { subject_node(&c.spec.request) } else { None };
+            PendingCsr { name: c.metadata.name.into_owned(), requestor: c.spec.username, subject_node }
+        })
         .collect())
 }
 
@@ -343,6 +374,32 @@ pub(crate) fn oldest_image_release(images: &str) -> Option<(TargetVersion, Strin
 
 #[cfg(test)]
 mod tests {
+
+    /// `openssl req -new -subj /O=system:nodes/CN=system:node:n1`, base64 as `spec.request` carries it.
+    const N1_REQUEST: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIc01JR1NBZ0VBTURBeEZUQVRCZ05WQkFvTURITjVjM1JsYlRwdWIyUmxjekVYTUJVR0ExVUVBd3dPYzNsegpkR1Z0T201dlpHVTZiakV3V1RBVEJnY3Foa2pPUFFJQkJnZ3Foa2pPUFFNQkJ3TkNBQVNoMzVFZjd2V3lEdWpnCkluSzgzNlhQMElpekdYSnZPZnNYOU5rcitPanRqR1MvNy8wVlUrbmV5OFRVVS9SbkFaTUVNTk9xaGZ5dGl0MWwKaVQzcWg3QmZvQUF3Q2dZSUtvWkl6ajBFQXdJRFNRQXdSZ0loQUlSaTgzY1hXZGdiOS9FZTlmc3ZXM2tnN2ZRZwpBMXR4UjNDd0lSUERYajliQWlFQWxMbjVpRExqemkrUlRQRmFTRU5SUk11VjltYlpueGZ2dEpQeFVJZ1NHbGM9Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";
+
+    #[test]
+    fn a_bootstrapper_csr_is_for_the_node_its_subject_names_and_no_other_requestor_is_trusted_by_its_subject() {
+        let list = |username: &str, request: &str| {
+            format!(
+                r#"{{"items": [{{"metadata": {{"name": "csr-a"}}, "spec": {{"username": "{username}", "request": "{request}"}}}}]}}"#
+            )
+        };
+        let node = |username: &str, request: &str| {
+            parse_pending_csrs(&list(username, request)).unwrap()[0].node().map(str::to_string)
+        };
+        let bootstrapper = "system:serviceaccount:openshift-infra:node-bootstrapper";
+        assert_eq!(node(bootstrapper, N1_REQUEST).as_deref(), Some("n1"));
+        assert_eq!(node("system:node:n2", N1_REQUEST).as_deref(), Some("n2"), "the requestor names its node");
+        assert_eq!(
+            node("system:serviceaccount:default:someone", N1_REQUEST),
+            None,
+            "any CSR creator may write a subject"
+        );
+        assert_eq!(node(bootstrapper, "not base64"), None);
+        assert_eq!(node(bootstrapper, ""), None);
+    }
+
     #[test]
     fn the_oldest_image_release_is_read_from_tags_and_images_without_one_are_passed_over() {
         let images = "registry.redhat.io/openshift3/ose-control-plane:v3.11.248\n\

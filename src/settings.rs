@@ -626,6 +626,10 @@ pub enum HookPoint {
     MasterPre,
     MasterMid,
     MasterPost,
+    /// Before the node is cordoned, while it still takes work (an acknowledgement pause, a check of the node in
+    /// service). openshift-ansible has no such point: its `openshift_node_upgrade_pre_hook` runs after the cordon and
+    /// the drain (release-3.11 upgrade_nodes.yml), so that alias stays with `NodePre`.
+    NodePreCordon,
     NodePreDrain,
     NodePre,
     NodeMid,
@@ -638,16 +642,22 @@ pub enum HookPoint {
 
 impl HookPoint {
     pub const MASTER: [HookPoint; 3] = [HookPoint::MasterPre, HookPoint::MasterMid, HookPoint::MasterPost];
-    pub const NODE: [HookPoint; 4] =
-        [HookPoint::NodePreDrain, HookPoint::NodePre, HookPoint::NodeMid, HookPoint::NodePost];
+    pub const NODE: [HookPoint; 5] = [
+        HookPoint::NodePreCordon,
+        HookPoint::NodePreDrain,
+        HookPoint::NodePre,
+        HookPoint::NodeMid,
+        HookPoint::NodePost,
+    ];
     pub const CLUSTER: [HookPoint; 3] = [HookPoint::ClusterPre, HookPoint::ClusterMid, HookPoint::ClusterPost];
 
-    /// Short name for output: `pre`, `mid`, `post`, `pre-drain`.
+    /// Short name for output: `pre`, `mid`, `post`, `pre-cordon`, `pre-drain`.
     pub fn name(self) -> &'static str {
         match self {
             HookPoint::MasterPre | HookPoint::NodePre => "pre",
             HookPoint::MasterMid | HookPoint::NodeMid => "mid",
             HookPoint::MasterPost | HookPoint::NodePost => "post",
+            HookPoint::NodePreCordon => "pre-cordon",
             HookPoint::NodePreDrain => "pre-drain",
             HookPoint::ClusterPre => "cluster-pre",
             HookPoint::ClusterMid => "cluster-mid",
@@ -661,6 +671,7 @@ impl HookPoint {
             HookPoint::MasterPre => "master_pre",
             HookPoint::MasterMid => "master_mid",
             HookPoint::MasterPost => "master_post",
+            HookPoint::NodePreCordon => "node_pre_cordon",
             HookPoint::NodePreDrain => "node_pre_drain",
             HookPoint::NodePre => "node_pre",
             HookPoint::NodeMid => "node_mid",
@@ -671,12 +682,14 @@ impl HookPoint {
         }
     }
 
-    /// The canonical variable and the openshift-ansible alias.
+    /// The canonical variable and the openshift-ansible alias (the canonical one again where there is none).
     pub fn variables(self) -> (&'static str, &'static str) {
         match self {
             HookPoint::MasterPre => ("upgrade_master_pre_hook", "openshift_master_upgrade_pre_hook"),
             HookPoint::MasterMid => ("upgrade_master_mid_hook", "openshift_master_upgrade_hook"),
             HookPoint::MasterPost => ("upgrade_master_post_hook", "openshift_master_upgrade_post_hook"),
+            // openshift-ansible has no hook before the cordon: no alias.
+            HookPoint::NodePreCordon => ("upgrade_node_pre_cordon_hook", "upgrade_node_pre_cordon_hook"),
             HookPoint::NodePreDrain => ("upgrade_node_pre_drain_hook", "openshift_node_upgrade_pre_drain_hook"),
             HookPoint::NodePre => ("upgrade_node_pre_hook", "openshift_node_upgrade_pre_hook"),
             HookPoint::NodeMid => ("upgrade_node_mid_hook", "openshift_node_upgrade_hook"),
@@ -756,6 +769,7 @@ pub const HOOK_VARIABLES: &[&str] = &[
     "upgrade_master_pre_hook",
     "upgrade_master_mid_hook",
     "upgrade_master_post_hook",
+    "upgrade_node_pre_cordon_hook",
     "upgrade_node_pre_drain_hook",
     "upgrade_node_pre_hook",
     "upgrade_node_mid_hook",
@@ -1030,6 +1044,51 @@ pub fn resolve_openshift_target(all_hosts: HostVarsRef<'_>, extra: &Vars) -> Res
         }
     }
     Ok((None, passed_over))
+}
+
+/// Refuses a target that names another release than a set `openshift_image_tag`: the image tag is what moves the
+/// control plane's images in openshift-ansible, the target what the packages go to, so a disagreement would leave the
+/// two parts of a host on different 3.11.z releases. A minor-only tag (`v3.11`) names no release and is passed over;
+/// one that is not a version (`latest`) is not ours to judge unless it is the target itself.
+pub fn check_openshift_image_tag(
+    target: &Setting<Option<TargetVersion>>,
+    all_hosts: HostVarsRef<'_>,
+    extra: &Vars,
+) -> Result<()> {
+    const TAG: &str = "openshift_image_tag";
+    let Some(wanted) = &target.value else { return Ok(()) };
+    if target.source.as_deref() == Some(TAG) {
+        return Ok(());
+    }
+    let release = |text: &str| -> Result<Option<TargetVersion>> {
+        let bare = unquote(text.trim());
+        Ok(TargetVersion::parse(bare).ok().filter(|_| bare.trim_start_matches('v').split('.').count() >= 3))
+    };
+    let tag = run_wide(TAG, None, (TAG, TAG), all_hosts, extra, release, |v| match v {
+        Value::String(s) => release(s),
+        _ => Ok(None),
+    })?;
+    let Some(tag) = tag else { return Ok(()) };
+    let Some(named) = &tag.value else { return Ok(()) };
+    let same = |a: &TargetVersion, b: &TargetVersion| (a.major, a.minor, a.patch) == (b.major, b.minor, b.patch);
+    if same(wanted, named) {
+        return Ok(());
+    }
+    let err = Error::input(format!(
+        "the target {wanted} ({}) and {TAG} {named} ({}) name different releases",
+        target.describe_origin(),
+        tag.describe_origin()
+    ))
+    .hint(format!(
+        "set them to the same release ({TAG} moves the control plane's images, the target the packages), or pass \
+         --target-version / set upgrade_target_version to the release you mean and {TAG} to the same (v{}.{}.{})",
+        wanted.major, wanted.minor, wanted.patch
+    ));
+    // `-e` is already named in the message; a file origin adds its place.
+    match &tag.origin {
+        Origin::ExtraVars(_) => Err(err),
+        origin => Err(origin.locate(err)),
+    }
 }
 
 /// The certificate expiry check of preflight: how many days ahead a certificate must still be valid, and whether

@@ -113,6 +113,8 @@ pub enum Step {
     Certificates,
     ReadVersion,
     Backup,
+    /// A node's hook before its cordon (`upgrade_node_pre_cordon_hook`, openshift-ansible's node pre hook).
+    PreCordonHook,
     PreDrainHook,
     PreHook,
     Cordon,
@@ -150,7 +152,7 @@ impl Step {
         matches!(self, Step::ReadCluster | Step::WaitReady)
     }
 
-    pub const ALL: [Step; 29] = [
+    pub const ALL: [Step; 30] = [
         Step::Connect,
         Step::ClusterLock,
         Step::ReadCluster,
@@ -160,6 +162,7 @@ impl Step {
         Step::Certificates,
         Step::ReadVersion,
         Step::Backup,
+        Step::PreCordonHook,
         Step::PreDrainHook,
         Step::PreHook,
         Step::Cordon,
@@ -193,6 +196,7 @@ impl Step {
             Step::Certificates => "certificates",
             Step::ReadVersion => "read-version",
             Step::Backup => "etcd-backup",
+            Step::PreCordonHook => "pre-cordon-hook",
             Step::PreDrainHook => "pre-drain-hook",
             Step::PreHook => "pre-hook",
             Step::Cordon => "cordon",

@@ -292,6 +292,35 @@ fn openshift_rolling_restart_mode_and_openshift_hostname_reach_the_built_in_step
 }
 
 #[test]
+fn openshift_rolling_restart_mode_reboots_masters_only_and_the_canonical_variable_every_host() {
+    // "The openshift_rolling_restart_mode only works for master hosts" (OpenShift 3.11 docs): a node keeps restarting
+    // its services under it; upgrade_rolling_restart_mode keeps its meaning everywhere.
+    let defaults = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("playbooks/defaults.yml");
+    let show = |extra: &[&str]| {
+        let mut args = vec!["run-tasks", "show.yml", "-i", "hosts", "-e", "upgrade_target_version=v1.29.1"];
+        args.extend_from_slice(extra);
+        crate::support::Scenario::new()
+            .file(
+                "hosts",
+                "[OSEv3:children]\nmasters\nnodes\n\n[OSEv3:vars]\nopenshift_rolling_restart_mode=system\n\n\
+                 [masters]\nm1 ansible_connection=local\n\n[nodes]\nm1\nn1 ansible_connection=local\n",
+            )
+            .file(
+                "show.yml",
+                &format!(
+                    "- include_tasks: {}\n- debug:\n    msg: \"mode={{{{ upgrade_rolling_restart_mode }}}}\"\n",
+                    defaults.display()
+                ),
+            )
+            .args(args)
+            .success()
+    };
+    let mode_of = |host: &str, mode: &str| format!("[{host}] ok: debug\n    msg: mode={mode}\n");
+    show(&[]).stdout_has(&mode_of("m1", "system")).stdout_has(&mode_of("n1", "services"));
+    show(&["-e", "upgrade_rolling_restart_mode=system"]).stdout_has(&mode_of("n1", "system"));
+}
+
+#[test]
 fn restore_refuses_without_hosts_or_a_recorded_backup_and_touches_nothing() {
     let inventory = "[masters]\nm1 ansible_connection=local\n";
     crate::support::Scenario::new()

@@ -116,11 +116,12 @@ fn the_openshift_target_comes_from_the_package_version_then_the_image_tag_then_t
         let plan = plan_json(&scenario.path("hosts"), &[]);
         (plan["settings"]["target_version"].clone(), plan["setting_origins"]["target_version"]["source"].clone())
     };
-    let all = "openshift_release=\"3.11\"\nopenshift_image_tag=v3.11.240\nopenshift_pkg_version=-3.11.248\n";
-    assert_eq!(inventory(all), (json!("v3.11.248"), json!("openshift_pkg_version")));
+    // The image tag must name the target's release (see the test below); the package version comes first.
+    let all = "openshift_release=\"3.11\"\nopenshift_image_tag=v3.11.248\nopenshift_pkg_version=-3.11.248-1.git.0\n";
+    assert_eq!(inventory(all), (json!("v3.11.248-1.git.0"), json!("openshift_pkg_version")));
     assert_eq!(
-        inventory(&format!("{all}upgrade_target_version=3.11.250\n")),
-        (json!("v3.11.250"), json!("upgrade_target_version")),
+        inventory(&format!("{all}upgrade_target_version=3.11.248\n")),
+        (json!("v3.11.248"), json!("upgrade_target_version")),
         "the canonical name wins"
     );
     assert_eq!(
@@ -138,6 +139,35 @@ fn the_openshift_target_comes_from_the_package_version_then_the_image_tag_then_t
         .arg("--plan")
         .success()
         .stdout_has("names no patch release");
+}
+
+#[test]
+fn a_target_that_names_another_release_than_openshift_image_tag_is_refused_naming_both() {
+    // The image tag moves the control plane, the target the packages: they must name one release (D13).
+    let scenario = Scenario::new().file(
+        "hosts",
+        "[OSEv3:children]\nmasters\nnodes\n[masters]\nm1\n[nodes]\nn1\n[OSEv3:vars]\n\
+         openshift_image_tag=v3.11.240\nopenshift_pkg_version=-3.11.248\n",
+    );
+    let plan = |extra: &[&str]| {
+        let mut run = Scenario::new().arg("--inventory").arg(scenario.path("hosts")).arg("--plan");
+        for arg in extra {
+            run = run.arg(arg);
+        }
+        run
+    };
+    plan(&[])
+        .failure(2)
+        .stderr_has("the target v3.11.248 (openshift_pkg_version at ")
+        .stderr_has("and openshift_image_tag v3.11.240 (openshift_image_tag at ")
+        .stderr_has("hosts:9")
+        .stderr_has("--target-version");
+    plan(&["-e", "openshift_image_tag=v3.11.100"]).failure(2).stderr_has("(openshift_image_tag from -e ");
+    plan(&["--target-version", "3.11.250"]).failure(2).stderr_has("the target v3.11.250 (--target-version)");
+    // The same release, a minor-only tag, or the tag alone: no disagreement.
+    plan(&["-e", "openshift_image_tag=v3.11.248"]).success();
+    plan(&["-e", "openshift_image_tag=v3.11"]).success();
+    plan(&["--target-version", "v3.11.240"]).success();
 }
 
 #[test]

@@ -180,6 +180,7 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
             "unexclude",
             "unexclude",
             "yum",
+            "yum", // docker, as openshift-ansible unless docker_upgrade is false
             "exclude",
             "exclude",
             "pull",
@@ -278,24 +279,152 @@ fn an_expiring_certificate_only_warns_when_fail_on_warn_is_false() {
 }
 
 #[test]
-fn docker_upgrade_upgrades_the_container_runtime_inside_the_drained_window_and_only_then() {
-    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]).var("docker_upgrade=true");
-    // The default also restarts docker with systemctl, which the test hosts do not have.
-    let yum = cluster.fake.tool("yum");
-    let cluster = cluster
-        .var(&format!("upgrade_container_runtime_command=\"{yum} --node {{{{ node_name }}}} install -y docker\""));
+fn the_container_runtime_is_upgraded_inside_the_drained_window_unless_docker_upgrade_is_false() {
+    // openshift-ansible upgrades docker unless docker_upgrade is False (D10).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, OLD]);
     cluster.upgrade(&["--phase", "nodes"]).expect_code(0);
     let calls: Vec<_> = cluster.fake.calls().into_iter().filter(|c| c.node == "n1").collect();
     let at = |what: &dyn Fn(&crate::support::fake_cluster::Call) -> bool| calls.iter().position(what);
     let drained = at(&|c| c.action == "drain").expect("n1 drained");
-    let runtime = at(&|c| c.action == "yum" && c.argv.contains("install -y docker")).expect("docker upgraded");
+    let runtime = at(&|c| c.action == "yum" && c.argv.ends_with("install -y docker")).expect("docker upgraded");
     let uncordoned = at(&|c| c.action == "uncordon").expect("n1 uncordoned");
     assert!(drained < runtime && runtime < uncordoned, "inside the drained window: {calls:?}");
+    assert_eq!(cluster.fake.runtime_upgrades("n2"), 1, "every upgraded host");
 
-    let without = OpenShiftCluster::new([TARGET, OLD, OLD]);
+    let without = OpenShiftCluster::new([TARGET, OLD, OLD]).var("docker_upgrade=false");
     without.upgrade(&["--phase", "nodes"]).expect_code(0);
     assert!(
-        without.fake.calls().iter().all(|c| !c.argv.contains("docker &&") && !c.argv.ends_with("-y docker")),
-        "no runtime upgrade unless asked"
+        without.fake.calls().iter().all(|c| !c.argv.ends_with("-y docker")),
+        "no runtime upgrade with docker_upgrade=false"
     );
+    assert_eq!(without.fake.runtime_upgrades("n1"), 0);
+}
+
+#[test]
+fn approving_node_csrs_waits_for_ready_only_as_every_3_11_kubelet_reports_one_version() {
+    // Every 3.11.z kubelet reports v1.11.0+d4cacc0, never the target: the approving wait must not ask for it, as
+    // the plain wait does not (D6).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]).var("upgrade_approve_node_csrs=true");
+    cluster.fake.set_cue("n1", "csr_pending", "");
+    cluster
+        .upgrade(&["--phase", "nodes", "-e", "upgrade_node_ready_timeout=5"])
+        .expect_code(0)
+        .output_has("approved the pending CSRs of n1: csr-n1");
+    assert_eq!(cluster.fake.package_version("n1"), TARGET);
+    assert!(cluster.fake.is_ready("n1") && !cluster.fake.is_cordoned("n1"), "n1 is back in service");
+}
+
+#[test]
+fn a_live_plan_reads_what_each_host_has_installed_as_preflight_does() {
+    // Every node reports kubelet v1.11.0+d4cacc0: without the hosts' installed versions the live plan saw a skipped
+    // minor (exit 2) or, with --allow-skip-minor, every host to upgrade (D8).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]);
+    cluster
+        .upgrade(&["--plan", "--live"])
+        .expect_code(0)
+        .stdout_has("n1 [n1] 3.11.200: upgrade in nodes batch 1")
+        .stdout_has("n2 [n2] 3.11.248: skip: already at v3.11.248: installed on the host")
+        .stdout_has("result: nothing blocks");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "yum" && c.action != "cordon"), "only read");
+}
+
+#[test]
+fn an_update_graph_of_openshift_releases_is_walked_from_what_the_masters_have_installed() {
+    // A graph names OpenShift releases; every 3.11.z kubelet reports v1.11.0+d4cacc0, which no graph holds (D9).
+    let cluster = OpenShiftCluster::new([OLD, OLD, TARGET]).with_etcd().var("upgrade_update_graph=graph.json");
+    std::fs::write(
+        cluster.dir.path().join("graph.json"),
+        r#"{"nodes": [{"version": "3.11.200"}, {"version": "3.11.248"}], "edges": [[0, 1]]}"#,
+    )
+    .expect("graph");
+    let inventory = cluster.inventory();
+    crate::support::Scenario::in_dir(cluster.dir.path())
+        .args(["versions"])
+        .inventory(inventory)
+        .env("NO_COLOR", "1")
+        .run()
+        .expect_code(0)
+        .stdout_has("Running version: v3.11.200 (the masters, as installed)")
+        .stdout_has("v3.11.248");
+    cluster.upgrade(&[]).expect_code(0).output_has("result: success");
+    assert_eq!(cluster.fake.package_version("m1"), TARGET);
+    assert_eq!(cluster.fake.package_version("n1"), TARGET);
+}
+
+#[test]
+fn the_pre_cordon_hook_runs_while_the_node_takes_work_and_openshift_node_upgrade_pre_hook_after_the_drain() {
+    // upgrade_node_pre_cordon_hook runs before the cordon; openshift_node_upgrade_pre_hook keeps openshift-ansible's
+    // place (release-3.11 upgrade_nodes.yml: after "Mark node unschedulable" and the drain).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET])
+        .var("upgrade_node_pre_cordon_hook=hooks/pre_cordon.yml")
+        .var("openshift_node_upgrade_pre_hook=hooks/pre.yml");
+    let log = cluster.dir.path().join("hooks.log");
+    let state = cluster.fake.state_dir().display().to_string();
+    std::fs::create_dir_all(cluster.dir.path().join("hooks")).expect("hooks dir");
+    for (file, label) in [("pre_cordon", "pre-cordon"), ("pre", "pre")] {
+        let hook = format!(
+            "- shell: echo \"{label} {{{{ node_name }}}} unschedulable=$(cat {state}/nodes/{{{{ node_name }}}}/unschedulable)\" >> {}\n",
+            log.display()
+        );
+        std::fs::write(cluster.dir.path().join(format!("hooks/{file}.yml")), hook).expect("hook");
+    }
+    let run = cluster.upgrade(&["--phase", "nodes", "--output", "json"]).expect_code(0);
+    assert!(run.stdout.contains(r#""step":"pre-cordon-hook""#), "the step is named in the events: {}", run.stdout);
+    let logged = std::fs::read_to_string(&log).expect("the hooks ran");
+    assert_eq!(logged, "pre-cordon n1 unschedulable=false\npre n1 unschedulable=true\n");
+}
+
+#[test]
+fn the_fix_for_a_node_left_cordoned_is_oc_adm_uncordon_when_only_upgrade_kubectl_is_set() {
+    // The inventory sets upgrade_kubectl only (as the demo does): the steps use `<upgrade_kubectl> adm`, and so must
+    // the summary's fix command (D15).
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]);
+    cluster.fake.run("oc", &["adm", "cordon", "n1"]);
+    let oc = cluster.fake.tool("oc");
+    cluster
+        .upgrade(&["--phase", "nodes,verify"])
+        .expect_code(0)
+        .output_has(&format!("to make it schedulable again run `{oc} adm uncordon n1`"));
+}
+
+/// A real PEM certificate request for `subject`, base64-encoded as `spec.request` carries it.
+fn csr_request(dir: &Path, subject: &str) -> String {
+    let out = Command::new("openssl")
+        .args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", subject])
+        .arg("-keyout")
+        .arg(dir.join("csr.key"))
+        .output()
+        .expect("run openssl");
+    assert!(out.status.success(), "openssl req: {}", String::from_utf8_lossy(&out.stderr));
+    let mut base64 = Command::new("base64")
+        .arg("-w0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run base64");
+    use std::io::Write;
+    base64.stdin.take().expect("stdin").write_all(&out.stdout).expect("write the request");
+    String::from_utf8(base64.wait_with_output().expect("base64").stdout).expect("ascii")
+}
+
+#[test]
+fn a_node_bootstrapper_csr_is_approved_for_the_node_its_subject_names() {
+    // OpenShift 3.11's client CSRs come from the node-bootstrapper service account; only the request's subject
+    // (CN=system:node:NAME) says which node (D14). openshift-ansible's oc_csr_approve reads it the same way.
+    let cluster = OpenShiftCluster::new([TARGET, OLD, TARGET]).var("upgrade_approve_node_csrs=true");
+    cluster.fake.set_cue("n1", "csr_pending", "node-bootstrapper");
+    let request = csr_request(cluster.dir.path(), "/O=system:nodes/CN=system:node:n1");
+    cluster.fake.set_cue("n1", "csr_request", &request);
+    cluster
+        .upgrade(&["--phase", "nodes", "-e", "upgrade_node_ready_timeout=5"])
+        .expect_code(0)
+        .output_has("approved the pending CSRs of n1: csr-n1");
+    assert!(cluster.fake.is_ready("n1"));
+
+    // A request naming another node is not this node's: it is neither approved nor reported for n1.
+    let other = OpenShiftCluster::new([TARGET, OLD, TARGET]);
+    other.fake.set_cue("n1", "csr_pending", "node-bootstrapper");
+    other.fake.set_cue("n1", "csr_request", &csr_request(other.dir.path(), "/O=system:nodes/CN=system:node:n9"));
+    let run = other.upgrade(&["--phase", "nodes", "-e", "upgrade_node_ready_timeout=3"]).expect_code(1);
+    assert!(!run.output().contains("pending certificate signing requests: csr-n1"), "{}", run.output());
 }

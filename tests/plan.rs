@@ -281,3 +281,32 @@ fn check_and_the_plan_resolve_a_hook_to_the_same_file() {
             o.stdout.lines().any(|l| l.strip_prefix("ok: ").is_some_and(|p| p.ends_with("hooks/pre.yml")))
         });
 }
+
+#[test]
+fn with_one_serial_the_openshift_flavour_batches_infra_nodes_first_and_on_their_own() {
+    // OpenShift 3.11's docs upgrade the control plane, then infra nodes, then application nodes (D12); a node group of
+    // the operator's own naming counts as infra when its name says so. Other flavours keep the inventory order.
+    let inventory = |head: &str| {
+        format!(
+            "{head}[masters]\nm1\n[nodes]\nm1\nn1 openshift_node_group_name=node-config-compute\n\
+             i1 openshift_node_group_name=node-config-infra-east\nn2 openshift_node_group_name=node-config-compute\n\
+             n3 openshift_node_group_name=node-config-compute\ni2 openshift_node_group_name=node-config-infra\n\
+             [all:vars]\nupgrade_nodes_serial=\"50%\"\nupgrade_target_version=3.11.248\n"
+        )
+    };
+    let plan = |text: String| {
+        let scenario = Scenario::new().file("hosts", &text);
+        let out = Scenario::new().arg("-i").arg(scenario.path("hosts")).args(["--plan", "--output", "json"]).success();
+        batches(&out.json(), "nodes")
+    };
+    assert_eq!(
+        plan(inventory("[OSEv3:children]\nmasters\nnodes\n")),
+        json!([["i1"], ["i2"], ["n1"], ["n2"], ["n3"]]),
+        "50% of 2 infra nodes, then 50% of 3 compute nodes (1, as Ansible truncates)"
+    );
+    assert_eq!(
+        plan(inventory("[all:vars]\nupgrade_flavor=kubeadm\n")),
+        json!([["n1", "i1"], ["n2", "n3"], ["i2"]]),
+        "the kubeadm flavour keeps the inventory order"
+    );
+}

@@ -390,7 +390,7 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
 
 /// Reads, on every host the run may upgrade whose flavour says so, what it has installed (`host_version.yml`):
 /// OpenShift 3.11.z releases all report one kubelet version, so the package decides "at the target".
-async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
+pub(crate) async fn read_host_versions(run: &UpgradeRun) -> Result<()> {
     let nodes = run.plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
     // Blue-green's green nodes must already run the target: read by the same rule as the hosts upgraded in place.
     let bg = &run.plan.strategy.blue_green;
@@ -672,6 +672,7 @@ pub(crate) fn decide_from(
             &plan.settings,
             &plan.node_labels,
             input.inventory,
+            plan.flavor.flavor == Flavor::Openshift,
             order,
         )?;
         let selected = selection.nodes;

@@ -182,7 +182,9 @@ async fn steps(
 
     match role {
         Role::Master => hook(run, phase, host, HookPoint::MasterPre, Step::PreHook).await?,
-        Role::Node => {}
+        // While the node still takes work (an acknowledgement pause, a check of the node in service); also for a
+        // node an operator cordoned before the run, so the hook always runs at the same point of the sequence.
+        Role::Node => hook(run, phase, host, HookPoint::NodePreCordon, Step::PreCordonHook).await?,
     }
     if !was_cordoned {
         step(run, phase, host, Step::Cordon, "cordon.yml", &[]).await?;
@@ -352,6 +354,8 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
     let timeout = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_timeout", 600));
     let delay = Duration::from_secs(run.host_seconds(host, "upgrade_node_ready_delay", 5).max(1));
     let file = run.playbook("node_ready_poll.yml");
+    let wants_version = !run.probes_host_version(host);
+    let at = if wants_version { format!(" at {}", run.target) } else { String::new() };
     let started = Instant::now();
     run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
     let mut to_approve: Vec<String> = Vec::new();
@@ -372,7 +376,10 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
                         .to_string()
                 };
                 let seen = crate::cluster::parse_node(&text("upgrade_node_poll"));
-                let at_target = |n: &crate::cluster::ClusterNode| run.target.is_reported_by(&n.kubelet_version);
+                // As the poller: a flavour that reads "at the target" from the host (OpenShift 3.11, whose every
+                // 3.11.z kubelet reports one version) waits for Ready only; verify reads the installed version.
+                let at_target =
+                    |n: &crate::cluster::ClusterNode| !wants_version || run.target.is_reported_by(&n.kubelet_version);
                 if seen.as_ref().is_ok_and(|n| n.ready && at_target(n)) {
                     break Ok(());
                 }
@@ -383,10 +390,9 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
                     .map(|c| c.name)
                     .collect();
                 match seen {
-                    Ok(n) => format!(
-                        "node {node} is not Ready at {}: it reports {}, Ready={}",
-                        run.target, n.kubelet_version, n.ready
-                    ),
+                    Ok(n) => {
+                        format!("node {node} is not Ready{at}: it reports {}, Ready={}", n.kubelet_version, n.ready)
+                    }
                     Err(e) => format!("node {node} could not be read: {e}"),
                 }
             }

@@ -209,14 +209,15 @@ pub(crate) fn left_cordoned_by_hosts(run: &UpgradeRun, reports: &[HostReport]) -
 }
 
 fn cordoned_nodes(run: &UpgradeRun, nodes: impl Iterator<Item = (String, bool)>) -> Vec<CordonedNode> {
-    let default_cli = match run.plan.flavor.flavor {
-        crate::flavor::Flavor::Openshift => "oc adm",
-        _ => "kubectl",
+    // As the flavour's defaults.yml derives it for the steps: the openshift flavour's is `<upgrade_kubectl> adm`
+    // (3.11's uncordon is `oc adm uncordon`), the others' is upgrade_kubectl itself.
+    let template = match run.plan.flavor.flavor {
+        crate::flavor::Flavor::Openshift => {
+            "{{ upgrade_kubectl_adm | default((upgrade_kubectl | default('oc')) ~ ' adm') }}"
+        }
+        _ => "{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('kubectl')) }}",
     };
-    let kubectl = run.render_for(
-        &run.first_master,
-        &format!("{{{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('{default_cli}')) }}}}"),
-    );
+    let kubectl = run.render_for(&run.first_master, template);
     let mut nodes: Vec<CordonedNode> = nodes
         .map(|(node, before_run)| CordonedNode { fix: format!("{kubectl} uncordon {node}"), node, before_run })
         .collect();

@@ -122,6 +122,9 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
     let cluster = preflight::read_cluster(run, Phase::Preflight).await?;
     let by_name: std::collections::HashMap<String, crate::cluster::ClusterNode> =
         cluster.iter().map(|n| (n.name.clone(), n.clone())).collect();
+    // As preflight: a flavour that decides "at the target" by what the host has installed (OpenShift 3.11, whose
+    // every 3.11.z kubelet reports one version) is read on the hosts first, or every host looks a minor behind.
+    preflight::read_host_versions(run).await?;
     let decided = preflight::decide(run, &by_name)?;
     let blockers = match preflight::read_drain_blockers(run, Phase::Preflight).await {
         Ok(found) => found,
@@ -142,6 +145,7 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             _ => None,
         })
         .collect();
+    let installed = run.host_versions.lock().map(|m| m.clone()).unwrap_or_default();
     let mut add = |host: &str, phase: Phase, batch: Option<usize>, skip: Option<String>| {
         let node = run.node_name(host);
         let seen = by_name.get(&node);
@@ -160,7 +164,8 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             host: host.to_string(),
             node: node.clone(),
             phase: phase.name().to_string(),
-            current_version: seen.map(|n| n.kubelet_version.clone()),
+            // What the host has installed where that decides (every OpenShift 3.11.z kubelet reports one version).
+            current_version: seen.map(|n| installed.get(host).cloned().unwrap_or_else(|| n.kubelet_version.clone())),
             ready: seen.map(|n| n.ready),
             cordoned: seen.map(|n| n.unschedulable),
             action: action.to_string(),

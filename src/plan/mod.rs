@@ -214,6 +214,9 @@ impl Plan {
             }
             target_passed_over = passed_over;
         }
+        if flavor.flavor == Flavor::Openshift {
+            settings::check_openshift_image_tag(&settings.target_version, &all_vars, extra)?;
+        }
         let openshift_packages = match flavor.flavor {
             Flavor::Openshift => {
                 let first = all_vars.first().map(|(_, v)| *v);
@@ -268,6 +271,7 @@ impl Plan {
             &settings,
             &node_labels,
             inventory,
+            flavor.flavor == Flavor::Openshift,
             |kept, _| Ok(strategy.order_offline(strategy.blue_green.blue(kept), &node_labels)),
         )?;
         let NodeSelection { nodes, left_out: nodes_not_selected, batches: node_batches } = selection;
@@ -384,6 +388,7 @@ pub fn select_and_batch(
     settings: &Settings,
     node_labels: &IndexMap<String, BTreeMap<String, String>>,
     inventory: &Inventory,
+    infra_first: bool,
     order: impl FnOnce(Vec<String>, &[String]) -> Result<Vec<String>>,
 ) -> Result<NodeSelection> {
     let labels_of = |host: &str| -> Option<&BTreeMap<String, String>> {
@@ -405,7 +410,7 @@ pub fn select_and_batch(
         _ => (candidates.to_vec(), Vec::new()),
     };
     let nodes = order(kept, &left_out)?;
-    let batches = batch_nodes(&nodes, settings, node_labels, inventory);
+    let batches = batch_nodes(&nodes, settings, node_labels, inventory, infra_first);
     Ok(NodeSelection { nodes, left_out, batches })
 }
 
@@ -444,7 +449,9 @@ fn no_match_error<'a>(
     .hint(hint)
 }
 
-/// The batches of the nodes phase. With one serial: `batch_hosts`. When node groups carry their own serial
+/// The batches of the nodes phase. With one serial: `batch_hosts`; with `infra_first` (the openshift flavour, as
+/// OpenShift 3.11's docs order control plane, infra nodes, then application nodes) the infra nodes first, in
+/// batches of their own, then the others, a percentage being of each part. When node groups carry their own serial
 /// (`upgrade_nodes_serial` in each group's variables), each group is batched on its own, infra groups first (a node
 /// labelled node-role.kubernetes.io/infra=true offline, or in an inventory group whose name says infra), then the
 /// others in inventory order; a percentage is of the group's selected nodes.
@@ -453,14 +460,27 @@ pub fn batch_nodes(
     settings: &Settings,
     node_labels: &IndexMap<String, BTreeMap<String, String>>,
     inventory: &Inventory,
+    infra_first: bool,
 ) -> Vec<Vec<String>> {
-    if settings.serial_groups.is_empty() {
-        return batch_hosts(nodes, &settings.serial.value);
-    }
     let is_infra = |host: &String| {
         node_labels.get(host).and_then(|l| l.get("node-role.kubernetes.io/infra")).is_some_and(|v| v == "true")
             || inventory.group_names(host).iter().any(|g| g.contains("infra"))
+            // A node group of the operator's own naming (`node-config-infra-east`) has no labels offline.
+            || (infra_first
+                && inventory
+                    .host_vars(host, &Vars::new())
+                    .get("openshift_node_group_name")
+                    .and_then(|v| v.value.as_str())
+                    .is_some_and(|g| g.contains("infra")))
     };
+    if settings.serial_groups.is_empty() {
+        let serial = &settings.serial.value;
+        if !infra_first {
+            return batch_hosts(nodes, serial);
+        }
+        let (infra, others): (Vec<String>, Vec<String>) = nodes.iter().cloned().partition(|h| is_infra(h));
+        return batch_hosts(&infra, serial).into_iter().chain(batch_hosts(&others, serial)).collect();
+    }
     let mut groups: Vec<(bool, Vec<String>, &Serial)> = settings
         .serial_groups
         .iter()

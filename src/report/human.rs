@@ -85,11 +85,9 @@ impl HumanReporter {
     }
 
     fn is_hook(&self, host: &str) -> bool {
-        self.current_step
-            .lock()
-            .ok()
-            .and_then(|s| s.get(host).copied())
-            .is_some_and(|step| matches!(step, Step::PreDrainHook | Step::PreHook | Step::MidHook | Step::PostHook))
+        self.current_step.lock().ok().and_then(|s| s.get(host).copied()).is_some_and(|step| {
+            matches!(step, Step::PreCordonHook | Step::PreDrainHook | Step::PreHook | Step::MidHook | Step::PostHook)
+        })
     }
 }
 

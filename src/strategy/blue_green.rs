@@ -137,6 +137,12 @@ pub(crate) async fn run(
         each(run, &blue, Step::Label, "label.yml", &blue_label).await?;
         each(run, &bg.green, Step::Label, "label.yml", &green_label).await?;
         each(run, &bg.green, Step::Uncordon, "uncordon.yml", &schedulable).await?;
+        // Each blue node's pre-cordon hook runs before the blue nodes are cordoned together, while they take work.
+        for host in &blue {
+            hook(run, Phase::Nodes, host, HookPoint::NodePreCordon, Step::PreCordonHook)
+                .await
+                .map_err(|f| (host.clone(), f))?;
+        }
         each(run, &blue, Step::Cordon, "cordon.yml", &[]).await
     }
     .await;

@@ -40,17 +40,7 @@ impl Hop {
 /// Reads the version the masters run (the oldest, when an upgrade was cut short between them) and decides the hops
 /// to `target`. An earlier run of the same path that stopped in a hop is continued there. Touches nothing.
 pub(crate) async fn decide(probe: &UpgradeRun, graph: &UpdateGraph, target: &TargetVersion) -> Result<Vec<Hop>> {
-    let cluster = crate::phase::preflight::read_cluster(probe, Phase::Preflight).await?;
-    let masters: Vec<String> = probe.plan.masters.iter().map(|m| probe.node_name(m)).collect();
-    let running = cluster
-        .iter()
-        .filter(|n| masters.contains(&n.name))
-        .filter_map(|n| TargetVersion::parse(&n.kubelet_version).ok())
-        .min()
-        .ok_or_else(|| {
-            Error::hosts_failed("the cluster reports no version for the masters")
-                .hint("check that the masters are nodes of the cluster (node_name) and report a kubelet version")
-        })?;
+    let running = running_version(probe).await?;
     let hops = path_from(graph, &running, target, &probe.history)?;
     let resumed = probe.history.hop.as_ref().is_some_and(|h| {
         !h.finished
@@ -61,6 +51,37 @@ pub(crate) async fn decide(probe: &UpgradeRun, graph: &UpdateGraph, target: &Tar
         probe.notice(None, format!("resuming the update path at {}, where an earlier run stopped", first.describe()));
     }
     Ok(hops)
+}
+
+/// The oldest version the masters run. An update graph names releases (OpenShift's 3.11.z, 4.17.z), so a master
+/// whose flavour decides "at the target" from what it has installed (every OpenShift 3.11.z kubelet reports
+/// v1.11.0+d4cacc0) counts by its installed version, read as preflight reads it; the others by their kubelet.
+async fn running_version(probe: &UpgradeRun) -> Result<TargetVersion> {
+    let probed: Vec<&String> = probe.plan.masters.iter().filter(|m| probe.probes_host_version(m)).collect();
+    let mut versions = Vec::new();
+    for master in &probed {
+        let version =
+            crate::phase::preflight::read_host_version(probe, Phase::Preflight, master).await.map_err(|why| {
+                Error::hosts_failed(format!("cannot read what {master} has installed: {why}"))
+                    .hint("upgrade_host_version_command must print the installed version")
+            })?;
+        versions.extend(TargetVersion::parse(&version).ok());
+    }
+    if probed.len() < probe.plan.masters.len() {
+        let cluster = crate::phase::preflight::read_cluster(probe, Phase::Preflight).await?;
+        let masters: Vec<String> =
+            probe.plan.masters.iter().filter(|m| !probed.contains(m)).map(|m| probe.node_name(m)).collect();
+        versions.extend(
+            cluster
+                .iter()
+                .filter(|n| masters.contains(&n.name))
+                .filter_map(|n| TargetVersion::parse(&n.kubelet_version).ok()),
+        );
+    }
+    versions.into_iter().min().ok_or_else(|| {
+        Error::hosts_failed("the cluster reports no version for the masters")
+            .hint("check that the masters are nodes of the cluster (node_name) and report a kubelet version")
+    })
 }
 
 /// The hops from `running` to `target`, continuing the hop an earlier run of the same path stopped in.

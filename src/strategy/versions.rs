@@ -43,7 +43,7 @@ pub(crate) fn versions(
             TargetVersion::parse(text).map_err(|e| Error { message: format!("--from: {}", e.message), ..e })?,
             "--from",
         ),
-        None => (read_running_version(inventory, extra, remote)?, "the masters, read from the cluster"),
+        None => read_running_version(inventory, extra, remote)?,
     };
     let targets = offered(&graph, &from)?;
     Ok(OfferedVersions { graph: graph.path.clone(), from, read_from, targets })
@@ -96,8 +96,11 @@ impl EventSink for Quiet {
     fn event(&self, _: &Event) {}
 }
 
-/// The oldest version the masters report, through `cluster_state.yml` on the first master.
-fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> Result<TargetVersion> {
+/// The oldest version the masters run, read as a run reads it (the flavour's own task files): what a master has
+/// installed where that decides "at the target" (the openshift flavour, or `upgrade_host_version_command`: an update
+/// graph names OpenShift releases, never the v1.11.0+d4cacc0 every 3.11.z kubelet reports), else the kubelet version
+/// the cluster reports (`cluster_state.yml` on the first master).
+fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> Result<(TargetVersion, &'static str)> {
     let masters = inventory.group_hosts("masters").filter(|m| !m.is_empty()).ok_or_else(|| {
         Error::input("the inventory has no `masters` group to read the cluster from")
             .in_file(&inventory.path)
@@ -110,23 +113,83 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> 
         inventory.hosts.keys().map(|h| (h.clone(), inventory.host_vars(h, extra))).collect();
     let all_vars: Vec<(&str, &Vars)> = host_vars.iter().map(|(h, v)| (h.as_str(), v)).collect();
     let flavor = crate::flavor::choose(inventory, &all_vars)?.flavor;
-    let file = playbooks.join(crate::playbooks::for_flavor(flavor, "cluster_state.yml"));
-    let tasks = crate::tasks::model::load_task_file(&file)?;
-    // The node list is parsed whole: read whole too (see EngineOptions::whole_stdout).
-    let options =
-        EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None, whole_stdout: true };
     let Remote { runtime, connect, .. } = remote;
+    let run_file = |name: &str,
+                    hosts: &[String],
+                    extra: &Vars|
+     -> Result<Vec<(String, crate::tasks::engine::HostOutcome)>> {
+        let file = playbooks.join(crate::playbooks::for_flavor(flavor, name));
+        let tasks = crate::tasks::model::load_task_file(&file)?;
+        // The node list is parsed whole: read whole too (see EngineOptions::whole_stdout).
+        let options =
+            EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None, whole_stdout: true };
+        Ok(runtime.block_on(crate::tasks::run_tasks(
+            inventory,
+            extra,
+            hosts,
+            &tasks,
+            hosts.len().max(1),
+            options,
+            connect.clone(),
+            Arc::new(Quiet),
+        )))
+    };
+    let stdout_of = |facts: &crate::tasks::host_vars::HostFacts, register: &str| {
+        facts.get(register).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
+    };
+
+    let probes = |m: &String| {
+        flavor.probes_installed_version_by_default()
+            || inventory
+                .host_vars(m, extra)
+                .get("upgrade_host_version_command")
+                .and_then(|v| v.value.as_str().map(|c| !c.trim().is_empty()))
+                .unwrap_or(false)
+    };
+    if masters.iter().all(probes) {
+        let mut versions = Vec::new();
+        let mut outcomes = Vec::new();
+        for master in &masters {
+            // The executor gives every step its host's node name; the command may name it (`--node {{ node_name }}`)
+            // before defaults.yml derives it.
+            let own = inventory.host_vars(master, extra);
+            let node = crate::phase::step_runner::NODE_NAME_VARIABLES
+                .iter()
+                .find_map(|name| own.get(*name).and_then(|v| v.value.as_str()).map(str::trim).filter(|s| !s.is_empty()))
+                .unwrap_or(master)
+                .to_string();
+            let mut with_node = extra.clone();
+            with_node.insert(
+                "node_name".to_string(),
+                crate::inventory::Var { value: Value::String(node), origin: crate::inventory::Origin::Default },
+            );
+            outcomes.extend(run_file("host_version.yml", std::slice::from_ref(master), &with_node)?);
+        }
+        for (host, outcome) in outcomes {
+            let version = stdout_of(&outcome.facts, "upgrade_host_version");
+            match TargetVersion::parse(version.trim()) {
+                Ok(v) if !outcome.failed && !outcome.unreachable => versions.push(v),
+                _ => {
+                    let why = if outcome.unreachable {
+                        "unreachable".to_string()
+                    } else if outcome.failed {
+                        "upgrade_host_version_command failed".to_string()
+                    } else {
+                        format!("upgrade_host_version_command printed `{}`, not a version", version.trim())
+                    };
+                    return Err(Error::hosts_failed(format!("cannot read what {host} has installed: {why}")).hint(
+                        "check upgrade_host_version_command and the connection to the masters, or give the running \
+                         version with --from",
+                    ));
+                }
+            }
+        }
+        let oldest = versions.into_iter().min().ok_or_else(|| Error::internal("no master was read"))?;
+        return Ok((oldest, "the masters, as installed"));
+    }
+
     let first = masters[0].clone();
-    let outcomes = runtime.block_on(crate::tasks::run_tasks(
-        inventory,
-        extra,
-        std::slice::from_ref(&first),
-        &tasks,
-        1,
-        options,
-        connect,
-        Arc::new(Quiet),
-    ));
+    let outcomes = run_file("cluster_state.yml", std::slice::from_ref(&first), extra)?;
     let cannot = |why: String| {
         Error::hosts_failed(format!("cannot read the cluster's nodes on {first}: {why}")).hint(
             "check upgrade_kubectl and the connection to the first master, or give the running version with --from",
@@ -137,9 +200,8 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> 
         Some((_, o)) if o.unreachable => return Err(cannot("unreachable".into())),
         _ => return Err(cannot("`get nodes -o json` failed".into())),
     };
-    let stdout =
-        facts.get("upgrade_cluster_nodes").and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default();
-    let nodes = crate::cluster::parse_node_list(stdout).map_err(cannot)?;
+    let stdout = stdout_of(&facts, "upgrade_cluster_nodes");
+    let nodes = crate::cluster::parse_node_list(&stdout).map_err(cannot)?;
     let names: Vec<String> = masters
         .iter()
         .map(|m| {
@@ -150,10 +212,11 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> 
                 .unwrap_or_else(|| m.clone())
         })
         .collect();
-    nodes
+    let oldest = nodes
         .iter()
         .filter(|n| names.contains(&n.name))
         .filter_map(|n| TargetVersion::parse(&n.kubelet_version).ok())
         .min()
-        .ok_or_else(|| cannot("no master is a node of the cluster".into()))
+        .ok_or_else(|| cannot("no master is a node of the cluster".into()))?;
+    Ok((oldest, "the masters, read from the cluster"))
 }

@@ -117,6 +117,9 @@ impl FakeCluster {
                 format!("{}/nodes/{{{{ node_name }}}}/pods", self.state.to_string_lossy()),
             ),
             ("upgrade_image_pull_command", format!("{} pull", on_node("docker"))),
+            // The runtime upgrade is on by default, as in openshift-ansible; the default also restarts docker with
+            // systemctl, which the test hosts do not have.
+            ("upgrade_container_runtime_command", format!("{} install -y docker", on_node("yum"))),
         ]
     }
 
@@ -134,6 +137,11 @@ impl FakeCluster {
     /// What `rpm -q` reports on the node (`3.11.248`), empty when nothing is installed.
     pub fn package_version(&self, node: &str) -> String {
         self.node_file(node, "package_version")
+    }
+
+    /// How many times `yum install` upgraded docker or cri-o on the node.
+    pub fn runtime_upgrades(&self, node: &str) -> u32 {
+        self.node_file(node, "runtime_upgrades").trim().parse().unwrap_or(0)
     }
 
     /// `excluded` or `unexcluded`: the state of one of the node's excluders (`atomic-openshift-excluder`, ...).
