@@ -234,7 +234,8 @@ pub(crate) fn restore(request: &RestoreRequest, inventory: Inventory, extra: Var
     let per_host = per_host_value(&plan);
 
     // The flavour's own defaults apply, as in an upgrade (openshift: the /etc/etcd certificates, etcd's static pod).
-    let host_vars: Vec<(String, Vars)> = plan.iter().map(|p| (p.host.clone(), inventory.host_vars(&p.host, &extra))).collect();
+    let host_vars: Vec<(String, Vars)> =
+        plan.iter().map(|p| (p.host.clone(), inventory.host_vars(&p.host, &extra))).collect();
     let refs: Vec<(&str, &Vars)> = host_vars.iter().map(|(h, v)| (h.as_str(), v)).collect();
     let flavor = crate::flavor::choose(&inventory, &refs)?.flavor;
     let file = crate::playbooks::for_flavor(flavor, "restore.yml");
@@ -324,13 +325,15 @@ fn carry_out(stages: &Stages, plan: &[HostRestore], timestamp: &str) -> i32 {
         if !stopped.failed.is_empty() {
             // The failed hosts' rescue put their old data back and started them; the others are stopped with the
             // restored data in place and go back to theirs, so that every member runs on the same data.
-            let back = stages.run(Stage::EtcdRollback, &stopped.ok, all, &[("upgrade_restore_rollback_stop", false.into())]);
+            let back =
+                stages.run(Stage::EtcdRollback, &stopped.ok, all, &[("upgrade_restore_rollback_stop", false.into())]);
             report_rollback("etcd could not be stopped and swapped", &stopped, &back);
             return 1;
         }
         let started = stages.run(Stage::EtcdStart, &etcd_hosts, all, &[]);
         if !started.failed.is_empty() {
-            let back = stages.run(Stage::EtcdRollback, &started.ok, all, &[("upgrade_restore_rollback_stop", true.into())]);
+            let back =
+                stages.run(Stage::EtcdRollback, &started.ok, all, &[("upgrade_restore_rollback_stop", true.into())]);
             report_rollback("etcd did not start with the restored data", &started, &back);
             return 1;
         }
@@ -425,8 +428,7 @@ fn member_flags(
         ))
         .hint("set it on every etcd member to restore, or on none to have the member flags built from the inventory"));
     }
-    let missing: Vec<&str> =
-        members.iter().map(String::as_str).filter(|m| !restored.contains(m)).collect();
+    let missing: Vec<&str> = members.iter().map(String::as_str).filter(|m| !restored.contains(m)).collect();
     if !missing.is_empty() {
         return Err(Error::input(format!(
             "etcd has {} members ({}): restoring only {} would leave the restored members apart from the others \
@@ -436,7 +438,9 @@ fn member_flags(
             restored.join(", "),
             missing.join(", ")
         ))
-        .hint("restore every member together (--limit etcd), or set upgrade_etcd_restore_flags on the hosts to restore"));
+        .hint(
+            "restore every member together (--limit etcd), or set upgrade_etcd_restore_flags on the hosts to restore",
+        ));
     }
 
     struct Member {
@@ -462,7 +466,9 @@ fn member_flags(
                 "{{ upgrade_etcd_initial_cluster_token | default(etcd_initial_cluster_token | default('etcd-cluster-1')) }}",
             )?,
         };
-        if member.name.is_empty() || !(member.peer_url.starts_with("http://") || member.peer_url.starts_with("https://")) {
+        if member.name.is_empty()
+            || !(member.peer_url.starts_with("http://") || member.peer_url.starts_with("https://"))
+        {
             return Err(Error::input(format!(
                 "{host}: the etcd member flags cannot be built: name `{}`, peer URL `{}`",
                 member.name, member.peer_url
@@ -547,9 +553,9 @@ fn settled_facts(
                     let vars = table.for_host(host, facts.clone());
                     let mut set = Map::new();
                     for (name, value) in &call.args {
-                        let value = templar.render_value(value, &vars).map_err(|e| {
-                            Error::input(format!("{host}: {name}: {e}")).at(task.location.clone())
-                        })?;
+                        let value = templar
+                            .render_value(value, &vars)
+                            .map_err(|e| Error::input(format!("{host}: {name}: {e}")).at(task.location.clone()))?;
                         set.insert(name.clone(), value);
                     }
                     facts.extend(set);
@@ -595,7 +601,11 @@ fn plan_text(timestamp: &str, plan: &[HostRestore]) -> String {
     };
     let mut n = 0;
     if !etcd.is_empty() {
-        step(&mut out, &mut n, "etcd, still running: check the data directory and the snapshot, restore it beside the data directory");
+        step(
+            &mut out,
+            &mut n,
+            "etcd, still running: check the data directory and the snapshot, restore it beside the data directory",
+        );
         for item in &etcd {
             let (data, snapshot) = (&item.shown.data_dir, item.backup.snapshot.as_deref().unwrap_or_default());
             let flags = if item.etcd_flags.is_empty() { String::new() } else { format!(" {}", item.etcd_flags) };

@@ -320,11 +320,26 @@ fn a_configuration_restore_restarts_the_master_api_controllers_and_node_service_
     let calls_before = cluster.fake.calls().len();
 
     let restore = Scenario::in_dir(cluster.dir.path()).arg("restore").inventory(cluster.inventory());
-    restore.args(["--limit", "OSEv3", "--yes"]).run().expect_code(0).stdout_has("m1: ").stdout_has(" api\n").stdout_has(" controllers\n");
+    restore
+        .args(["--limit", "OSEv3", "--yes"])
+        .run()
+        .expect_code(0)
+        .stdout_has("m1: ")
+        .stdout_has(" api\n")
+        .stdout_has(" controllers\n");
 
-    assert_eq!(std::fs::read_to_string(root_file(&cluster, "m1", "etc/origin/master/master-config.yaml")).unwrap(), "backed up\n");
-    assert_eq!(std::fs::read_to_string(root_file(&cluster, "m1", "etc/origin/node/pods/apiserver.yaml")).unwrap(), "backed up\n");
-    assert_eq!(std::fs::read_to_string(root_file(&cluster, "n1", "etc/origin/node/node-config.yaml")).unwrap(), "backed up\n");
+    assert_eq!(
+        std::fs::read_to_string(root_file(&cluster, "m1", "etc/origin/master/master-config.yaml")).unwrap(),
+        "backed up\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root_file(&cluster, "m1", "etc/origin/node/pods/apiserver.yaml")).unwrap(),
+        "backed up\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root_file(&cluster, "n1", "etc/origin/node/node-config.yaml")).unwrap(),
+        "backed up\n"
+    );
     // The directory's current copy is kept beside it, as the plan says.
     let node_dir = cluster.sshd.host_root("m1").join("etc/origin/node");
     let kept: Vec<PathBuf> = std::fs::read_dir(&node_dir)

@@ -57,8 +57,12 @@ fn membership(member: &TestEtcd) -> (u64, Vec<String>) {
     let out = member.etcdctl(&["member", "list", "-w", "json"]);
     assert!(out.status.success(), "member list on {}: {}", member.endpoints(), String::from_utf8_lossy(&out.stderr));
     let list: Value = serde_json::from_slice(&out.stdout).expect("member list -w json");
-    let mut names: Vec<String> =
-        list["members"].as_array().into_iter().flatten().filter_map(|m| m["name"].as_str().map(str::to_string)).collect();
+    let mut names: Vec<String> = list["members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["name"].as_str().map(str::to_string))
+        .collect();
     names.sort();
     (list["header"]["cluster_id"].as_u64().expect("header.cluster_id"), names)
 }
