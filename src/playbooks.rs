@@ -88,6 +88,11 @@ pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     FILES.iter().map(|(name, _)| *name)
 }
 
+/// The text of built-in step file `name` (`restore.yml`, `openshift/defaults.yml`), read without writing it out.
+pub(crate) fn text(name: &str) -> Option<&'static str> {
+    FILES.iter().find(|(file, _)| *file == name).map(|(_, text)| *text)
+}
+
 /// Writes the built-in step files into `dir` and returns it.
 pub(crate) fn materialize(dir: &Path) -> Result<PathBuf> {
     let fail = |e: std::io::Error| {

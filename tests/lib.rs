@@ -22,6 +22,7 @@ mod plan;
 mod poller;
 mod reboot;
 mod reliability;
+mod restore_cluster;
 mod ssh;
 mod strategies;
 mod tasks;

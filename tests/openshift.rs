@@ -428,3 +428,74 @@ fn a_node_bootstrapper_csr_is_approved_for_the_node_its_subject_names() {
     let run = other.upgrade(&["--phase", "nodes", "-e", "upgrade_node_ready_timeout=3"]).expect_code(1);
     assert!(!run.output().contains("pending certificate signing requests: csr-n1"), "{}", run.output());
 }
+
+#[test]
+fn a_configuration_restore_restarts_the_master_api_controllers_and_node_service_and_keeps_a_directory_aside() {
+    let cluster = OpenShiftCluster::new([OLD, OLD, TARGET]).with_etcd();
+    let put = |host: &str, file: &str, text: &str| {
+        let path = cluster.sshd.host_root(host).join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    put("m1", "etc/origin/master/master-config.yaml", "backed up\n");
+    put("m1", "etc/origin/node/pods/apiserver.yaml", "backed up\n");
+    put("n1", "etc/origin/node/node-config.yaml", "backed up\n");
+    // The backup's paths under each host's root (the defaults name /etc/origin, which is this machine's own).
+    let paths = |list: &[&str]| {
+        let quoted: Vec<String> = list.iter().map(|p| format!("\"{{{{ host_root }}}}/{p}\"")).collect();
+        format!("upgrade_config_backup_default_paths: [{}]\n", quoted.join(", "))
+    };
+    let host_vars = cluster.dir.path().join("host_vars");
+    std::fs::create_dir_all(&host_vars).unwrap();
+    std::fs::write(host_vars.join("m1.yml"), paths(&["etc/origin/master/master-config.yaml", "etc/origin/node/pods"]))
+        .unwrap();
+    std::fs::write(host_vars.join("n1.yml"), paths(&["etc/origin/node/node-config.yaml"])).unwrap();
+    cluster.upgrade(&[]).expect_code(0);
+
+    // Things go wrong after the backup.
+    put("m1", "etc/origin/master/master-config.yaml", "broken\n");
+    put("m1", "etc/origin/node/pods/apiserver.yaml", "broken\n");
+    put("n1", "etc/origin/node/node-config.yaml", "broken\n");
+    let calls_before = cluster.fake.calls().len();
+
+    let restore = Scenario::in_dir(cluster.dir.path()).arg("restore").inventory(cluster.inventory());
+    restore
+        .args(["--limit", "OSEv3", "--yes"])
+        .run()
+        .expect_code(0)
+        .stdout_has("m1: ")
+        .stdout_has(" api\n")
+        .stdout_has(" controllers\n");
+
+    assert_eq!(
+        std::fs::read_to_string(root_file(&cluster, "m1", "etc/origin/master/master-config.yaml")).unwrap(),
+        "backed up\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root_file(&cluster, "m1", "etc/origin/node/pods/apiserver.yaml")).unwrap(),
+        "backed up\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root_file(&cluster, "n1", "etc/origin/node/node-config.yaml")).unwrap(),
+        "backed up\n"
+    );
+    // The directory's current copy is kept beside it, as the plan says.
+    let node_dir = cluster.sshd.host_root("m1").join("etc/origin/node");
+    let kept: Vec<PathBuf> = std::fs::read_dir(&node_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pods.before-restore-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(std::fs::read_to_string(kept[0].join("apiserver.yaml")).unwrap(), "broken\n");
+
+    // The 3.11 restarts after a configuration restore (seed §5.5): the master's API and controllers, then its node
+    // service; a node's node service only.
+    let after = |node: &str| -> Vec<String> {
+        cluster.fake.calls()[calls_before..].iter().filter(|c| c.node == node).map(|c| c.action.clone()).collect()
+    };
+    assert_eq!(after("m1"), ["master-restart-api", "master-restart-controllers", "restart"]);
+    assert_eq!(after("n1"), ["restart"]);
+    assert!(after("n2").is_empty(), "n2 has nothing in the backup: {:?}", after("n2"));
+}

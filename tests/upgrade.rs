@@ -7,7 +7,7 @@ use std::process::Command;
 use crate::support::etcd::TestEtcd;
 use crate::support::fake_cluster::FakeCluster;
 use crate::support::sshd::TestSshd;
-use crate::support::{Outcome, Scenario, cluster_inventory, cluster_vars};
+use crate::support::{Outcome, Scenario, cluster_inventory_with_etcd, cluster_vars};
 
 pub(crate) const TARGET: &str = "v1.29.1";
 pub(crate) const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
@@ -25,6 +25,8 @@ pub(crate) struct TestCluster {
     all_vars: Vec<String>,
     /// Hosts that use `other_sshd`.
     on_other: Vec<String>,
+    /// The etcd group's members; empty: the first master.
+    etcd_members: Vec<String>,
 }
 
 impl TestCluster {
@@ -46,7 +48,14 @@ impl TestCluster {
             nodes: nodes.iter().map(|(n, _)| n.to_string()).collect(),
             all_vars: Vec::new(),
             on_other: Vec::new(),
+            etcd_members: Vec::new(),
         }
+    }
+
+    /// Makes `hosts` the inventory's etcd group (instead of the first master alone).
+    pub(crate) fn etcd_members(mut self, hosts: &[&str]) -> TestCluster {
+        self.etcd_members = hosts.iter().map(|h| h.to_string()).collect();
+        self
     }
 
     pub(crate) fn var(mut self, line: &str) -> TestCluster {
@@ -82,7 +91,9 @@ impl TestCluster {
         for line in &self.all_vars {
             vars.push_str(&format!("    {line}\n"));
         }
-        let text = cluster_inventory(&vars, &MASTERS, &[("nodes", &self.nodes)], |h| self.host_entry(h));
+        let etcd: Vec<&str> = self.etcd_members.iter().map(String::as_str).collect();
+        let groups = [("nodes", &self.nodes[..])];
+        let text = cluster_inventory_with_etcd(&vars, &MASTERS, &etcd, &groups, |h| self.host_entry(h));
         let path = self.path("hosts.yml");
         std::fs::write(&path, text).expect("inventory");
         path

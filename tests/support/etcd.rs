@@ -27,52 +27,104 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
 }
 
+/// One member's ports and flags, before it is started.
+struct MemberSpec {
+    dir: tempfile::TempDir,
+    name: String,
+    endpoint: String,
+    peer_url: String,
+}
+
+impl MemberSpec {
+    fn new(name: &str) -> MemberSpec {
+        let dir = tempfile::Builder::new().prefix("test-etcd-").tempdir().expect("temp dir");
+        let (client, peer) = (free_port(), free_port());
+        MemberSpec {
+            dir,
+            name: name.to_string(),
+            endpoint: format!("http://127.0.0.1:{client}"),
+            peer_url: format!("http://127.0.0.1:{peer}"),
+        }
+    }
+
+    /// Starts this member of the cluster `initial_cluster` (`name=peer,...`).
+    fn spawn(self, initial_cluster: &str) -> TestEtcd {
+        let binary = etcd_binary();
+        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log file");
+        let args = vec![
+            format!("--name={}", self.name),
+            format!("--data-dir={}", self.dir.path().join("data").display()),
+            format!("--listen-client-urls={}", self.endpoint),
+            format!("--advertise-client-urls={}", self.endpoint),
+            format!("--listen-peer-urls={}", self.peer_url),
+            format!("--initial-advertise-peer-urls={}", self.peer_url),
+            format!("--initial-cluster={initial_cluster}"),
+            "--initial-cluster-state=new".to_string(),
+        ];
+        let child = Command::new(&binary)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", binary.display()));
+        std::fs::write(self.dir.path().join("etcd.pid"), child.id().to_string()).expect("pid file");
+        TestEtcd { child, dir: self.dir, endpoint: self.endpoint, args }
+    }
+}
+
 impl TestEtcd {
     /// Starts etcd and waits until `etcdctl endpoint health` says so, then writes a few keys so that a snapshot
     /// holds data. Panics with etcd's log when it does not come up.
     pub fn start() -> TestEtcd {
+        TestEtcd::start_cluster(1).pop().expect("one member")
+    }
+
+    /// Starts a cluster of `members` etcd processes (`e1`, `e2`, ...) on loopback, each with its own ports, data
+    /// directory, stop and start commands, waits until every one answers `endpoint health`, then writes the sample
+    /// keys. Panics with the logs when they do not come up.
+    pub fn start_cluster(members: usize) -> Vec<TestEtcd> {
         let binary = etcd_binary();
         assert!(
             binary.exists(),
             "{} not found: install Debian's etcd-server and etcd-client (scripts/install-test-deps)",
             binary.display()
         );
-        let mut last_log = String::new();
+        let mut last_logs = String::new();
         // A port picked free can be taken by another test before etcd binds it: try again with new ports.
         for _attempt in 0..3 {
-            let dir = tempfile::Builder::new().prefix("test-etcd-").tempdir().expect("temp dir");
-            let (client, peer) = (free_port(), free_port());
-            let endpoint = format!("http://127.0.0.1:{client}");
-            let peer_url = format!("http://127.0.0.1:{peer}");
-            let log_path = dir.path().join("etcd.log");
-            let log = std::fs::File::create(&log_path).expect("etcd log file");
-            let args = vec![
-                "--name=test".to_string(),
-                format!("--data-dir={}", dir.path().join("data").display()),
-                format!("--listen-client-urls={endpoint}"),
-                format!("--advertise-client-urls={endpoint}"),
-                format!("--listen-peer-urls={peer_url}"),
-                format!("--initial-advertise-peer-urls={peer_url}"),
-                format!("--initial-cluster=test={peer_url}"),
-                "--initial-cluster-state=new".to_string(),
-            ];
-            let child = Command::new(&binary)
-                .args(&args)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("log file"))
-                .stderr(log)
-                .spawn()
-                .unwrap_or_else(|e| panic!("start {}: {e}", binary.display()));
-            std::fs::write(dir.path().join("etcd.pid"), child.id().to_string()).expect("pid file");
-            let mut etcd = TestEtcd { child, dir, endpoint, args };
-            if etcd.wait_healthy(Duration::from_secs(30)) {
-                etcd.put_sample_keys();
-                return etcd;
+            let specs: Vec<MemberSpec> = (1..=members)
+                .map(|i| MemberSpec::new(if members == 1 { "test".to_string() } else { format!("e{i}") }.as_str()))
+                .collect();
+            let initial: Vec<String> = specs.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect();
+            let initial = initial.join(",");
+            let mut cluster: Vec<TestEtcd> = specs.into_iter().map(|m| m.spawn(&initial)).collect();
+            if cluster.iter_mut().all(|m| m.wait_healthy(Duration::from_secs(30))) {
+                cluster[0].put_sample_keys();
+                return cluster;
             }
-            last_log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            // Dropping `etcd` kills it before the next attempt.
+            last_logs = cluster
+                .iter()
+                .map(|m| std::fs::read_to_string(m.dir.path().join("etcd.log")).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n---\n");
+            // Dropping the members kills them before the next attempt.
         }
-        panic!("etcd did not become healthy; its log:\n{last_log}");
+        panic!("etcd did not become healthy; its logs:\n{last_logs}");
+    }
+
+    /// This member's name (`--name`).
+    pub fn name(&self) -> String {
+        self.arg("--name=")
+    }
+
+    /// This member's peer URL (`--initial-advertise-peer-urls`).
+    pub fn peer_url(&self) -> String {
+        self.arg("--initial-advertise-peer-urls=")
+    }
+
+    fn arg(&self, name: &str) -> String {
+        self.args.iter().find_map(|a| a.strip_prefix(name)).unwrap_or_default().to_string()
     }
 
     /// The client URL, for `--endpoints=` and `upgrade_etcd_endpoints`.
@@ -120,12 +172,11 @@ impl TestEtcd {
 
     /// The `etcdctl snapshot restore` flags that make the restored member this one (name, peer URL, cluster).
     pub fn restore_flags(&self) -> String {
-        let arg = |name: &str| self.args.iter().find_map(|a| a.strip_prefix(name)).unwrap_or_default().to_string();
         format!(
             "--name {} --initial-cluster {} --initial-advertise-peer-urls {}",
-            arg("--name="),
-            arg("--initial-cluster="),
-            arg("--initial-advertise-peer-urls=")
+            self.name(),
+            self.arg("--initial-cluster="),
+            self.peer_url()
         )
     }
 

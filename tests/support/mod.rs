@@ -362,12 +362,26 @@ pub fn cluster_inventory(
     groups: &[(&str, &[String])],
     host: impl Fn(&str) -> String,
 ) -> String {
+    cluster_inventory_with_etcd(vars, masters, &masters[..masters.len().min(1)], groups, host)
+}
+
+/// `cluster_inventory` with the etcd group's members named (masters, or hosts of `groups`).
+pub fn cluster_inventory_with_etcd(
+    vars: &str,
+    masters: &[&str],
+    etcd: &[&str],
+    groups: &[(&str, &[String])],
+    host: impl Fn(&str) -> String,
+) -> String {
     let mut text = format!("all:\n  vars:\n{vars}");
     text.push_str("  children:\n    masters:\n      hosts:\n");
     for m in masters {
         text.push_str(&host(m));
     }
-    text.push_str(&format!("    etcd:\n      hosts:\n        {}:\n", masters.first().copied().unwrap_or("m1")));
+    text.push_str("    etcd:\n      hosts:\n");
+    for e in if etcd.is_empty() { &["m1"][..] } else { etcd } {
+        text.push_str(&format!("        {e}:\n"));
+    }
     for (group, hosts) in groups {
         text.push_str(&format!("    {group}:\n      hosts:\n"));
         for h in hosts.iter() {
