@@ -159,3 +159,42 @@ fn drain_blockers_are_read_with_flags_oc_3_11_has() {
         .check("the lists were read", |o| !o.output().contains("drain blockers not checked"));
     assert!(cluster.actions_on("n1").iter().all(|a| a != "cordon"), "refused before the cordon");
 }
+
+/// The README's OpenShift demo as a new user runs it (./reset, then the upgrade), on a private copy: 3 masters, an
+/// infra and 4 compute nodes, with stand-ins that speak oc 3.11 and etcdctl 3.2 (no `-A`, no `--cluster`), ends in
+/// success with the control plane moved and verify reading it back.
+#[test]
+fn the_openshift_demo_upgrades_three_masters_with_tools_that_speak_3_11_and_ends_in_success() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::Builder::new().prefix("upgrade-demo-openshift-").tempdir().expect("temp dir");
+    let copy = |from: &std::path::Path, to: &std::path::Path| {
+        let out = std::process::Command::new("cp").arg("-R").arg(from).arg(to).output().expect("cp");
+        assert!(out.status.success(), "cp {}: {}", from.display(), String::from_utf8_lossy(&out.stderr));
+    };
+    std::fs::create_dir_all(dir.path().join("inventories/demo/bin")).expect("demo dir");
+    copy(&repo.join("inventories/demo-openshift"), &dir.path().join("inventories/demo-openshift"));
+    copy(&repo.join("inventories/demo/bin/etcdctl"), &dir.path().join("inventories/demo/bin/etcdctl"));
+    std::os::unix::fs::symlink(repo.join("testing"), dir.path().join("testing")).expect("testing link");
+    let inventory = dir.path().join("inventories/demo-openshift");
+    for leftover in [".state", ".upgrade-state"] {
+        let _ = std::fs::remove_dir_all(inventory.join(leftover));
+    }
+    let reset = std::process::Command::new(inventory.join("reset")).arg("--fast").output().expect("run reset");
+    assert!(reset.status.success(), "reset: {}", String::from_utf8_lossy(&reset.stderr));
+
+    let run = crate::support::Scenario::in_dir(dir.path()).inventory(inventory.join("hosts")).run();
+    let run = run.expect_code(0).output_has("result: success");
+    for master in ["master-1", "master-2", "master-3"] {
+        assert!(
+            run.output().contains(&format!("[{master}] control plane: apiserver.yaml -> {CONTROL_PLANE}")),
+            "{master}'s control plane moved: {}",
+            run.output()
+        );
+    }
+    assert!(run.output().contains("verified the cluster's images: the API server reports OpenShift v3.11.248"));
+    let fake = crate::support::fake_cluster::FakeCluster::at(&inventory.join(".state/cluster"));
+    for master in ["master-1", "master-2", "master-3"] {
+        assert_eq!(fake.image(master, "master-api"), CONTROL_PLANE);
+        assert_eq!(fake.upgrades(master), 1);
+    }
+}
