@@ -20,6 +20,7 @@ mod openshift_control_plane;
 mod ops;
 mod plan;
 mod poller;
+mod real_api;
 mod reboot;
 mod reliability;
 mod restore_cluster;

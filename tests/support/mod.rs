@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod apiserver;
 pub mod demo;
 pub mod etcd;
 pub mod fake_cluster;

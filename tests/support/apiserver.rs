@@ -1,0 +1,366 @@
+//! A real Kubernetes control plane for the end-to-end tests, as controller projects test against one (envtest):
+//! Debian's etcd, and kube-apiserver, kube-controller-manager and kube-scheduler built from k8s.io/kubernetes by
+//! scripts/build-k8s (testing/k8s), with kwok simulating the kubelets of the nodes the test creates (heartbeats, node
+//! leases, pods Running, pods whose deletion was asked for gone). Everything on free loopback ports, in a temp dir,
+//! killed on drop. The real kubectl of the same version talks to it with a kubeconfig this writes.
+//!
+//! The API server authenticates with static tokens: `admin` (group system:masters) for the test's own setup and the
+//! control plane, and `upgrade` (no group: nothing until RBAC grants it) for runs that must work with the documented
+//! least-privilege role. Authorization is RBAC,Node, as in a kubeadm cluster.
+//!
+//! When the binaries are not built (no Go toolchain, no module proxy), `KubeControlPlane::start` returns `None` after
+//! printing one line that names what is missing; with `CI` set it panics instead, so CI never skips silently.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::etcd::TestEtcd;
+
+/// The version scripts/build-k8s builds (its K8S_VERSION).
+pub const K8S_VERSION: &str = "v1.34.4";
+const BINARIES: [&str; 5] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"];
+/// Nodes kwok simulates carry this annotation (kwok's --manage-nodes-with-annotation-selector).
+pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+/// Where scripts/build-k8s leaves the binaries.
+pub fn binaries_dir() -> PathBuf {
+    let cache = std::env::var_os("UPGRADE_TEST_CACHE").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache/upgrade-tests")
+    });
+    cache.join(format!("k8s-{K8S_VERSION}"))
+}
+
+/// The real kubectl built with the API server (Debian's is more than one minor older: outside the supported skew).
+pub fn kubectl_binary() -> PathBuf {
+    binaries_dir().join("kubectl")
+}
+
+pub struct KubeControlPlane {
+    dir: tempfile::TempDir,
+    _etcd: TestEtcd,
+    children: Vec<(String, Child)>,
+    url: String,
+    admin_kubeconfig: PathBuf,
+    upgrade_kubeconfig: PathBuf,
+}
+
+impl KubeControlPlane {
+    /// Starts etcd, the API server (waiting for /readyz), the controller manager, the scheduler and kwok. `None`
+    /// (after one line on stderr) when the binaries are not built, unless `CI` is set.
+    pub fn start() -> Option<KubeControlPlane> {
+        let bins = binaries_dir();
+        let missing: Vec<&str> =
+            BINARIES.iter().copied().chain(["kwok-stages.yaml"]).filter(|b| !bins.join(b).is_file()).collect();
+        if !missing.is_empty() {
+            let why = format!(
+                "the real Kubernetes control plane is not built ({} missing in {}): run scripts/build-k8s (needs Go and \
+                 the Go module proxy)",
+                missing.join(", "),
+                bins.display()
+            );
+            if std::env::var_os("CI").is_some() {
+                panic!("{why}");
+            }
+            eprintln!("SKIPPED: {why}");
+            return None;
+        }
+        let dir = tempfile::Builder::new().prefix("test-kube-").tempdir().expect("temp dir");
+        let etcd = TestEtcd::start();
+        let d = dir.path();
+        openssl(&["genrsa", "-out", &d.join("sa.key").to_string_lossy(), "2048"]);
+        openssl(&[
+            "rsa",
+            "-in",
+            &d.join("sa.key").to_string_lossy(),
+            "-pubout",
+            "-out",
+            &d.join("sa.pub").to_string_lossy(),
+        ]);
+        // A CA for the CSR signer of the controller manager (approved kubelet CSRs get signed, as in a cluster).
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=test-ca",
+            "-days",
+            "3",
+            "-keyout",
+            &d.join("ca.key").to_string_lossy(),
+            "-out",
+            &d.join("ca.crt").to_string_lossy(),
+        ]);
+        std::fs::write(
+            d.join("tokens.csv"),
+            "admin-token,admin,admin-uid,\"system:masters\"\nupgrade-token,upgrade,upgrade-uid\n",
+        )
+        .expect("tokens");
+        let port = free_port();
+        let url = format!("https://127.0.0.1:{port}");
+        let mut plane = KubeControlPlane {
+            admin_kubeconfig: d.join("admin.kubeconfig"),
+            upgrade_kubeconfig: d.join("upgrade.kubeconfig"),
+            url: url.clone(),
+            children: Vec::new(),
+            _etcd: etcd,
+            dir,
+        };
+        write_kubeconfig(&plane.admin_kubeconfig, &url, "admin-token");
+        write_kubeconfig(&plane.upgrade_kubeconfig, &url, "upgrade-token");
+        let d = plane.dir.path().to_path_buf();
+        let path = |name: &str| d.join(name).to_string_lossy().into_owned();
+        plane.spawn(
+            "kube-apiserver",
+            &[
+                &format!("--etcd-servers={}", plane._etcd.endpoints()),
+                &format!("--secure-port={port}"),
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                &format!("--cert-dir={}", path("apiserver-certs")),
+                &format!("--token-auth-file={}", path("tokens.csv")),
+                "--authorization-mode=RBAC,Node",
+                &format!("--service-account-key-file={}", path("sa.pub")),
+                &format!("--service-account-signing-key-file={}", path("sa.key")),
+                "--service-account-issuer=https://kubernetes.default.svc",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--allow-privileged=true",
+                "--endpoint-reconciler-type=none",
+            ],
+        );
+        plane.wait_ready();
+        plane.spawn(
+            "kube-controller-manager",
+            &[
+                &format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
+                &format!("--authentication-kubeconfig={}", plane.admin_kubeconfig.display()),
+                &format!("--authorization-kubeconfig={}", plane.admin_kubeconfig.display()),
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                &format!("--secure-port={}", free_port()),
+                &format!("--service-account-private-key-file={}", path("sa.key")),
+                &format!("--cluster-signing-cert-file={}", path("ca.crt")),
+                &format!("--cluster-signing-key-file={}", path("ca.key")),
+                "--use-service-account-credentials=false",
+                // The controllers a drain, a PDB and a node's pods meet; not the cloud or volume ones.
+                "--controllers=disruption,replicaset,deployment,daemonset,nodelifecycle,garbagecollector,csrsigning,\
+                 serviceaccount,serviceaccount-token,namespace",
+            ],
+        );
+        plane.spawn(
+            "kube-scheduler",
+            &[
+                &format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
+                &format!("--authentication-kubeconfig={}", plane.admin_kubeconfig.display()),
+                &format!("--authorization-kubeconfig={}", plane.admin_kubeconfig.display()),
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                &format!("--secure-port={}", free_port()),
+            ],
+        );
+        plane.spawn(
+            "kwok",
+            &[
+                &format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
+                &format!("--config={}", binaries_dir().join("kwok-stages.yaml").display()),
+                "--manage-all-nodes=false",
+                &format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
+                &format!("--server-address=127.0.0.1:{}", free_port()),
+                "--node-lease-duration-seconds=40",
+            ],
+        );
+        Some(plane)
+    }
+
+    fn spawn(&mut self, binary: &str, args: &[&str]) {
+        let log = std::fs::File::create(self.dir.path().join(format!("{binary}.log"))).expect("log file");
+        let child = Command::new(binaries_dir().join(binary))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {binary}: {e}"));
+        self.children.push((binary.to_string(), child));
+    }
+
+    fn wait_ready(&mut self) {
+        let started = Instant::now();
+        loop {
+            let out = self.kubectl(&["get", "--raw", "/readyz"]);
+            if out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok" {
+                return;
+            }
+            let exited = self
+                .children
+                .iter_mut()
+                .find_map(|(name, child)| child.try_wait().ok().flatten().map(|status| (name.clone(), status)));
+            if let Some((name, status)) = exited {
+                panic!("{name} exited ({status}): {}", self.log(&name));
+            }
+            if started.elapsed() > Duration::from_secs(90) {
+                panic!("kube-apiserver not ready after 90 s: {}", self.log("kube-apiserver"));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// The last part of a component's log, for a failure message.
+    pub fn log(&self, component: &str) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join(format!("{component}.log"))).unwrap_or_default();
+        let start = text.len().saturating_sub(3000);
+        text[text.char_indices().map(|(i, _)| i).find(|i| *i >= start).unwrap_or(0)..].to_string()
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The kubeconfig of `admin` (system:masters).
+    pub fn admin_kubeconfig(&self) -> &Path {
+        &self.admin_kubeconfig
+    }
+
+    /// The kubeconfig of `upgrade`, a user with no group: it can do what RBAC grants it and nothing else.
+    pub fn upgrade_kubeconfig(&self) -> &Path {
+        &self.upgrade_kubeconfig
+    }
+
+    /// `upgrade_kubectl` for a run as `admin`: the real kubectl with the admin kubeconfig.
+    pub fn kubectl_command(&self) -> String {
+        format!("{} --kubeconfig={}", kubectl_binary().display(), self.admin_kubeconfig.display())
+    }
+
+    /// `upgrade_kubectl` for a run as `upgrade` (least privilege).
+    pub fn least_privilege_kubectl_command(&self) -> String {
+        format!("{} --kubeconfig={}", kubectl_binary().display(), self.upgrade_kubeconfig.display())
+    }
+
+    /// Runs the real kubectl as admin.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with_stdin(args, "")
+    }
+
+    pub fn kubectl_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(kubectl_binary())
+            .arg(format!("--kubeconfig={}", self.admin_kubeconfig.display()))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// kubectl as admin that must succeed; its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(out.status.success(), "kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl apply -f -` of a YAML or JSON document, as admin.
+    pub fn apply(&self, manifest: &str) {
+        let out = self.kubectl_with_stdin(&["apply", "-f", "-"], manifest);
+        assert!(out.status.success(), "kubectl apply: {}\n{manifest}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// A node simulated by kwok, reporting `version` as its kubelet's and Ready once kwok has seen it.
+    pub fn add_node(&self, name: &str, version: &str, labels: &[(&str, &str)]) {
+        let mut all = vec![("kubernetes.io/hostname".to_string(), name.to_string()), ("type".into(), "kwok".into())];
+        all.extend(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let labels: serde_json::Map<String, serde_json::Value> =
+            all.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect();
+        let node = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake"}},
+        });
+        self.apply(&node.to_string());
+        self.set_kubelet_version(name, version);
+    }
+
+    /// What a kubelet reports after its package swap and restart: the node's `status.nodeInfo.kubeletVersion`.
+    pub fn set_kubelet_version(&self, node: &str, version: &str) {
+        let patch = serde_json::json!({"status": {"nodeInfo": {"kubeletVersion": version}}}).to_string();
+        self.ok(&["patch", "node", node, "--subresource=status", "--type=merge", "-p", &patch]);
+    }
+
+    /// Waits until every node named is Ready (kwok has taken it over), for at most 60 s.
+    pub fn wait_nodes_ready(&self, nodes: &[&str]) {
+        let started = Instant::now();
+        loop {
+            let pending: Vec<&str> = nodes.iter().copied().filter(|n| !self.node_ready(n)).collect();
+            if pending.is_empty() {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "not Ready after 60 s: {pending:?}\n{}",
+                self.log("kwok")
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    pub fn node_ready(&self, node: &str) -> bool {
+        let out =
+            self.kubectl(&["get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"]);
+        String::from_utf8_lossy(&out.stdout).trim() == "True"
+    }
+
+    /// The node's JSON as the API server has it.
+    pub fn node(&self, node: &str) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["get", "node", node, "-o", "json"])).expect("node JSON")
+    }
+
+    /// Waits until `check` holds, for at most `limit`, saying `what` when it does not.
+    pub fn wait_for(&self, what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+        let started = Instant::now();
+        while !check() {
+            assert!(started.elapsed() < limit, "{what}: not so after {}s", limit.as_secs());
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for KubeControlPlane {
+    fn drop(&mut self) {
+        // The consumers first, the API server last (etcd goes with `_etcd`).
+        for (_, child) in self.children.iter_mut().rev() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn openssl(args: &[&str]) {
+    let out = Command::new("openssl").args(args).output().expect("run openssl");
+    assert!(out.status.success(), "openssl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+}
+
+fn write_kubeconfig(path: &Path, url: &str, token: &str) {
+    // The API server's certificate is self-signed (--cert-dir): the tests do not check it.
+    let config = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {url}\n    \
+         insecure-skip-tls-verify: true\nusers:\n- name: user\n  user:\n    token: {token}\ncontexts:\n- name: test\n  \
+         context:\n    cluster: test\n    user: user\ncurrent-context: test\n"
+    );
+    std::fs::write(path, config).expect("kubeconfig");
+}
