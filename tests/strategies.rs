@@ -368,7 +368,7 @@ fn a_surge_cycle_adds_a_node_before_each_blue_drain_and_removes_the_old_one_afte
         .calls()
         .into_iter()
         .filter(|c| ["n1", "n2"].contains(&c.node.as_str()) && !c.action.starts_with("get"))
-        .filter(|c| c.action != "label" && c.action != "cordon")
+        .filter(|c| c.action != "label" && c.action != "cordon" && c.action != "annotate")
         .map(|c| (c.node, c.action))
         .collect();
     let expected: Vec<(String, String)> = [

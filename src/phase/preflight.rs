@@ -803,9 +803,6 @@ fn skip_reason(installed: bool, earlier: bool, version: &TargetVersion, target: 
 /// What this run takes over from earlier ones, said to the operator now and in the summary.
 fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Preflight) -> Resume {
     let mut resume = Resume::default();
-    if run.history.runs == 0 {
-        return resume;
-    }
     let earlier = |phase: Phase, host: &str| run.history.host(phase, host);
     let skipped = decided
         .skipped
@@ -842,20 +839,16 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
             _ => {}
         }
     }
-    // Every host of the inventory, not only those this run upgrades: a node can be left cordoned by an earlier run
-    // and be out of this run's plan (a narrower --limit or --label).
-    for ((phase, host), history) in &run.history.hosts {
-        // Cluster hooks run on the first master without cordoning it.
-        if phase.is_cluster_hook() {
-            continue;
-        }
-        let node = run.node_name(host);
-        let cordoned = cluster.get(&node).is_some_and(|n| n.unschedulable);
-        if cordoned && history.unfinished() && !history.was_cordoned && !resume.cordoned_by_earlier_run.contains(&node)
-        {
-            resume.cordoned_by_earlier_run.push(node);
-        }
-    }
+    // Every node of the cluster, not only those this run upgrades: a node can be left cordoned by an earlier run and
+    // be out of this run's plan (a narrower --limit or --label). Read from the Node's mark, not the journal, so a run
+    // from another state directory or controller is seen too.
+    let mut left: Vec<String> = cluster
+        .values()
+        .filter(|n| n.cordoned_by_run().is_some_and(|r| r != run.run_id()))
+        .map(|n| n.name.clone())
+        .collect();
+    left.sort();
+    resume.cordoned_by_earlier_run = left;
     if !resume.cordoned_by_earlier_run.is_empty() {
         run.notice(
             None,
@@ -913,6 +906,7 @@ mod tests {
                     kubelet_version: version.to_string(),
                     ready: true,
                     created: String::new(),
+                    annotations: BTreeMap::new(),
                 };
                 (name.to_string(), node)
             })
