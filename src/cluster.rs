@@ -17,6 +17,70 @@ pub(crate) struct ClusterNode {
     pub ready: bool,
     /// `metadata.creationTimestamp` (RFC 3339, UTC, as the API server writes it); empty when not reported.
     pub created: String,
+    /// The node's annotations that this tool reads: its own (`upgrade-tool.io/...`, see `annotations`) and the
+    /// disruption guards of cluster-autoscaler and Karpenter. The others are not kept: a real node carries many,
+    /// some large (CSI node ids, volumes), and a poll of 5,000 nodes must not copy them.
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The node annotations this tool writes and reads, one place for their names.
+pub(crate) mod annotations {
+    /// The prefix of the keys this tool owns on a Node (see README "Who cordoned a node").
+    pub(crate) const PREFIX: &str = "upgrade-tool.io/";
+    /// The run (its journal run id) that cordoned the node: set in the same step as the cordon, removed with the
+    /// uncordon. A cordoned node without it was cordoned by someone else.
+    pub(crate) const CORDONED_BY: &str = "upgrade-tool.io/cordoned-by";
+    /// When that run cordoned it (RFC 3339, UTC).
+    pub(crate) const CORDONED_AT: &str = "upgrade-tool.io/cordoned-at";
+    /// The change ticket of that run (`upgrade_change_id`), when set.
+    pub(crate) const CHANGE_ID: &str = "upgrade-tool.io/change-id";
+    /// Which disruption guards this tool set on the node (comma-separated keys below): only those are removed again,
+    /// so a guard the operator set stays.
+    pub(crate) const GUARDS: &str = "upgrade-tool.io/guards";
+    /// cluster-autoscaler does not scale down a node annotated so.
+    pub(crate) const AUTOSCALER: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+    /// Karpenter does not disrupt (consolidate, drift, expire) a node annotated so.
+    pub(crate) const KARPENTER: &str = "karpenter.sh/do-not-disrupt";
+    /// The guards set while the run works on a node.
+    pub(crate) const DISRUPTION_GUARDS: [&str; 2] = [AUTOSCALER, KARPENTER];
+
+    pub(crate) fn kept(key: &str) -> bool {
+        key.starts_with(PREFIX) || DISRUPTION_GUARDS.contains(&key)
+    }
+}
+
+impl ClusterNode {
+    /// The run that cordoned this node, when an upgrade run did (its annotation); `None` for a schedulable node.
+    pub(crate) fn cordoned_by_run(&self) -> Option<&str> {
+        if !self.unschedulable {
+            return None;
+        }
+        self.annotations.get(annotations::CORDONED_BY).map(String::as_str).filter(|r| !r.is_empty())
+    }
+
+    /// "Cordoned before the run": unschedulable and not cordoned by an upgrade run (any run: this one, a killed one,
+    /// another controller's). Read from the Node itself, so it holds for `--fresh`, a second state directory and a
+    /// rollback alike.
+    pub(crate) fn cordoned_by_someone_else(&self) -> bool {
+        self.unschedulable && self.cordoned_by_run().is_none()
+    }
+
+    /// The disruption guards an upgrade run set on this node (its `upgrade-tool.io/guards`).
+    pub(crate) fn guards_set_by_a_run(&self) -> Vec<&str> {
+        let listed = self.annotations.get(annotations::GUARDS).map(String::as_str).unwrap_or_default();
+        annotations::DISRUPTION_GUARDS.iter().copied().filter(|g| listed.split(',').any(|l| l.trim() == *g)).collect()
+    }
+
+    /// The disruption guards a run may set and later remove on this node: those absent, and those an upgrade run set
+    /// (a killed one's are taken over). A guard the operator set is theirs.
+    pub(crate) fn guards_to_own(&self) -> Vec<&'static str> {
+        let ours = self.guards_set_by_a_run();
+        annotations::DISRUPTION_GUARDS
+            .iter()
+            .copied()
+            .filter(|g| !self.annotations.contains_key(*g) || ours.contains(g))
+            .collect()
+    }
 }
 
 /// A string of the JSON, borrowed where it has no escapes: a poll reads every node of the cluster (25 MB at 5,000
@@ -75,7 +139,7 @@ struct NodeList<'a> {
 #[derive(Deserialize)]
 struct NodeItem<'a> {
     #[serde(borrow)]
-    metadata: Metadata<'a>,
+    metadata: NodeMetadata<'a>,
     #[serde(default)]
     spec: Spec,
     #[serde(default, borrow)]
@@ -86,10 +150,20 @@ struct NodeItem<'a> {
 struct Metadata<'a> {
     #[serde(borrow)]
     name: Text<'a>,
+}
+
+/// A Node's metadata: its name, labels, creation time and annotations (read for nodes only: not `flatten`, which buffers every
+/// field, and not for the pods of a large cluster).
+#[derive(Deserialize)]
+struct NodeMetadata<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
     #[serde(default, borrow)]
     labels: BTreeMap<Text<'a>, Text<'a>>,
     #[serde(default, borrow, rename = "creationTimestamp")]
     created: Text<'a>,
+    #[serde(default, borrow)]
+    annotations: BTreeMap<Text<'a>, Text<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -149,6 +223,13 @@ impl NodeItem<'_> {
             created: self.metadata.created.into_owned(),
             labels: self.metadata.labels.into_iter().map(|(k, v)| (k.into_owned(), v.into_owned())).collect(),
             unschedulable: self.spec.unschedulable,
+            annotations: self
+                .metadata
+                .annotations
+                .into_iter()
+                .filter(|(k, _)| annotations::kept(k))
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
             kubelet_version: self.status.node_info.kubelet_version.into_owned(),
         }
     }

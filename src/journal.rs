@@ -320,17 +320,6 @@ impl History {
         })
     }
 
-    /// An earlier run of ours left this node cordoned: its attempt did not finish, and the node was schedulable when
-    /// it first started.
-    pub(crate) fn cordoned_by_earlier_run(&self, phase: Phase, host: &str) -> bool {
-        self.host(phase, host).is_some_and(|h| h.unfinished() && !h.was_cordoned)
-    }
-
-    /// The node was cordoned (by someone else) before this tool's first attempt at it.
-    pub(crate) fn was_cordoned(&self, phase: Phase, host: &str) -> bool {
-        self.host(phase, host).is_some_and(|h| h.was_cordoned)
-    }
-
     /// In an unfinished attempt for `target`, `step` was done (`done: true`) or started and never recorded done.
     pub(crate) fn step_of_unfinished(&self, phase: Phase, host: &str, target: &str, step: Step, done: bool) -> bool {
         self.unfinished(phase, host, target)

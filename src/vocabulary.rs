@@ -390,6 +390,8 @@ pub enum StopReason {
     HaltedBatches { halt: Halt, blue: bool },
     /// Blue-green's switch-over failed on `host`.
     SwitchOver { host: String, step: Step, reason: String },
+    /// Blue-green: the green nodes could not take the load before batch `batch` (0: before the switch-over).
+    GreenNotReady { batch: usize, reason: String },
     /// A signal or a failed write arrived between two hops of an update path.
     BetweenHops { halt: Halt, next: String, target: String },
     /// The journal's last entry could not be written.
@@ -411,7 +413,9 @@ impl StopReason {
     pub fn texts_mut(&mut self) -> Vec<&mut String> {
         match self {
             StopReason::Preflight { message, .. } | StopReason::ClusterUnreadable { message, .. } => vec![message],
-            StopReason::ClusterHook { reason, .. } | StopReason::SwitchOver { reason, .. } => vec![reason],
+            StopReason::ClusterHook { reason, .. }
+            | StopReason::SwitchOver { reason, .. }
+            | StopReason::GreenNotReady { reason, .. } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -465,6 +469,16 @@ impl fmt::Display for StopReason {
                 f,
                 "blue-green switch-over failed on {host} at {step}: {reason}; run `upgrade --rollback-blue-green` to \
                  switch back"
+            ),
+            StopReason::GreenNotReady { batch: 0, reason } => write!(
+                f,
+                "blue-green: {reason}; nothing was switched over (no blue node cordoned); make the green nodes Ready \
+                 and re-run"
+            ),
+            StopReason::GreenNotReady { batch, reason } => write!(
+                f,
+                "blue-green: {reason}; batch {batch} and the later ones were not evacuated; make the green nodes \
+                 Ready and schedulable and re-run, or `upgrade --rollback-blue-green` to switch back"
             ),
             StopReason::BetweenHops { halt, next, target } => write!(
                 f,

@@ -6,6 +6,7 @@ mod bad_input;
 mod chaos;
 mod cluster_care;
 mod cluster_lock;
+mod cordons;
 mod etcd_backup;
 mod fake_cluster;
 mod flavors;

@@ -170,11 +170,13 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
     }
     assert_eq!(cluster.fake.upgrades("n2"), 0, "n2 was not touched");
     assert!(cluster.actions_on("n2").is_empty(), "no cordon, drain or yum on n2: {:?}", cluster.actions_on("n2"));
-    // The 3.11 sequence, as the docs and openshift-ansible have it.
+    // The 3.11 sequence, as the docs and openshift-ansible have it, between the run's marks on the Node (`oc annotate`,
+    // a flag set oc 3.11 has).
     let on_m1: Vec<String> = cluster.actions_on("m1").into_iter().filter(|a| a != "get-node").collect();
     assert_eq!(
         on_m1,
         [
+            "annotate",
             "cordon",
             "drain",
             "unexclude",
@@ -190,7 +192,8 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
             "master-restart-controllers",
             "daemon-reload",
             "restart",
-            "uncordon"
+            "uncordon",
+            "annotate"
         ]
     );
     // Merged with the kubeadm steps: none of kubeadm's preflight checks ran, and the control-plane health gate asked
@@ -231,7 +234,10 @@ fn a_host_that_fails_after_the_unexclude_is_excluded_again_and_the_run_stops_on_
         .output_has("transaction check error")
         .output_has("not started");
 
-    assert_eq!(cluster.actions_on("n1"), ["cordon", "drain", "unexclude", "unexclude", "yum", "exclude", "exclude"]);
+    assert_eq!(
+        cluster.actions_on("n1"),
+        ["annotate", "cordon", "drain", "unexclude", "unexclude", "yum", "exclude", "exclude"]
+    );
     for excluder in EXCLUDERS {
         assert_eq!(
             cluster.fake.excluder("n1", excluder),

@@ -368,7 +368,7 @@ fn a_surge_cycle_adds_a_node_before_each_blue_drain_and_removes_the_old_one_afte
         .calls()
         .into_iter()
         .filter(|c| ["n1", "n2"].contains(&c.node.as_str()) && !c.action.starts_with("get"))
-        .filter(|c| c.action != "label" && c.action != "cordon")
+        .filter(|c| c.action != "label" && c.action != "cordon" && c.action != "annotate")
         .map(|c| (c.node, c.action))
         .collect();
     let expected: Vec<(String, String)> = [
@@ -430,4 +430,96 @@ fn a_bad_strategy_setting_or_graph_file_is_refused_with_its_place_and_what_to_wr
     plan("upgrade_update_graph=graph.json").stderr_has("edge [0, 7] names a node that does not exist");
     plan("upgrade_update_graph=broken.json").stderr_has("broken.json:3:");
     plan("upgrade_update_graph=missing.json").stderr_has("cannot read the update graph").stderr_has("hosts:6:");
+}
+
+/// Masters at the target (a nodes-only blue-green round): b1..b3 blue, g1 green, serial 1.
+fn blue_green_round() -> Cluster {
+    let nodes = "b1 v1.28.5 -\nb2 v1.28.5 -\nb3 v1.28.5 -\ng1 v1.29.1 - cordoned\n";
+    Cluster::new("v1.29.1", nodes, &[("nodes", &["b1", "b2", "b3"]), ("new_nodes", &["g1"])])
+        .var("upgrade_target_version: v1.29.1")
+        .var("upgrade_nodes_strategy: blue-green")
+        .var("upgrade_nodes_serial: 1")
+}
+
+/// Each node's `schedulable/cordoned` and the annotations left on it, for comparing end states.
+fn end_state(cluster: &Cluster) -> Vec<(String, bool, Vec<String>)> {
+    ["b1", "b2", "b3", "g1"]
+        .iter()
+        .map(|n| {
+            let marks = cluster.fake.annotations(n).into_keys().filter(|k| !k.ends_with("cordoned-at")).collect();
+            (n.to_string(), cluster.fake.is_cordoned(n), marks)
+        })
+        .collect()
+}
+
+#[test]
+fn blue_green_reads_the_green_nodes_again_before_each_batch_and_stops_before_evacuating_onto_nothing() {
+    let cluster = blue_green_round();
+    // g1 goes NotReady while b1 is evacuated, after preflight and the switch-over checked it (N2).
+    cluster.write(
+        "hooks/green-down.yml",
+        &format!(
+            "- shell: echo false > {}\n  delegate_to: localhost\n",
+            cluster.fake.state_dir().join("nodes/g1/ready").display()
+        ),
+    );
+    let cluster = cluster.var("upgrade_node_post_hook: hooks/green-down.yml");
+    let out = cluster.upgrade(&[], 1);
+    assert!(out.stdout.contains("only 0 of 1 green node(s) can take the load, 1 needed"), "{out}");
+    assert!(out.stdout.contains("g1 is not Ready"), "{out}");
+    assert!(cluster.fake.calls().iter().any(|c| c.node == "b1" && c.action == "drain"), "batch 1 ran");
+    for b in ["b2", "b3"] {
+        assert!(!cluster.fake.calls().iter().any(|c| c.node == b && c.action == "drain"), "{b} kept its pods\n{out}");
+    }
+
+    // With upgrade_green_min_ready 1 of 1 and g1 Ready again, the re-run evacuates the rest.
+    std::fs::write(cluster.fake.state_dir().join("nodes/g1/ready"), "true\n").expect("ready");
+    let cluster = cluster.var("upgrade_green_min_ready: 1");
+    std::fs::write(cluster.path("hooks/green-down.yml"), "- debug: msg=ok\n").expect("hook");
+    let out = cluster.upgrade(&[], 0);
+    for b in ["b2", "b3"] {
+        assert!(cluster.fake.calls().iter().any(|c| c.node == b && c.action == "drain"), "{b}\n{out}");
+    }
+}
+
+#[test]
+fn blue_green_refuses_an_upgrade_green_min_ready_the_green_group_cannot_reach() {
+    let cluster = blue_green_round().var("upgrade_green_min_ready: 2");
+    let out = cluster.upgrade(&[], 2);
+    assert!(out.stderr.contains("upgrade_green_min_ready `2`"), "{out}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action.starts_with("get") || c.action.ends_with("-configmap")));
+}
+
+#[test]
+fn blue_green_killed_during_evacuation_then_rerun_and_rolled_back_ends_as_a_clean_round_does() {
+    // The clean round: run, then roll back.
+    let clean = blue_green_round();
+    clean.upgrade(&[], 0);
+    let clean_after_run = end_state(&clean);
+    clean.upgrade(&["--rollback-blue-green"], 0);
+    let clean_after_rollback = end_state(&clean);
+    assert_eq!(
+        clean_after_rollback.iter().map(|(n, c, _)| (n.as_str(), *c)).collect::<Vec<_>>(),
+        [("b1", false), ("b2", false), ("b3", false), ("g1", true)],
+        "the strategy's rollback: blue schedulable, green not"
+    );
+
+    // Killed while b1, b2 or b3 drains (N3): the re-run and the rollback end where the clean round ends.
+    for killed_at in ["b1", "b2", "b3"] {
+        let cluster = blue_green_round();
+        cluster.fake.set_cue(killed_at, "drain_hang", "3");
+        let mut running = cluster.scenario(&[]).spawn();
+        cluster.wait_for(&format!("{killed_at} drain"), |c| c.node == killed_at && c.action == "drain");
+        running.signal(libc::SIGKILL);
+        let _ = running.wait();
+        std::thread::sleep(Duration::from_secs(4));
+        std::fs::remove_file(cluster.fake.state_dir().join("nodes").join(killed_at).join("drain_hang")).expect("cue");
+
+        let rerun = cluster.upgrade(&[], 0);
+        assert!(!rerun.stdout.contains("(it was cordoned before the run)"), "killed at {killed_at}\n{rerun}");
+        assert_eq!(end_state(&cluster), clean_after_run, "re-run after a kill at {killed_at}\n{rerun}");
+        let rollback = cluster.upgrade(&["--rollback-blue-green"], 0);
+        assert!(!rollback.stdout.contains("left so"), "killed at {killed_at}\n{rollback}");
+        assert_eq!(end_state(&cluster), clean_after_rollback, "rollback after a kill at {killed_at}\n{rollback}");
+    }
 }

@@ -8,6 +8,7 @@ pub(crate) mod cluster_lock;
 pub(crate) mod control_plane;
 pub(crate) mod etcd_backup;
 pub(crate) mod manager;
+pub(crate) mod node_marks;
 pub(crate) mod nodes;
 pub(crate) mod poller;
 pub(crate) mod preflight;

@@ -56,18 +56,51 @@ where
     F: Fn(Arc<UpgradeRun>, String) -> Fut,
     Fut: std::future::Future<Output = HostReport> + Send + 'static,
 {
+    run_numbered_batches(run, batches, 0, batches.len(), stop, per_host).await
+}
+
+/// One batch of several (`index` 0-based of `total`), numbered in its events and its stop as a part of the whole:
+/// blue-green checks the green nodes between batches.
+pub(crate) async fn run_in_batches_from<F, Fut>(
+    run: &Arc<UpgradeRun>,
+    batch: &[String],
+    index: usize,
+    total: usize,
+    stop: &StopSignal,
+    per_host: F,
+) -> (Vec<HostReport>, Option<BatchStop>)
+where
+    F: Fn(Arc<UpgradeRun>, String) -> Fut,
+    Fut: std::future::Future<Output = HostReport> + Send + 'static,
+{
+    run_numbered_batches(run, &[batch.to_vec()], index, total, stop, per_host).await
+}
+
+async fn run_numbered_batches<F, Fut>(
+    run: &Arc<UpgradeRun>,
+    batches: &[Vec<String>],
+    offset: usize,
+    total: usize,
+    stop: &StopSignal,
+    per_host: F,
+) -> (Vec<HostReport>, Option<BatchStop>)
+where
+    F: Fn(Arc<UpgradeRun>, String) -> Fut,
+    Fut: std::future::Future<Output = HostReport> + Send + 'static,
+{
     let max_fail = run.plan.settings.max_fail_percentage.value;
-    let total = batches.len();
     let phase = Phase::Nodes;
     let finished: Arc<Mutex<HashMap<String, HostReport>>> = Arc::default();
     let result = run_batches(
         batches,
         stop,
         |index, failed, size| {
+            let index = index + offset;
             run.event(Event::BatchFinished { phase, index, failed, size });
             threshold_exceeded(failed, size, max_fail)
         },
         |index, hosts| {
+            let index = index + offset;
             run.batch_started(hosts);
             run.event(Event::BatchStarted { phase, index, total, hosts: hosts.to_vec() })
         },
@@ -103,5 +136,9 @@ where
             }
         }
     }
-    (reports, result.stopped)
+    let stopped = result.stopped.map(|s| match s {
+        BatchStop::Threshold { batch, failed, size } => BatchStop::Threshold { batch: batch + offset, failed, size },
+        other => other,
+    });
+    (reports, stopped)
 }

@@ -36,6 +36,7 @@ pub(crate) struct Preflight {
 }
 
 pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
+    check_node_names(run)?;
     let ttl = super::cluster_lock::ttl(run)?;
     check_reachable(run).await?;
     take_cluster_lock(run, ttl).await?;
@@ -92,6 +93,39 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
         report_pending_csrs(run, Phase::Preflight).await;
     }
     Ok(decided)
+}
+
+/// Every host's node name is a name Kubernetes can give a Node (a DNS-1123 subdomain: lower-case letters, digits,
+/// `-` and `.`, alphanumeric at both ends, at most 253 characters), else bad input (exit 2) before anything is touched.
+/// Such a name cannot reach a cluster command as anything but a name: a `;` or `$(...)` in `node_name` is refused
+/// here, and the built-in steps quote it as well (N18).
+fn check_node_names(run: &UpgradeRun) -> Result<()> {
+    let bad: Vec<String> = run
+        .plan
+        .hosts
+        .iter()
+        .filter(|h| !is_dns1123_subdomain(&run.node_name(h)))
+        .map(|h| format!("{h} ({:?})", run.node_name(h)))
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(Error::input(format!("node names that are not Kubernetes node names: {}", bad.join(", ")))
+        .in_file(&run.inventory.path)
+        .hint(
+            "a node name is lower-case letters, digits, `-` and `.` (a DNS-1123 subdomain); set node_name to the name \
+             `kubectl get nodes` shows; nothing was touched",
+        ))
+}
+
+pub(crate) fn is_dns1123_subdomain(name: &str) -> bool {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    name.len() <= 253 && name.split('.').all(label_ok)
 }
 
 /// The hosts this run upgrades (masters to upgrade, selected nodes not at the target), as inventory names.
@@ -803,9 +837,6 @@ fn skip_reason(installed: bool, earlier: bool, version: &TargetVersion, target: 
 /// What this run takes over from earlier ones, said to the operator now and in the summary.
 fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Preflight) -> Resume {
     let mut resume = Resume::default();
-    if run.history.runs == 0 {
-        return resume;
-    }
     let earlier = |phase: Phase, host: &str| run.history.host(phase, host);
     let skipped = decided
         .skipped
@@ -842,20 +873,16 @@ fn resume(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>, decided: &Pr
             _ => {}
         }
     }
-    // Every host of the inventory, not only those this run upgrades: a node can be left cordoned by an earlier run
-    // and be out of this run's plan (a narrower --limit or --label).
-    for ((phase, host), history) in &run.history.hosts {
-        // Cluster hooks run on the first master without cordoning it.
-        if phase.is_cluster_hook() {
-            continue;
-        }
-        let node = run.node_name(host);
-        let cordoned = cluster.get(&node).is_some_and(|n| n.unschedulable);
-        if cordoned && history.unfinished() && !history.was_cordoned && !resume.cordoned_by_earlier_run.contains(&node)
-        {
-            resume.cordoned_by_earlier_run.push(node);
-        }
-    }
+    // Every node of the cluster, not only those this run upgrades: a node can be left cordoned by an earlier run and
+    // be out of this run's plan (a narrower --limit or --label). Read from the Node's mark, not the journal, so a run
+    // from another state directory or controller is seen too.
+    let mut left: Vec<String> = cluster
+        .values()
+        .filter(|n| n.cordoned_by_run().is_some_and(|r| r != run.run_id()))
+        .map(|n| n.name.clone())
+        .collect();
+    left.sort();
+    resume.cordoned_by_earlier_run = left;
     if !resume.cordoned_by_earlier_run.is_empty() {
         run.notice(
             None,
@@ -913,6 +940,7 @@ mod tests {
                     kubelet_version: version.to_string(),
                     ready: true,
                     created: String::new(),
+                    annotations: BTreeMap::new(),
                 };
                 (name.to_string(), node)
             })
@@ -946,6 +974,17 @@ mod tests {
     }
 
     // Long because it is a table: one row per case, then one loop that checks them all.
+    #[test]
+    fn only_kubernetes_node_names_pass() {
+        for ok in ["n1", "node-1", "ip-10-0-0-1.eu-west-1.compute.internal", "10.0.0.1", "a"] {
+            assert!(is_dns1123_subdomain(ok), "{ok}");
+        }
+        let long = "a".repeat(254);
+        for bad in ["", "n02;touch${IFS}/tmp/x", "n1 n2", "$(id)", "N1", "-n1", "n1-", "a..b", "n1\n", long.as_str()] {
+            assert!(!is_dns1123_subdomain(bad), "{bad}");
+        }
+    }
+
     #[test]
     fn the_decision_table() {
         const OLD: &str = "v1.28.5";

@@ -41,8 +41,9 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
     let phase = role.phase();
     let started = Instant::now();
     let node = run.node_name(host);
-    let before = run.cluster_before.lock().ok().and_then(|c| c.get(&node).cloned());
-    let was_cordoned = before.as_ref().is_some_and(|n| n.unschedulable) && !cordoned_by_earlier_run(run, phase, host);
+    // Read from the Node's own marks, not from the journal: a killed run's cordon is marked, so `--fresh`, another
+    // state directory or another controller uncordon it as this run would (R7).
+    let was_cordoned = super::node_marks::cordoned_by_someone_else(run, host);
     if !run.host_started(phase, host, was_cordoned).await {
         // Nothing is done to a host the journal cannot account for.
         return run.host_completed(phase, host, HostOutcome::NotStarted { reason: run.stop_reason() }, started).await;
@@ -69,12 +70,6 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
         }
     };
     run.host_completed(phase, host, outcome, started).await
-}
-
-/// A node found cordoned that an earlier run of ours cordoned is not "cordoned before the run": it gets uncordoned.
-/// The journal knows: the earlier attempt did not finish, and the node was schedulable when it first started.
-fn cordoned_by_earlier_run(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
-    run.history.cordoned_by_earlier_run(phase, host)
 }
 
 /// Before each step: past the grace period of an interrupt, the host stops here, between steps.
@@ -178,7 +173,7 @@ async fn steps(
     attempt: &mut Attempt,
 ) -> Result<(), StepFailure> {
     let phase = role.phase();
-    let was = [("upgrade_node_was_cordoned", Value::Bool(was_cordoned))];
+    let uncordon = super::node_marks::uncordon_vars(run, host, was_cordoned);
 
     match role {
         Role::Master => hook(run, phase, host, HookPoint::MasterPre, Step::PreHook).await?,
@@ -186,8 +181,10 @@ async fn steps(
         // node an operator cordoned before the run, so the hook always runs at the same point of the sequence.
         Role::Node => hook(run, phase, host, HookPoint::NodePreCordon, Step::PreCordonHook).await?,
     }
+    // Also for a node cordoned by someone else: its cordon stays theirs, but it gets the disruption guards.
+    step(run, phase, host, Step::Cordon, "cordon.yml", &super::node_marks::cordon_vars(run, host, was_cordoned, true))
+        .await?;
     if !was_cordoned {
-        step(run, phase, host, Step::Cordon, "cordon.yml", &[]).await?;
         attempt.cordoned = true;
     }
     if role == Role::Node {
@@ -248,7 +245,7 @@ async fn steps(
             hook(run, phase, host, HookPoint::NodeMid, Step::MidHook).await?;
         }
     }
-    step(run, phase, host, Step::Uncordon, "uncordon.yml", &was).await?;
+    step(run, phase, host, Step::Uncordon, "uncordon.yml", &uncordon).await?;
     attempt.cordoned = was_cordoned;
     let post = match role {
         Role::Master => HookPoint::MasterPost,
@@ -445,7 +442,7 @@ async fn uncordon_after_interrupt(run: &UpgradeRun, host: &str, role: Role, was_
     if !attempt.cordoned || was_cordoned || attempt.upgraded {
         return;
     }
-    let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
+    let was = super::node_marks::uncordon_vars(run, host, false);
     match run.run_step(role.phase(), host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
         Ok(_) => {
             attempt.cordoned = false;
@@ -502,7 +499,7 @@ async fn after_drain_failure(
         return failure;
     }
     let phase = role.phase();
-    let was = [("upgrade_node_was_cordoned", Value::Bool(false))];
+    let was = super::node_marks::uncordon_vars(run, host, false);
     match run.run_step(phase, host, Step::Uncordon, &run.playbook("uncordon.yml"), &was, None).await {
         Ok(_) => {
             attempt.cordoned = false;

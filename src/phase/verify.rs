@@ -190,7 +190,9 @@ pub(crate) fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterN
     let nodes = cluster
         .values()
         .filter(|n| n.unschedulable)
-        .map(|n| (n.name.clone(), before.get(&n.name).is_some_and(|b| b.unschedulable)));
+        // "Before the run" from the Node's mark as preflight read it: a cordon a killed run left is marked, and is not
+        // said to be the operator's (R7).
+        .map(|n| (n.name.clone(), before.get(&n.name).is_some_and(|b| b.cordoned_by_someone_else())));
     cordoned_nodes(run, nodes)
 }
 

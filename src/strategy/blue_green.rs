@@ -15,7 +15,7 @@ use crate::cluster::ClusterNode;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::phase::batches::{BatchStop, StopSignal};
-use crate::phase::nodes::run_in_batches;
+use crate::phase::nodes::run_in_batches_from;
 use crate::phase::run::{StepFailure, UpgradeRun};
 use crate::phase::sequence::{drain, hook, safe_point};
 use crate::settings::HookPoint;
@@ -72,6 +72,40 @@ pub(crate) fn check_green(run: &UpgradeRun, cluster: &HashMap<String, ClusterNod
             "join the new nodes of group `{}` to the cluster at {} and wait until they are Ready; nothing was changed",
             bg.green_group, run.target
         ),
+    ))
+}
+
+/// Before the switch-over and before each batch of blue nodes: the green nodes as the cluster reports them now, at
+/// least `upgrade_green_min_ready` (default: all) of them Ready, and schedulable once the switch-over made them so.
+/// A green node that went NotReady after preflight must not receive the blue nodes' pods (N2). `Err` says why not.
+async fn green_can_take_the_load(run: &UpgradeRun, switched: bool) -> std::result::Result<(), String> {
+    let bg = &run.plan.strategy.blue_green;
+    if bg.green.is_empty() {
+        // Surge hooks add the replacements: nothing to count here.
+        return Ok(());
+    }
+    let cluster = crate::phase::preflight::read_cluster(run, Phase::Nodes)
+        .await
+        .map_err(|e| format!("the green nodes could not be read: {}", e.message))?;
+    let mut ok = 0;
+    let mut problems = Vec::new();
+    for host in &bg.green {
+        let node = run.node_name(host);
+        match cluster.iter().find(|n| n.name == node) {
+            None => problems.push(format!("{node} is not a node of the cluster")),
+            Some(n) if !n.ready => problems.push(format!("{node} is not Ready")),
+            Some(n) if switched && n.unschedulable => problems.push(format!("{node} is unschedulable")),
+            Some(_) => ok += 1,
+        }
+    }
+    let needed = bg.green_min_ready.unwrap_or(bg.green.len());
+    if ok >= needed {
+        return Ok(());
+    }
+    Err(format!(
+        "only {ok} of {} green node(s) can take the load, {needed} needed (upgrade_green_min_ready): {}",
+        bg.green.len(),
+        problems.join("; ")
     ))
 }
 
@@ -132,27 +166,38 @@ pub(crate) async fn run(
     }
     let blue_label = [("upgrade_node_label", label_pair(run, "blue"))];
     let green_label = [("upgrade_node_label", label_pair(run, "green"))];
-    let schedulable = [("upgrade_node_was_cordoned", Value::Bool(false))];
+    // Nothing is switched over onto green nodes that cannot take the load (a green node may have gone NotReady
+    // while the masters were upgraded, after preflight checked it).
+    if let Err(why) = green_can_take_the_load(run, false).await {
+        return not_started(run, reports, &blue, &why, StopReason::GreenNotReady { batch: 0, reason: why.clone() })
+            .await;
+    }
     let switched = async {
         each(run, &blue, Step::Label, "label.yml", &blue_label).await?;
         each(run, &bg.green, Step::Label, "label.yml", &green_label).await?;
-        each(run, &bg.green, Step::Uncordon, "uncordon.yml", &schedulable).await?;
+        for host in &bg.green {
+            let schedulable = crate::phase::node_marks::uncordon_vars(run, host, false);
+            each(run, std::slice::from_ref(host), Step::Uncordon, "uncordon.yml", &schedulable).await?;
+        }
         // Each blue node's pre-cordon hook runs before the blue nodes are cordoned together, while they take work.
         for host in &blue {
             hook(run, Phase::Nodes, host, HookPoint::NodePreCordon, Step::PreCordonHook)
                 .await
                 .map_err(|f| (host.clone(), f))?;
         }
-        each(run, &blue, Step::Cordon, "cordon.yml", &[]).await
+        // Each cordon is marked on its Node (a re-run and a rollback tell it from an operator's own); a blue node
+        // cordoned by someone else keeps that cordon unmarked.
+        for host in &blue {
+            let vars = crate::phase::node_marks::cordon_vars(run, host, was_cordoned(run, host), true);
+            each(run, std::slice::from_ref(host), Step::Cordon, "cordon.yml", &vars).await?;
+        }
+        Ok(())
     }
     .await;
     if let Err((host, failure)) = switched {
         let why = format!("blue-green switch-over failed on {host} at {}: {}", failure.step, failure.reason);
-        for h in &blue {
-            let outcome = HostOutcome::NotStarted { reason: why.clone() };
-            reports.push(run.host_completed(Phase::Nodes, h, outcome, Instant::now()).await);
-        }
-        return (reports, Some(StopReason::SwitchOver { host, step: failure.step, reason: failure.reason }));
+        let stop = StopReason::SwitchOver { host, step: failure.step, reason: failure.reason };
+        return not_started(run, reports, &blue, &why, stop).await;
     }
     run.notice(
         None,
@@ -169,16 +214,62 @@ pub(crate) async fn run(
         .filter(|b| !b.is_empty())
         .collect();
     let max_fail = run.plan.settings.max_fail_percentage.value;
-    let (evacuated, stopped) =
-        run_in_batches(run, &batches, stop, |run, host| async move { evacuate(&run, &host).await }).await;
-    reports.extend(evacuated);
-    let stopped = stopped.map(|stop| match stop {
-        BatchStop::Threshold { batch, failed, size } => {
-            StopReason::Threshold { batch, failed, size, max_fail: max_fail.to_string(), blue: true }
+    // One batch at a time, the green nodes read again before each (N2): the first batch was checked just above.
+    let mut stopped = None;
+    for (index, batch) in batches.iter().enumerate() {
+        if stopped.is_some() {
+            let why = "not started: the blue-green evacuation stopped before this batch".to_string();
+            for h in batch {
+                let outcome = HostOutcome::NotStarted { reason: why.clone() };
+                reports.push(run.host_completed(Phase::Nodes, h, outcome, Instant::now()).await);
+            }
+            continue;
         }
-        BatchStop::Interrupted => StopReason::HaltedBatches { halt: run.halt(), blue: true },
-    });
+        if index > 0 && !stop.is_stopping() {
+            if let Err(why) = green_can_take_the_load(run, true).await {
+                run.notice(None, format!("blue-green: batch {} not started: {why}", index + 1));
+                stopped = Some(StopReason::GreenNotReady { batch: index + 1, reason: why.clone() });
+                for h in batch {
+                    let outcome = HostOutcome::NotStarted { reason: why.clone() };
+                    reports.push(run.host_completed(Phase::Nodes, h, outcome, Instant::now()).await);
+                }
+                continue;
+            }
+        }
+        let (evacuated, batch_stop) =
+            run_in_batches_from(run, batch, index, batches.len(), stop, |run, host| async move {
+                evacuate(&run, &host).await
+            })
+            .await;
+        reports.extend(evacuated);
+        stopped = batch_stop.map(|stop| match stop {
+            BatchStop::Threshold { batch, failed, size } => {
+                StopReason::Threshold { batch, failed, size, max_fail: max_fail.to_string(), blue: true }
+            }
+            BatchStop::Interrupted => StopReason::HaltedBatches { halt: run.halt(), blue: true },
+        });
+    }
     (reports, stopped)
+}
+
+/// The blue nodes not started, with why, and the phase's stop.
+async fn not_started(
+    run: &UpgradeRun,
+    mut reports: Vec<HostReport>,
+    blue: &[String],
+    why: &str,
+    stop: StopReason,
+) -> (Vec<HostReport>, Option<StopReason>) {
+    for h in blue {
+        let outcome = HostOutcome::NotStarted { reason: why.to_string() };
+        reports.push(run.host_completed(Phase::Nodes, h, outcome, Instant::now()).await);
+    }
+    (reports, Some(stop))
+}
+
+/// Cordoned before the blue-green run, by someone else: unschedulable and not marked by an upgrade run.
+fn was_cordoned(run: &UpgradeRun, host: &str) -> bool {
+    crate::phase::node_marks::cordoned_by_someone_else(run, host)
 }
 
 /// One blue node: surge-add hook, pre-drain hook, drain, pre hook, delete (when asked), surge-remove hook, post hook.
@@ -186,12 +277,14 @@ pub(crate) async fn run(
 async fn evacuate(run: &UpgradeRun, host: &str) -> HostReport {
     let started = Instant::now();
     let node = run.node_name(host);
-    // Recorded so that a rollback leaves an operator's own cordon alone.
-    let was_cordoned =
-        run.cluster_before.lock().ok().and_then(|c| c.get(&node).map(|n| n.unschedulable)).unwrap_or(false);
+    // From the Node's mark as preflight read it (a rollback reads the marks again; the journal only records it).
+    let was_cordoned = was_cordoned(run, host);
     run.host_started(Phase::Nodes, host, was_cordoned).await;
     let outcome = match evacuate_steps(run, host, &node).await {
         Ok(deleted) => {
+            if !deleted {
+                give_back_guards(run, host).await;
+            }
             let what = if deleted { "evacuated and its node object deleted" } else { "evacuated, left unschedulable" };
             run.notice(Some(host), format!("blue node {node} {what}"));
             HostOutcome::Upgraded { left_cordoned: false }
@@ -205,6 +298,16 @@ async fn evacuate(run: &UpgradeRun, host: &str) -> HostReport {
         }
     };
     run.host_completed(Phase::Nodes, host, outcome, started).await
+}
+
+/// An evacuated blue node is done: the disruption guards this run set on it are removed (its cordon and the cordon's
+/// mark stay: blue stays unschedulable until a rollback). Quietly: it is the end of the evacuation, not a step of it.
+async fn give_back_guards(run: &UpgradeRun, host: &str) {
+    let vars = crate::phase::node_marks::uncordon_vars(run, host, true);
+    let file = run.playbook("uncordon.yml");
+    if let Err(f) = run.run_step_quietly(host, Step::Uncordon, &file, &vars).await {
+        run.notice(Some(host), format!("could not remove the disruption guards of the run: {}", f.reason));
+    }
 }
 
 async fn evacuate_steps(run: &UpgradeRun, host: &str, node: &str) -> std::result::Result<bool, StepFailure> {
@@ -271,7 +374,14 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
     });
     let cluster: HashMap<String, ClusterNode> = match crate::phase::preflight::read_cluster(run, Phase::Preflight).await
     {
-        Ok(nodes) => nodes.into_iter().map(|n| (n.name.clone(), n)).collect(),
+        Ok(nodes) => {
+            let cluster: HashMap<String, ClusterNode> = nodes.into_iter().map(|n| (n.name.clone(), n)).collect();
+            // The marks of the nodes as they are now decide what the rollback gives back (node_marks.rs).
+            if let Ok(mut before) = run.cluster_before.lock() {
+                *before = Arc::new(cluster.clone());
+            }
+            cluster
+        }
         Err(e) => {
             summary.stopped = Some(StopReason::ClusterUnreadable { message: e.message.clone(), exit_code: e.code() });
             return (summary, Some(e));
@@ -282,18 +392,25 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
         .iter()
         .map(|h| (h, Step::Uncordon, "uncordon.yml"))
         .chain(bg.green.iter().map(|h| (h, Step::Cordon, "cordon.yml")));
-    let schedulable = [("upgrade_node_was_cordoned", Value::Bool(false))];
     for (host, step, file) in moves {
         let started = Instant::now();
         let node = run.node_name(host);
-        let cordoned_before = step == Step::Uncordon && run.history.was_cordoned(Phase::Nodes, host);
+        // From the Node, not the journal: a blue node a killed run cordoned carries that run's mark and is given back
+        // (N3); one without a mark was cordoned by someone else before the blue-green run.
+        let cordoned_before =
+            step == Step::Uncordon && cluster.get(&node).is_some_and(|n| n.cordoned_by_someone_else());
         let outcome = if !cluster.contains_key(&node) {
             HostOutcome::Skipped { reason: format!("node {node} is not in the cluster (deleted?): it must rejoin") }
         } else if cordoned_before {
             HostOutcome::Skipped { reason: format!("node {node} was cordoned before the blue-green run: left so") }
         } else {
-            let more: &[(&str, Value)] = if step == Step::Uncordon { &schedulable } else { &[] };
-            match run.run_step(Phase::Nodes, host, step, &run.playbook(file), more, None).await {
+            // Green is cordoned with the run's mark and no disruption guard: nothing works on it afterwards.
+            let more = if step == Step::Uncordon {
+                crate::phase::node_marks::uncordon_vars(run, host, false)
+            } else {
+                crate::phase::node_marks::cordon_vars(run, host, false, false)
+            };
+            match run.run_step(Phase::Nodes, host, step, &run.playbook(file), &more, None).await {
                 Ok(_) => HostOutcome::Upgraded { left_cordoned: false },
                 Err(f) => {
                     HostOutcome::Failed { step, reason: f.reason, unreachable: f.unreachable, left_cordoned: false }

@@ -76,6 +76,9 @@ pub struct BlueGreen {
     pub delete_nodes: bool,
     /// The surge hooks of each node that has any.
     pub surge: IndexMap<String, SurgeHooks>,
+    /// `upgrade_green_min_ready`: how many green nodes must be Ready and schedulable before each batch of blue
+    /// nodes is evacuated (`None`: all of them).
+    pub green_min_ready: Option<usize>,
 }
 
 pub(super) const ADD_HOOK: &str = "upgrade_node_surge_add_hook";
@@ -131,7 +134,22 @@ impl BlueGreen {
             }
         }
         let green = inventory.group_hosts(&green_group).unwrap_or_default();
-        Ok(BlueGreen { strategy, green_group, green, label, delete_nodes, surge })
+        let min_ready = read("upgrade_green_min_ready", "")?;
+        let green_min_ready = if min_ready.is_empty() || min_ready == "all" {
+            None
+        } else {
+            // A count the green group cannot reach would stop every run before its first batch: said now (exit 2).
+            let n = min_ready.parse::<usize>().ok().filter(|n| *n >= 1 && (green.is_empty() || *n <= green.len()));
+            Some(n.ok_or_else(|| {
+                Error::input(format!(
+                    "upgrade_green_min_ready `{min_ready}` is not a count of green nodes between 1 and {}",
+                    green.len().max(1)
+                ))
+                .in_file(&inventory.path)
+                .hint("write a whole number of green nodes, or `all` (the default)")
+            })?)
+        };
+        Ok(BlueGreen { strategy, green_group, green, label, delete_nodes, surge, green_min_ready })
     }
 
     /// Checks what the plan can check offline: something to take the load of the blue nodes.
@@ -182,6 +200,7 @@ impl BlueGreen {
             "green": self.green,
             "label": self.label,
             "delete_nodes": self.delete_nodes,
+            "green_min_ready": self.green_min_ready,
             "surge_hooks": surge,
         })
     }

@@ -208,6 +208,19 @@ impl FakeCluster {
         self.node_file(node, "upgrades").parse().unwrap_or(0)
     }
 
+    /// The node's annotations (`annotate node`), by key.
+    pub fn annotations(&self, node: &str) -> std::collections::BTreeMap<String, String> {
+        let dir = self.state.join("nodes").join(node).join("annotations");
+        let Ok(entries) = std::fs::read_dir(dir) else { return Default::default() };
+        entries
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                let key = e.file_name().to_string_lossy().replace('%', "/");
+                (key, std::fs::read_to_string(e.path()).unwrap_or_default())
+            })
+            .collect()
+    }
+
     /// Every call so far, in order.
     pub fn calls(&self) -> Vec<Call> {
         let log = std::fs::read_to_string(self.state.join("calls.log")).unwrap_or_default();
