@@ -149,3 +149,26 @@ fn a_live_plan_whose_pod_list_cannot_be_read_is_blocked_and_names_from_the_clust
     let run = run.stdout_has("its drain would meet: pod default/evilpod has no controller");
     assert!(!run.stdout.contains('\u{1b}'), "no escape reaches stdout\n{run}");
 }
+
+#[test]
+fn a_master_whose_own_api_server_is_not_ready_stops_the_run_though_the_load_balancer_answers_ok() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]).var("upgrade_control_plane_ready_timeout: 2");
+    // m2's API server crash-loops; the first master's kubeconfig (the load balancer) answers ok all along.
+    cluster.fake.set_cue("m2", "apiserver_unhealthy", "");
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run = run
+        .stdout_has("[m2] FAILED at control-plane-health")
+        .stdout_has("its own API server (https://m2:6443) did not answer ok");
+    assert_eq!(cluster.fake.version("m3"), "v1.28.5", "the next master was not started\n{run}");
+    assert_eq!(cluster.fake.upgrades("m3"), 0);
+    assert!(cluster.fake.calls().iter().all(|c| c.node != "m3" || c.action != "drain"), "m3 untouched");
+    // The probes went to each master's own API server, m1's and m2's, on the master itself.
+    let probed: Vec<String> =
+        cluster.fake.calls().into_iter().filter(|c| c.action == "readyz" && c.node != "-").map(|c| c.node).collect();
+    assert!(probed.contains(&"m1".to_string()) && probed.contains(&"m2".to_string()), "{probed:?}");
+    // The scenario: the first master's kubeconfig answers ok all the while; only m2's own API server does not.
+    let shared = cluster.fake.run("kubectl", &["get", "--raw", "/readyz"]);
+    assert_eq!((shared.status.success(), String::from_utf8_lossy(&shared.stdout).to_string()), (true, "ok".into()));
+    let own = cluster.fake.run("kubectl", &["--server=https://m2:6443", "get", "--raw", "/readyz"]);
+    assert!(!own.status.success(), "m2's own API server fails /readyz");
+}
