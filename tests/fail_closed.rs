@@ -172,3 +172,33 @@ fn a_master_whose_own_api_server_is_not_ready_stops_the_run_though_the_load_bala
     let own = cluster.fake.run("kubectl", &["--server=https://m2:6443", "get", "--raw", "/readyz"]);
     assert!(!own.status.success(), "m2's own API server fails /readyz");
 }
+
+#[test]
+fn a_resumed_masters_re_read_of_the_cluster_is_labelled_with_the_control_plane_phase() {
+    let cluster = TestCluster::new(&[("n1", "region=a")]);
+    let delay = cluster.fake.state_dir().join("delay");
+    std::fs::write(&delay, "3\n").expect("slow upgrades");
+    // kill -9 while m1's upgrade command runs; the orphaned command finishes on its own.
+    let mut first = cluster.scenario(&[]).spawn();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cluster.fake.calls().iter().any(|c| c.node == "m1" && c.action.starts_with("kubeadm-apply")) {
+        assert!(std::time::Instant::now() < deadline, "m1's upgrade never started: {:?}", cluster.fake.calls());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    first.kill().expect("kill -9");
+    let _ = first.wait();
+    std::fs::remove_file(&delay).expect("fast again");
+    // The orphaned `kubeadm upgrade apply` ends within its 3 s; the re-run then finds the step cut short and reads
+    // the cluster to see whether m1 got there.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let run = cluster.upgrade(&["--output", "json"]).expect_code(0);
+    let reads: Vec<String> = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "step-started" && e["step"] == "read-cluster" && e["phase"] != "preflight")
+        .filter_map(|e| e["phase"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(reads.first().map(String::as_str), Some("control-plane"), "m1's re-read is the control plane's\n{run}");
+    assert!(!reads.contains(&"nodes".to_string()), "{reads:?}\n{run}");
+}
