@@ -202,3 +202,27 @@ fn a_resumed_masters_re_read_of_the_cluster_is_labelled_with_the_control_plane_p
     assert_eq!(reads.first().map(String::as_str), Some("control-plane"), "m1's re-read is the control plane's\n{run}");
     assert!(!reads.contains(&"nodes".to_string()), "{reads:?}\n{run}");
 }
+
+#[test]
+fn an_update_path_whose_later_hop_skips_a_minor_or_goes_back_is_refused_before_the_first_hop() {
+    for (versions, says) in [
+        (r#"[{"version": "1.28.5"}, {"version": "1.29.1"}, {"version": "1.31.0"}]"#, "skips a minor version"),
+        (
+            r#"[{"version": "1.28.5"}, {"version": "1.29.9"}, {"version": "1.29.1"}, {"version": "1.31.0"}]"#,
+            "goes back",
+        ),
+    ] {
+        let cluster = TestCluster::new(&[("n1", "region=a")]).var("upgrade_update_graph: graph.json");
+        let count = serde_json::from_str::<Vec<serde_json::Value>>(versions).expect("versions").len();
+        let edges: Vec<String> = (1..count).map(|i| format!("[{}, {i}]", i - 1)).collect();
+        cluster.write("graph.json", &format!(r#"{{"nodes": {versions}, "edges": [{}]}}"#, edges.join(", ")));
+        let run = cluster.upgrade(&["--target-version", "v1.31.0"]).expect_code(2).stderr_has(says);
+        let run = run.stderr_has("of the update path to v1.31.0");
+        let writes: Vec<String> =
+            cluster.fake.calls().into_iter().map(|c| c.action).filter(|a| !a.starts_with("get")).collect();
+        assert!(writes.iter().all(|a| a.ends_with("configmap")), "nothing but the lock was touched: {writes:?}\n{run}");
+        for host in MASTERS.into_iter().chain(["n1"]) {
+            assert_eq!(cluster.fake.upgrades(host), 0, "{host} untouched\n{run}");
+        }
+    }
+}
