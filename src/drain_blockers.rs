@@ -59,8 +59,13 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
         serde_json::from_str(pods_json).map_err(|e| format!("the cluster's pod list is not a Kubernetes list: {e}"))?;
     let pdbs: Value = serde_json::from_str(pdbs_json)
         .map_err(|e| format!("the cluster's PodDisruptionBudget list is not a Kubernetes list: {e}"))?;
+    // A list we cannot read is never "nothing blocks": `items` must be a list of objects.
+    let pods = items(&pods).map_err(|e| format!("the cluster's pod list is not a Kubernetes list: {e}"))?;
+    let pdbs =
+        items(&pdbs).map_err(|e| format!("the cluster's PodDisruptionBudget list is not a Kubernetes list: {e}"))?;
     let text = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_str).unwrap_or_default().to_string();
-    let budgets: Vec<Budget> = items(&pdbs)
+    let budgets: Vec<Budget> = pdbs
+        .iter()
         .filter(|pdb| pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64) == Some(0))
         .map(|pdb| {
             let match_labels: BTreeMap<String, String> = pdb
@@ -81,7 +86,7 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
         .collect();
 
     let mut found: BTreeMap<String, Vec<DrainBlocker>> = BTreeMap::new();
-    for pod in items(&pods) {
+    for pod in pods {
         let node = text(pod, "/spec/nodeName");
         let phase = text(pod, "/status/phase");
         if node.is_empty() || phase == "Succeeded" || phase == "Failed" {
@@ -123,8 +128,28 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
     Ok(found)
 }
 
-fn items(list: &Value) -> impl Iterator<Item = &Value> {
-    list.get("items").and_then(Value::as_array).map(|a| a.iter()).into_iter().flatten()
+/// The `items` of a Kubernetes list: a list of objects. `null` is an empty list (how Go writes a nil slice).
+fn items(list: &Value) -> Result<&[Value], String> {
+    const NONE: &[Value] = &[];
+    match list.get("items") {
+        Some(Value::Array(items)) => match items.iter().find(|i| !i.is_object()) {
+            Some(item) => Err(format!("an item is not an object: {}", shortened(item))),
+            None => Ok(items),
+        },
+        Some(Value::Null) => Ok(NONE),
+        Some(other) => Err(format!("`items` is not a list: {}", shortened(other))),
+        None if list.is_object() => Err("it has no `items`".into()),
+        None => Err(format!("not an object: {}", shortened(list))),
+    }
+}
+
+/// A JSON value as a short text for a message.
+fn shortened(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(80) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text,
+    }
 }
 
 #[cfg(test)]
@@ -162,5 +187,18 @@ mod tests {
             ]
         );
         assert!(find("Error from server", pdbs).is_err());
+    }
+
+    #[test]
+    fn a_list_whose_items_are_not_a_list_of_objects_is_an_error_not_nothing_to_block() {
+        let good = r#"{"kind":"List","items":[]}"#;
+        assert_eq!(find(good, good), Ok(BTreeMap::new()));
+        assert_eq!(find(r#"{"kind":"List","items":null}"#, good), Ok(BTreeMap::new()), "Go's nil slice");
+        for bad in [r#"{"kind":"List","items":{"a":5}}"#, r#"{"kind":"List"}"#, r#"{"items":[5]}"#, "[]", "5"] {
+            let pods = find(bad, good).expect_err(bad);
+            assert!(pods.starts_with("the cluster's pod list is not a Kubernetes list"), "{bad}: {pods}");
+            let pdbs = find(good, bad).expect_err(bad);
+            assert!(pdbs.starts_with("the cluster's PodDisruptionBudget list"), "{bad}: {pdbs}");
+        }
     }
 }

@@ -119,6 +119,8 @@ struct Stages<'a> {
     engine: EngineOptions,
     connect: ConnectOptions,
     reporter: Arc<TextReporter>,
+    /// The values of `upgrade_secret_vars` (and the become password), masked in what `-v` prints as the upgrade does.
+    redactor: Arc<crate::redact::Redactor>,
 }
 
 impl Stages<'_> {
@@ -136,7 +138,8 @@ impl Stages<'_> {
             set(name, value.clone());
         }
         let options = EngineOptions { assume_yes: true, ..self.engine.clone() };
-        let sink: SharedSink = self.reporter.clone();
+        let sink: SharedSink =
+            Arc::new(crate::redact::sink::Redacting { redactor: self.redactor.clone(), inner: self.reporter.clone() });
         let outcomes = self.runtime.block_on(run_tasks(
             self.inventory,
             &vars,
@@ -283,7 +286,8 @@ pub(crate) fn restore(request: &RestoreRequest, inventory: Inventory, extra: Var
     ] {
         vars.insert(name.into(), Var { value, origin: Origin::ExtraVars("restore".into()) });
     }
-    let stages = Stages { runtime: &runtime, inventory: &inventory, vars, tasks, engine, connect, reporter };
+    let redactor = Arc::new(crate::redact::Redactor::from_hosts(&crate::inventory::host_vars_json(&inventory, &extra)));
+    let stages = Stages { runtime: &runtime, inventory: &inventory, vars, tasks, engine, connect, reporter, redactor };
     let code = carry_out(&stages, &plan, &timestamp);
     stages.reporter.print_recap();
     Ok(code)

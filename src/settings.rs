@@ -1097,6 +1097,25 @@ pub fn check_openshift_image_tag(
 pub struct CertificateExpiry {
     pub warning_days: Setting<u64>,
     pub fail_on_warn: Setting<bool>,
+    /// `upgrade_certificate_expiry_unreadable`: what a certificate whose end date cannot be read does.
+    pub unreadable: Setting<UnreadableExpiry>,
+}
+
+/// What preflight does with a certificate whose end date it cannot read: fail (the default: a date that cannot be
+/// read is not a date far away) or warn and go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnreadableExpiry {
+    Fail,
+    Warn,
+}
+
+impl fmt::Display for UnreadableExpiry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            UnreadableExpiry::Fail => "fail",
+            UnreadableExpiry::Warn => "warn",
+        })
+    }
 }
 
 /// `upgrade_certificate_expiry_warning_days` (alias `openshift_certificate_expiry_warning_days`) and
@@ -1142,7 +1161,22 @@ pub fn resolve_certificate_expiry(
         },
     )?
     .unwrap_or_else(|| Setting::default(true));
-    Ok(CertificateExpiry { warning_days, fail_on_warn })
+    let fail_or_warn = |text: &str| match unquote(text.trim()) {
+        "fail" => Ok(UnreadableExpiry::Fail),
+        "warn" => Ok(UnreadableExpiry::Warn),
+        other => Err(Error::input(format!("`{other}` is neither fail nor warn")).hint("write fail or warn")),
+    };
+    let unreadable = run_wide(
+        "upgrade_certificate_expiry_unreadable",
+        None,
+        ("upgrade_certificate_expiry_unreadable", "upgrade_certificate_expiry_unreadable"),
+        all_hosts,
+        extra,
+        fail_or_warn,
+        |v| fail_or_warn(&scalar_text(v)),
+    )?
+    .unwrap_or_else(|| Setting::default(UnreadableExpiry::Fail));
+    Ok(CertificateExpiry { warning_days, fail_on_warn, unreadable })
 }
 
 /// How a setting's value reads in a message.
@@ -1159,7 +1193,17 @@ macro_rules! shown_by_display {
         }
     )*};
 }
-shown_by_display!(Serial, MaxFailPercentage, DrainTimeout, Forks, LabelSelector, TargetVersion, u64, bool);
+shown_by_display!(
+    Serial,
+    MaxFailPercentage,
+    DrainTimeout,
+    Forks,
+    LabelSelector,
+    TargetVersion,
+    UnreadableExpiry,
+    u64,
+    bool
+);
 
 impl<T: fmt::Display> Shown for Option<T> {
     fn shown(&self) -> String {

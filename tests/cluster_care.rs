@@ -372,3 +372,20 @@ fn restore_refuses_while_an_upgrade_holds_the_state_directory_and_touches_nothin
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "changed since\n", "nothing was restored");
     drop(refused);
 }
+
+#[test]
+fn restore_with_v_masks_the_listed_secrets_as_the_upgrade_does() {
+    // N13: a token inside upgrade_kubectl, listed in upgrade_secret_vars.
+    let cluster = with_manifest_backed_up(TestCluster::new(&[("n1", "region=a")]))
+        .var("api_token: tok-SECRET-123456")
+        .var("upgrade_secret_vars: [api_token]");
+    std::fs::create_dir_all(manifest(&cluster).parent().unwrap()).unwrap();
+    std::fs::write(manifest(&cluster), "image: kube-apiserver:v1.28.5\n").unwrap();
+    let kubectl = format!("env KUBE_TOKEN={{{{ api_token }}}} {}", cluster.fake.kubectl_command());
+    let extra = serde_json::json!({ "upgrade_kubectl": kubectl }).to_string();
+    let run = cluster.upgrade(&["--phase", "control-plane", "-e", &extra, "-vvv"]).expect_code(0);
+    assert!(!run.stdout.contains("tok-SECRET") && !run.stderr.contains("tok-SECRET"), "{run}");
+    let run = restore(&cluster, &["--limit", "m1", "--yes", "-v", "-e", &extra]).expect_code(0);
+    assert!(run.stdout.contains("KUBE_TOKEN=********"), "the fact is printed, masked\n{run}");
+    assert!(!run.stdout.contains("tok-SECRET") && !run.stderr.contains("tok-SECRET"), "{run}");
+}

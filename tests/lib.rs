@@ -8,6 +8,7 @@ mod cluster_care;
 mod cluster_lock;
 mod cordons;
 mod etcd_backup;
+mod fail_closed;
 mod fake_cluster;
 mod flavors;
 mod forks;

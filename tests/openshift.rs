@@ -192,6 +192,7 @@ fn hosts_that_have_the_target_installed_are_skipped_though_every_kubelet_reports
             "master-restart-controllers",
             "daemon-reload",
             "restart",
+            "healthz", // the health gate asks m1's own API server (--server), not only the first master's kubeconfig
             "uncordon",
             "annotate"
         ]

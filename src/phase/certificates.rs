@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::run::UpgradeRun;
 use crate::error::{Error, Result};
+use crate::redact::escapes::strip_terminal_escapes;
 use crate::vocabulary::Phase;
 use crate::vocabulary::Step;
 
@@ -31,6 +32,48 @@ impl CertificateDate {
     }
 }
 
+/// A certificate whose end date could not be read: the host, the file (or kubeadm's row) and the text as it was
+/// printed (without terminal escapes), for the message that names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unreadable {
+    pub host: String,
+    pub file: String,
+    pub text: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}: could not read {:?}", self.host, self.file, self.text)
+    }
+}
+
+/// What one host's run of `certificate_expiry.yml` says: the end dates read, and what could not be read. A fact
+/// that is there (the task ran) but says nothing readable counts as unreadable: a check that cannot read what it
+/// checks fails.
+pub(crate) fn read_facts(
+    host: &str,
+    facts: &crate::tasks::host_vars::HostFacts,
+) -> (Vec<CertificateDate>, Vec<Unreadable>) {
+    let stdout = |fact: &str| {
+        let result = facts.get(fact)?;
+        // A task skipped by its `when` (a host that is not a kubeadm master) has nothing to read, on purpose.
+        if result.get("skipped").and_then(Value::as_bool) == Some(true) {
+            return None;
+        }
+        Some(result.get("stdout").and_then(Value::as_str).unwrap_or_default().to_string())
+    };
+    let (mut dates, mut bad) = match stdout("upgrade_certificate_files") {
+        Some(out) => parse_openssl_listing(host, &out),
+        None => (Vec::new(), Vec::new()),
+    };
+    if let Some(out) = stdout("upgrade_kubeadm_certificates") {
+        let (found, unread) = parse_kubeadm_check_expiration(host, &out);
+        dates.extend(found);
+        bad.extend(unread);
+    }
+    (dates, bad)
+}
+
 pub(crate) async fn check(run: &UpgradeRun) -> Result<()> {
     let hosts = run.plan.hosts.clone();
     let file = run.playbook("certificate_expiry.yml");
@@ -48,23 +91,41 @@ pub(crate) async fn check(run: &UpgradeRun) -> Result<()> {
                  (upgrade_certificate_expiry_*_files)",
             )
         })?;
-        let stdout = |fact: &str| {
-            facts.get(fact).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
-        };
-        let (found, bad) = parse_openssl_listing(&host, &stdout("upgrade_certificate_files"));
+        let (found, bad) = read_facts(&host, &facts);
         dates.extend(found);
         unreadable.extend(bad);
-        dates.extend(parse_kubeadm_check_expiration(&host, &stdout("upgrade_kubeadm_certificates")));
-    }
-    for (host, line) in &unreadable {
-        run.notice(Some(host), format!("certificate not read: {line}"));
     }
     let expiry = &run.plan.certificate_expiry;
+    let warn_unreadable = expiry.unreadable.value == crate::settings::UnreadableExpiry::Warn;
+    if warn_unreadable {
+        for u in &unreadable {
+            run.notice(
+                Some(&u.host),
+                format!("certificate expiry not read (upgrade_certificate_expiry_unreadable: warn): {u}"),
+            );
+        }
+    }
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     let window = expiry.warning_days.value as i64 * 86_400;
     let mut expiring: Vec<&CertificateDate> = dates.iter().filter(|c| c.not_after - now < window).collect();
     expiring.sort_by_key(|c| c.not_after);
+    let not_read = (!warn_unreadable && !unreadable.is_empty()).then(|| {
+        let listed: Vec<String> = unreadable.iter().map(ToString::to_string).collect();
+        format!(
+            "the expiry of {} certificate(s) could not be read ({}):\n  {}",
+            unreadable.len(),
+            expiry.unreadable.describe_origin(),
+            listed.join("\n  ")
+        )
+    });
     if expiring.is_empty() {
+        if let Some(message) = not_read {
+            return Err(Error::hosts_failed(message).hint(
+                "a date that cannot be read is not a date that is far away: check upgrade_openssl / upgrade_kubeadm \
+                 on the host, or set upgrade_certificate_expiry_unreadable: warn to upgrade anyway; nothing was \
+                 changed",
+            ));
+        }
         if !dates.is_empty() {
             run.notice(
                 None,
@@ -92,7 +153,11 @@ pub(crate) async fn check(run: &UpgradeRun) -> Result<()> {
         expiry.warning_days.describe_origin(),
         listed.join("\n  ")
     );
-    if expiry.fail_on_warn.value {
+    if expiry.fail_on_warn.value || not_read.is_some() {
+        let message = match &not_read {
+            Some(not_read) => format!("{message}\nand {not_read}"),
+            None => message,
+        };
         return Err(Error::hosts_failed(message).hint(
             "renew them first (openshift-ansible: playbooks/redeploy-certificates.yml; kubeadm: kubeadm certs renew), \
              or set upgrade_certificate_expiry_warning_days lower, or upgrade_certificate_expiry_fail_on_warn: false \
@@ -104,72 +169,157 @@ pub(crate) async fn check(run: &UpgradeRun) -> Result<()> {
 }
 
 /// `FILE<TAB>notAfter=Nov 23 10:07:59 2027 GMT` lines (certificate_files.yml); `FILE<TAB>-` is a file that is not
-/// there. Returns the dates and the lines that say something else (openssl could not read the file).
-pub(crate) fn parse_openssl_listing(host: &str, stdout: &str) -> (Vec<CertificateDate>, Vec<(String, String)>) {
+/// there. Returns the dates and what says something else (openssl could not read the file, or printed the date in
+/// a shape not understood): those are never taken as "far away".
+pub(crate) fn parse_openssl_listing(host: &str, stdout: &str) -> (Vec<CertificateDate>, Vec<Unreadable>) {
     let mut dates = Vec::new();
     let mut bad = Vec::new();
     for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
-        let (file, rest) = line.split_once('\t').unwrap_or((line, ""));
+        let line = strip_terminal_escapes(line);
+        let (file, rest) = line.split_once('\t').unwrap_or((&line, ""));
         let rest = rest.trim();
         if rest == "-" {
             continue;
         }
-        match rest.strip_prefix("notAfter=").and_then(parse_openssl_date) {
+        match rest.strip_prefix("notAfter=").and_then(|d| parse_openssl_date(d.trim())) {
             Some(not_after) => dates.push(CertificateDate { host: host.into(), file: file.into(), not_after }),
-            None => bad.push((host.to_string(), format!("{file}: {rest}"))),
+            None => bad.push(Unreadable { host: host.into(), file: file.into(), text: rest.into() }),
         }
     }
     (dates, bad)
 }
 
-/// The rows of `kubeadm certs check-expiration`: `NAME  Nov 23, 2027 10:00 UTC  364d  ...`, certificates and CAs.
-pub(crate) fn parse_kubeadm_check_expiration(host: &str, stdout: &str) -> Vec<CertificateDate> {
+/// The rows of `kubeadm certs check-expiration`: `NAME  Nov 23, 2027 10:00 UTC  364d  ...`, certificates and CAs
+/// (an RFC 3339 date is read too). Progress lines (`[check-expiration] ...`), the headers and kubeadm's
+/// `!MISSING! NAME` rows (a certificate that is not there, as with an external etcd) are passed over; any other row
+/// whose date is not read is returned as unreadable, and so is output with no certificate row at all.
+pub(crate) fn parse_kubeadm_check_expiration(host: &str, stdout: &str) -> (Vec<CertificateDate>, Vec<Unreadable>) {
     let mut dates = Vec::new();
+    let mut bad = Vec::new();
+    let mut missing = 0;
     for line in stdout.lines() {
+        let line = strip_terminal_escapes(line);
         let words: Vec<&str> = line.split_whitespace().collect();
-        let Some(i) = words.iter().position(|w| month(w).is_some()) else { continue };
-        if i == 0 || words.len() < i + 5 || words[i + 4] != "UTC" {
-            continue;
+        match words.as_slice() {
+            [] => continue,
+            [first, ..] if first.starts_with('[') => continue,
+            ["CERTIFICATE", ..] if words.contains(&"EXPIRES") => continue,
+            ["!MISSING!", ..] => {
+                missing += 1;
+                continue;
+            }
+            _ => {}
         }
-        let (Some(m), Some(d), Ok(y)) =
-            (month(words[i]), words[i + 1].trim_end_matches(',').parse::<i64>().ok(), words[i + 2].parse::<i64>())
-        else {
-            continue;
-        };
-        let Some(secs) = clock(words[i + 3]) else { continue };
-        dates.push(CertificateDate {
+        let name = words[0];
+        match kubeadm_row_date(&words[1..]) {
+            Some(not_after) => dates.push(CertificateDate {
+                host: host.into(),
+                file: format!("kubeadm certificate {name}"),
+                not_after,
+            }),
+            None => bad.push(Unreadable {
+                host: host.into(),
+                file: format!("kubeadm certificate {name}"),
+                text: line.trim().to_string(),
+            }),
+        }
+    }
+    if dates.is_empty() && bad.is_empty() && missing == 0 {
+        bad.push(Unreadable {
             host: host.into(),
-            file: format!("kubeadm certificate {}", words[0]),
-            not_after: days_from_civil(y, m, d) * 86_400 + secs,
+            file: "kubeadm certs check-expiration".into(),
+            text: strip_terminal_escapes(stdout.trim()).into_owned(),
         });
     }
-    dates
+    (dates, bad)
 }
 
-/// openssl's `Nov 23 10:07:59 2027 GMT` (the day padded with a space when below 10).
+/// The date after a row's name: `Nov 23, 2027 10:00 UTC` (kubeadm's table) or one RFC 3339 word.
+fn kubeadm_row_date(words: &[&str]) -> Option<i64> {
+    if let [mon, day, year, time, "UTC", ..] = words {
+        let (m, d, y) = (month(mon)?, day.strip_suffix(',')?.parse::<i64>().ok()?, year.parse::<i64>().ok()?);
+        return civil_seconds(y, m, d, clock(time)?);
+    }
+    parse_iso_date(words.first()?)
+}
+
+/// openssl's end date: its default `Nov 23 10:07:59 2027 GMT` (the day padded with a space when below 10), and
+/// OpenSSL 3's `-dateopt iso_8601` `2027-11-23 10:07:59Z`; an RFC 3339 form with `T` or an offset is read too.
 fn parse_openssl_date(text: &str) -> Option<i64> {
     let words: Vec<&str> = text.split_whitespace().collect();
-    let [mon, day, time, year, zone] = words.as_slice() else { return None };
-    if *zone != "GMT" && *zone != "UTC" {
+    match words.as_slice() {
+        [mon, day, time, year, "GMT" | "UTC"] => {
+            civil_seconds(year.parse().ok()?, month(mon)?, day.parse().ok()?, clock(time)?)
+        }
+        [date, time] => parse_iso_date(&format!("{date}T{time}")),
+        [date, time, "UTC" | "GMT"] => parse_iso_date(&format!("{date}T{time}Z")),
+        [one] => parse_iso_date(one),
+        _ => None,
+    }
+}
+
+/// `2027-11-23T10:07:59Z`, with `+HH:MM`/`-HH:MM` instead of `Z`, seconds optional, fractions ignored. A date
+/// without a zone is not read: the hours would be a guess.
+fn parse_iso_date(text: &str) -> Option<i64> {
+    let (date, time) = text.split_once(['T', 't'])?;
+    let [y, m, d] = date.split('-').collect::<Vec<_>>()[..] else { return None };
+    let (y, m, d) = (y.parse::<i64>().ok()?, m.parse::<i64>().ok()?, d.parse::<i64>().ok()?);
+    let (clock_text, offset) = if let Some(t) = time.strip_suffix(['Z', 'z']) {
+        (t, 0)
+    } else {
+        let at = time.rfind(['+', '-'])?;
+        let (t, zone) = time.split_at(at);
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let (h, mi) = zone[1..].split_once(':')?;
+        let (h, mi) = (h.parse::<i64>().ok()?, mi.parse::<i64>().ok()?);
+        if h > 23 || mi > 59 {
+            return None;
+        }
+        (t, sign * (h * 3600 + mi * 60))
+    };
+    let clock_text = clock_text.split_once('.').map_or(clock_text, |(whole, _)| whole);
+    Some(civil_seconds(y, m, d, clock(clock_text)?)? - offset)
+}
+
+/// Seconds since the epoch of a checked civil date and time of day (UTC).
+fn civil_seconds(y: i64, m: i64, d: i64, secs: i64) -> Option<i64> {
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || !(0..100_000).contains(&y) {
         return None;
     }
-    let m = month(mon)?;
-    let d: i64 = day.parse().ok()?;
-    let y: i64 = year.parse().ok()?;
-    Some(days_from_civil(y, m, d) * 86_400 + clock(time)?)
+    Some(days_from_civil(y, m, d) * 86_400 + secs)
 }
 
 fn month(word: &str) -> Option<i64> {
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    MONTHS.iter().position(|m| *m == word).map(|i| i as i64 + 1)
+    // English only, as openssl and kubeadm print them whatever the locale; a full name is read too.
+    let word = word.trim_end_matches(',');
+    if word.len() < 3 || !word.is_ascii() {
+        return None;
+    }
+    let i = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(&word[..3]))?;
+    const FULL: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    (word.len() == 3 || FULL[i].eq_ignore_ascii_case(word)).then_some(i as i64 + 1)
 }
 
-/// `HH:MM` or `HH:MM:SS` as seconds.
+/// `HH:MM` or `HH:MM:SS` as seconds (60 seconds: a leap second).
 fn clock(text: &str) -> Option<i64> {
     let parts: Vec<i64> = text.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
     match parts.as_slice() {
-        [h, m] => Some(h * 3600 + m * 60),
-        [h, m, s] => Some(h * 3600 + m * 60 + s),
+        [h @ 0..=23, m @ 0..=59] => Some(h * 3600 + m * 60),
+        [h @ 0..=23, m @ 0..=59, s @ 0..=60] => Some(h * 3600 + m * 60 + s),
         _ => None,
     }
 }
@@ -201,8 +351,73 @@ mod tests {
         assert_eq!(dates[1].date(), "2026-03-03 00:00:00 UTC");
         assert_eq!(
             bad,
-            vec![("m1".to_string(), "/etc/etcd/ca.crt: Could not read certificate from /etc/etcd/ca.crt".into())]
+            vec![Unreadable {
+                host: "m1".into(),
+                file: "/etc/etcd/ca.crt".into(),
+                text: "Could not read certificate from /etc/etcd/ca.crt".into()
+            }]
         );
+    }
+
+    #[test]
+    fn openssl_end_dates_in_the_common_shapes_are_read() {
+        let want = "2020-01-01 00:00:00 UTC";
+        for printed in [
+            "notAfter=Jan  1 00:00:00 2020 GMT",
+            "notAfter=Jan 01 00:00:00 2020 GMT",
+            "notAfter=2020-01-01 00:00:00Z",
+            "notAfter=2020-01-01T00:00:00Z",
+            "notAfter=2020-01-01T01:30:00+01:30",
+            "notAfter=2020-01-01 00:00:00 UTC",
+            "notAfter=\u{1b}[1;31mJan  1 00:00:00 2020 GMT\u{1b}[0m",
+        ] {
+            let (dates, bad) = parse_openssl_listing("m1", &format!("/ca.crt\t{printed}\n"));
+            assert!(bad.is_empty(), "{printed:?}: {bad:?}");
+            assert_eq!(dates.iter().map(CertificateDate::date).collect::<Vec<_>>(), [want], "{printed:?}");
+        }
+    }
+
+    #[test]
+    fn an_openssl_end_date_that_cannot_be_read_is_returned_with_its_file_and_text() {
+        for printed in [
+            "notAfter=janv.  1 00:00:00 2020 GMT",
+            "notAfter=",
+            "",
+            "notAfter=2020-01-01 00:00:00",
+            "notAfter=Jan 32 00:00:00 2020 GMT",
+            "notAfter=Jan  1 25:00:00 2020 GMT",
+            "notAfter=1/1/2020",
+            "\u{1b}[31m\u{1b}[0m",
+        ] {
+            let (dates, bad) = parse_openssl_listing("m1", &format!("/etc/ca.crt\t{printed}\n"));
+            assert!(dates.is_empty(), "{printed:?} was read as {dates:?}");
+            assert_eq!(bad.len(), 1, "{printed:?}");
+            assert_eq!(bad[0].file, "/etc/ca.crt");
+            assert!(!bad[0].text.contains('\u{1b}'), "printed without escapes: {:?}", bad[0].text);
+            assert!(bad[0].to_string().starts_with("m1: /etc/ca.crt: could not read"), "{}", bad[0]);
+        }
+    }
+
+    #[test]
+    fn kubeadm_rows_in_another_shape_or_no_rows_at_all_are_unreadable() {
+        let out = "CERTIFICATE   EXPIRES                 RESIDUAL TIME\n\
+                   admin.conf    2020-01-01T00:00:00Z    <invalid>\n\
+                   apiserver     1 janv. 2020            <invalid>\n\
+                   !MISSING! etcd-server\n";
+        let (dates, bad) = parse_kubeadm_check_expiration("m1", out);
+        assert_eq!(
+            dates.iter().map(|c| (c.file.as_str(), c.date())).collect::<Vec<_>>(),
+            [("kubeadm certificate admin.conf", "2020-01-01 00:00:00 UTC".to_string())]
+        );
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert_eq!(bad[0].file, "kubeadm certificate apiserver");
+        assert!(bad[0].text.contains("1 janv. 2020"), "{bad:?}");
+
+        for nothing in ["", "\n", "Error: unknown command \"check-expiration\"\n"] {
+            let (dates, bad) = parse_kubeadm_check_expiration("m1", nothing);
+            assert!(dates.is_empty());
+            assert_eq!(bad.len(), 1, "{nothing:?} says nothing readable: {bad:?}");
+        }
     }
 
     #[test]
@@ -217,7 +432,8 @@ apiserver                  Jan 02, 2026 08:30 UTC   39d             ca          
 CERTIFICATE AUTHORITY   EXPIRES                  RESIDUAL TIME   EXTERNALLY MANAGED
 ca                      Nov 21, 2034 10:00 UTC   9y              no
 ";
-        let dates = parse_kubeadm_check_expiration("m1", out);
+        let (dates, bad) = parse_kubeadm_check_expiration("m1", out);
+        assert!(bad.is_empty(), "{bad:?}");
         let shown: Vec<(String, String)> = dates.iter().map(|c| (c.file.clone(), c.date())).collect();
         assert_eq!(
             shown,

@@ -279,16 +279,16 @@ async fn run_verify(state: &mut RunState<'_>) {
     let summary = &mut state.summary;
     let verifying = run.plan.has_phase(Phase::Verify);
     let started = verifying.then(|| phase_started(run, Phase::Verify));
+    let upgraded: Vec<String> = summary
+        .hosts
+        .iter()
+        .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }))
+        .filter(|r| r.phase == Phase::ControlPlane || r.phase == Phase::Nodes)
+        .map(|r| r.host.clone())
+        .collect();
     match verify::final_state(run).await {
         Ok(cluster) => {
             if verifying {
-                let upgraded: Vec<String> = summary
-                    .hosts
-                    .iter()
-                    .filter(|r| matches!(r.outcome, HostOutcome::Upgraded { .. }))
-                    .filter(|r| r.phase == Phase::ControlPlane || r.phase == Phase::Nodes)
-                    .map(|r| r.host.clone())
-                    .collect();
                 let upgraded = blue_green::to_verify(run, upgraded);
                 let installed = verify::installed_versions(run, &upgraded).await;
                 let (behind, left_to_operator) = verify::openshift_images(run, &upgraded).await;
@@ -308,6 +308,18 @@ async fn run_verify(state: &mut RunState<'_>) {
             summary.left_cordoned = verify::left_cordoned_by_hosts(run, &summary.hosts);
             summary.cluster_read_error = Some(e.message.clone());
             if let Some(started) = started {
+                // A check that cannot read what it checks fails: every host it should have verified fails verify
+                // with the reason (exit 1, a failed `verify` suite in JUnit); with nothing upgraded, the cluster as
+                // a whole (the first master read it) is what could not be verified.
+                let upgraded = blue_green::to_verify(run, upgraded);
+                let hosts = if upgraded.is_empty() { vec![run.first_master.clone()] } else { upgraded };
+                let reason = format!("not verified: {}", e.message);
+                let checks = hosts.iter().map(|host| {
+                    let outcome = verify::failed(reason.clone());
+                    run.host_completed(Phase::Verify, host, outcome, Instant::now())
+                });
+                let checks = super::fan_out(run.forks(), checks).await;
+                summary.hosts.extend(checks);
                 phase_finished(run, Phase::Verify, false, started);
             }
         }

@@ -200,7 +200,7 @@ async fn steps(
         hook(run, phase, host, HookPoint::NodePre, Step::PreHook).await?;
     }
     safe_point(run, Step::Upgrade)?;
-    let at_target = at_target || (upgrade_cut_short(run, phase, host) && now_at_target(run, host).await);
+    let at_target = at_target || (upgrade_cut_short(run, phase, host) && now_at_target(run, phase, host).await);
     if upgrade_done_earlier(run, phase, host) || at_target {
         let why = if at_target { "the node already runs the target" } else { "the journal says it finished" };
         run.notice(Some(host), format!("the upgrade step ran in an earlier run ({why}): not repeated"));
@@ -459,15 +459,15 @@ fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
 
 /// Reads the node from the cluster now (not as preflight saw it): an upgrade command left running by a killed run
 /// may have finished since.
-async fn now_at_target(run: &UpgradeRun, host: &str) -> bool {
+/// The reads are labelled with the host's own phase (a master's re-read is the control plane's, not the nodes').
+async fn now_at_target(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
     if run.probes_host_version(host) {
-        let phase = if run.plan.masters.iter().any(|m| m == host) { Phase::ControlPlane } else { Phase::Nodes };
         return super::preflight::read_host_version(run, phase, host)
             .await
             .is_ok_and(|v| run.target.is_reported_by(&v));
     }
     let node = run.node_name(host);
-    match super::preflight::read_cluster(run, Phase::Nodes).await {
+    match super::preflight::read_cluster(run, phase).await {
         Ok(nodes) => {
             nodes.iter().find(|n| n.name == node).is_some_and(|n| run.target.is_reported_by(&n.kubelet_version))
         }

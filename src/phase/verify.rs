@@ -174,7 +174,7 @@ pub(crate) fn not_ready_untouched(
     nodes
 }
 
-fn failed(reason: String) -> HostOutcome {
+pub(crate) fn failed(reason: String) -> HostOutcome {
     HostOutcome::Failed { step: Step::Verify, reason, unreachable: false, left_cordoned: false }
 }
 

@@ -158,8 +158,14 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             }
             (None, Some(_)) => ("upgrade", None),
         };
-        let HostFacts { package_manager, free_bytes, etcd_db_size, certificates, certificates_expiring } =
-            facts.get(host).cloned().unwrap_or_default();
+        let HostFacts {
+            package_manager,
+            free_bytes,
+            etcd_db_size,
+            certificates,
+            certificates_expiring,
+            certificates_unreadable: _,
+        } = facts.get(host).cloned().unwrap_or_default();
         hosts.push(LiveHost {
             host: host.to_string(),
             node: node.clone(),
@@ -222,6 +228,18 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         let problem = format!("certificates expire within {days} days on {}: {verdict}", expiring.join(", "));
         if stops { problems.push(problem) } else { notices.push(problem) }
     }
+    // As preflight: an end date that cannot be read stops it, unless upgrade_certificate_expiry_unreadable: warn.
+    let unreadable: Vec<&String> = facts.values().flat_map(|f| &f.certificates_unreadable).collect();
+    if !unreadable.is_empty() {
+        let warn = run.plan.certificate_expiry.unreadable.value == crate::settings::UnreadableExpiry::Warn;
+        for u in unreadable {
+            if warn {
+                notices.push(format!("certificate expiry not read (upgrade_certificate_expiry_unreadable: warn): {u}"));
+            } else {
+                problems.push(format!("certificate expiry not read, preflight would stop: {u}"));
+            }
+        }
+    }
     let blocked = !problems.is_empty() || hosts.iter().any(|h| h.action == "blocked");
     Ok(LivePlan {
         target,
@@ -242,27 +260,25 @@ struct HostFacts {
     etcd_db_size: Option<u64>,
     certificates: Option<String>,
     certificates_expiring: bool,
+    certificates_unreadable: Vec<String>,
 }
 
-/// The flavour's certificate check on one host (the file preflight runs): "3 read, first to expire: FILE on DATE".
-async fn certificate_expiry(run: &UpgradeRun, host: &str) -> (Option<String>, bool) {
-    use crate::phase::certificates::{parse_kubeadm_check_expiration, parse_openssl_listing};
+/// The flavour's certificate check on one host (the file preflight runs): "3 read, first to expire: FILE on DATE",
+/// whether one expires within the window, and the certificates whose end date could not be read.
+async fn certificate_expiry(run: &UpgradeRun, host: &str) -> (Option<String>, bool, Vec<String>) {
     let file = run.playbook("certificate_expiry.yml");
     let facts = match run.run_step(Phase::Preflight, host, Step::Certificates, &file, &[], None).await {
         Ok(facts) => facts,
-        Err(f) => return (Some(format!("unknown: {}", f.reason)), false),
+        Err(f) => return (Some(format!("unknown: {}", f.reason)), false, Vec::new()),
     };
-    let stdout = |fact: &str| {
-        facts.get(fact).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
-    };
-    let (mut dates, _) = parse_openssl_listing(host, &stdout("upgrade_certificate_files"));
-    dates.extend(parse_kubeadm_check_expiration(host, &stdout("upgrade_kubeadm_certificates")));
-    let Some(first) = dates.iter().min_by_key(|c| c.not_after) else { return (None, false) };
+    let (dates, unreadable) = crate::phase::certificates::read_facts(host, &facts);
+    let unreadable: Vec<String> = unreadable.iter().map(ToString::to_string).collect();
+    let Some(first) = dates.iter().min_by_key(|c| c.not_after) else { return (None, false, unreadable) };
     let now = cluster_lock::epoch_now() as i64;
     let window = run.plan.certificate_expiry.warning_days.value as i64 * 86_400;
     let expiring = first.not_after - now < window;
     let said = format!("{} read, first to expire: {} on {}", dates.len(), first.file, first.date());
-    (Some(said), expiring)
+    (Some(said), expiring, unreadable)
 }
 
 /// On every host at once: the package manager (kubernetes_repo.yml in its dry-run mode), the free space and, on etcd
@@ -281,7 +297,8 @@ async fn read_host_facts(run: &UpgradeRun) -> BTreeMap<String, HostFacts> {
                     Err(f) => format!("unknown: {}", f.reason),
                 });
         }
-        (facts.certificates, facts.certificates_expiring) = certificate_expiry(run, host).await;
+        (facts.certificates, facts.certificates_expiring, facts.certificates_unreadable) =
+            certificate_expiry(run, host).await;
         let is_etcd = [("upgrade_is_etcd_host", Value::Bool(run.plan.etcd_hosts.contains(host)))];
         let file = run.playbook("host_facts.yml");
         if let Ok(found) = run.run_step(Phase::Preflight, host, Step::HostCheck, &file, &is_etcd, None).await {
@@ -360,5 +377,6 @@ pub fn render(plan: &LivePlan) -> String {
     } else {
         "result: nothing blocks\n".to_string()
     });
-    out
+    // Names, reasons and notices come from the cluster and the hosts: none may write escapes to the terminal.
+    crate::redact::escapes::strip_terminal_escapes(&out).into_owned()
 }

@@ -71,6 +71,7 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
         "certificate_expiry": {
             "warning_days": plan.certificate_expiry.warning_days.value,
             "fail_on_warn": plan.certificate_expiry.fail_on_warn.value,
+            "unreadable": plan.certificate_expiry.unreadable.value.to_string(),
             "origins": {
                 "warning_days": origin(&plan.certificate_expiry.warning_days.source, &plan.certificate_expiry.warning_days.origin),
                 "fail_on_warn": origin(&plan.certificate_expiry.fail_on_warn.source, &plan.certificate_expiry.fail_on_warn.origin),
@@ -140,9 +141,14 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     rows.push(("target-version", target, target_from));
     let cert = &plan.certificate_expiry;
     let fail = if cert.fail_on_warn.value { "fail" } else { "warn only" };
+    // Said only when it is not the default, so the usual line stays short.
+    let unreadable = match cert.unreadable.value {
+        crate::settings::UnreadableExpiry::Warn => ", unreadable dates: warn",
+        crate::settings::UnreadableExpiry::Fail => "",
+    };
     rows.push((
         "certificate-expiry",
-        format!("{} days, {fail}", cert.warning_days.value),
+        format!("{} days, {fail}{unreadable}", cert.warning_days.value),
         format!("{} (days); {} (fail)", describe(&cert.warning_days), describe(&cert.fail_on_warn)),
     ));
     if let Some(limit) = &plan.limit {

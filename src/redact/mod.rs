@@ -7,10 +7,9 @@
 //! This module is the masking itself, which knows nothing of hosts or runs; `secrets` finds the secret values in the
 //! hosts' variables and `sink` masks the events on their way to the reporters.
 
+pub(crate) mod escapes;
 pub(crate) mod secrets;
 pub(crate) mod sink;
-
-use serde_json::Value;
 
 use crate::error::Error;
 
@@ -59,17 +58,18 @@ impl Redactor {
         out
     }
 
-    fn string(&self, s: &mut String) {
+    pub(crate) fn string(&self, s: &mut String) {
         if self.secrets.iter().any(|secret| s.contains(secret.as_str())) {
             *s = self.text(s);
         }
     }
 
-    pub(crate) fn value(&self, value: &mut Value) {
+    #[cfg(test)]
+    pub(crate) fn value(&self, value: &mut serde_json::Value) {
         match value {
-            Value::String(s) => self.string(s),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
-            Value::Object(map) => map.values_mut().for_each(|v| self.value(v)),
+            serde_json::Value::String(s) => self.string(s),
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|v| self.value(v)),
             _ => {}
         }
     }

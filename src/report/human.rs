@@ -97,6 +97,15 @@ fn secs(d: &Duration) -> String {
 
 impl EventSink for HumanReporter {
     fn event(&self, event: &Event) {
+        // What comes from outside (command output, names from the cluster, messages) reaches the terminal without
+        // escape sequences: a pod or node name holding `ESC[2J` must not clear the operator's screen.
+        let mut event = event.clone();
+        crate::redact::sink::each_text(&mut event, &mut |s| {
+            if let std::borrow::Cow::Owned(clean) = crate::redact::escapes::strip_terminal_escapes(s) {
+                *s = clean;
+            }
+        });
+        let event = &event;
         if let Some(progress) = &self.progress {
             progress.event(event);
         }

@@ -42,6 +42,8 @@ impl Hop {
 pub(crate) async fn decide(probe: &UpgradeRun, graph: &UpdateGraph, target: &TargetVersion) -> Result<Vec<Hop>> {
     let running = running_version(probe).await?;
     let hops = path_from(graph, &running, target, &probe.history)?;
+    check_every_hop(&hops, target, probe.plan.flavor.flavor, probe.options.allow_skip_minor)
+        .map_err(|e| e.in_file(&graph.path))?;
     let resumed = probe.history.hop.as_ref().is_some_and(|h| {
         !h.finished
             && h.final_target == target.to_string()
@@ -51,6 +53,40 @@ pub(crate) async fn decide(probe: &UpgradeRun, graph: &UpdateGraph, target: &Tar
         probe.notice(None, format!("resuming the update path at {}, where an earlier run stopped", first.describe()));
     }
     Ok(hops)
+}
+
+/// Every hop is checked as preflight checks a target, before the first starts: a later hop that goes back, skips a
+/// minor (unless allowed) or, in the openshift flavour, leaves the minor would otherwise be refused only after the
+/// hops before it had upgraded the whole cluster.
+pub(crate) fn check_every_hop(
+    hops: &[Hop],
+    target: &TargetVersion,
+    flavor: crate::flavor::Flavor,
+    allow_skip_minor: bool,
+) -> Result<()> {
+    for hop in hops {
+        let (from, to) = (&hop.from, &hop.target);
+        let which = || format!("hop {} of {} of the update path to {target} ({from} -> {to})", hop.index, hop.total);
+        if to < from {
+            return Err(Error::input(format!("{} goes back to an older version", which()))
+                .hint("a downgrade is not supported: fix the update graph's edges; nothing was changed"));
+        }
+        let other_minor = to.major != from.major || to.minor != from.minor;
+        if flavor == crate::flavor::Flavor::Openshift && other_minor {
+            return Err(Error::input(format!(
+                "{} leaves the minor release: the openshift flavour upgrades within a minor only (z-stream)",
+                which()
+            ))
+            .hint("upgrade across minors with openshift-ansible's playbooks; nothing was changed"));
+        }
+        let skips_minor = to.major != from.major || to.minor > from.minor + 1;
+        if skips_minor && !allow_skip_minor {
+            return Err(Error::input(format!("{} skips a minor version", which())).hint(
+                "give the graph an edge through every minor (or pass --allow-skip-minor if your distribution supports                  it); nothing was changed",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The oldest version the masters run. An update graph names releases (OpenShift's 3.11.z, 4.17.z), so a master
@@ -208,6 +244,34 @@ mod tests {
         assert!(!journal.history().unwrap().hop.unwrap().finished, "an interrupted hop is not finished");
         journal.record(&finished(RunStatus::Success)).unwrap();
         assert!(journal.history().unwrap().hop.unwrap().finished);
+    }
+
+    #[test]
+    fn every_hop_is_checked_before_the_first_skip_minor_downgrade_and_openshift_minors() {
+        use crate::flavor::Flavor;
+        let graph = |versions: &[&str]| {
+            let nodes: Vec<String> = versions.iter().map(|v| format!("{{\"version\": \"{v}\"}}")).collect();
+            let edges: Vec<String> = (1..versions.len()).map(|i| format!("[{}, {i}]", i - 1)).collect();
+            let text = format!("{{\"nodes\": [{}], \"edges\": [{}]}}", nodes.join(", "), edges.join(", "));
+            UpdateGraph::parse(&text, Path::new("graph.json")).unwrap()
+        };
+        let check = |versions: &[&str], flavor: Flavor, allow: bool| {
+            let (first, last) = (v(versions[0]), v(versions[versions.len() - 1]));
+            let hops = path_from(&graph(versions), &first, &last, &History::default()).unwrap();
+            check_every_hop(&hops, &last, flavor, allow)
+        };
+        assert!(check(&["1.28.5", "1.29.1", "1.30.2"], Flavor::Kubeadm, false).is_ok());
+        let err = check(&["1.28.5", "1.29.1", "1.31.0"], Flavor::Kubeadm, false).unwrap_err();
+        assert!(
+            err.message.contains("hop 2 of 2 of the update path to v1.31.0 (v1.29.1 -> v1.31.0) skips a minor"),
+            "{err}"
+        );
+        assert_eq!(err.kind, crate::error::ErrorKind::Input, "bad input: exit 2");
+        assert!(check(&["1.28.5", "1.29.1", "1.31.0"], Flavor::Kubeadm, true).is_ok(), "--allow-skip-minor");
+        let err = check(&["1.28.5", "1.29.9", "1.29.1", "1.30.2"], Flavor::Kubeadm, false).unwrap_err();
+        assert!(err.message.contains("hop 2 of 3") && err.message.contains("goes back"), "{err}");
+        let err = check(&["3.11.100", "3.11.200", "3.12.0"], Flavor::Openshift, true).unwrap_err();
+        assert!(err.message.contains("hop 2 of 2") && err.message.contains("within a minor"), "{err}");
     }
 
     #[test]

@@ -94,6 +94,12 @@ impl FakeCluster {
             ("upgrade_daemon_reload_command", self.daemon_reload_command()),
             // The test hosts are this machine: its own repository files are not the fake's to change.
             ("upgrade_kubernetes_repo_manage", "false".to_string()),
+            // Each master's own API server, asked by name: the fake answers for that node (its apiserver_unhealthy).
+            ("upgrade_api_server_url", "https://{{ node_name }}:6443".to_string()),
+            (
+                "upgrade_master_api_health_command",
+                format!("{} --server={{{{ upgrade_api_server_url }}}} get --raw /readyz", self.kubectl_command()),
+            ),
         ]
     }
 
@@ -120,6 +126,12 @@ impl FakeCluster {
             // The runtime upgrade is on by default, as in openshift-ansible; the default also restarts docker with
             // systemctl, which the test hosts do not have.
             ("upgrade_container_runtime_command", format!("{} install -y docker", on_node("yum"))),
+            // Each master's own API server through oc 3.11's --server, as the fake answers it per node.
+            ("upgrade_api_server_url", "https://{{ node_name }}:8443".to_string()),
+            (
+                "upgrade_master_api_health_command",
+                format!("{} --server={{{{ upgrade_api_server_url }}}} get --raw /healthz/ready", self.tool("oc")),
+            ),
         ]
     }
 
