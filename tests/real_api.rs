@@ -1,19 +1,384 @@
-//! Against the real Kubernetes API server (tests/support/apiserver.rs: kube-apiserver, the controller manager, the
-//! scheduler built from k8s.io/kubernetes, kwok's simulated kubelets): what the stand-ins cannot prove, because a
-//! misunderstanding of the API would be the same on both sides.
+//! Against the real Kubernetes API server (tests/support/apiserver.rs: kube-apiserver, the controller manager and the
+//! scheduler built from k8s.io/kubernetes v1.34.4, kwok's simulated kubelets), with the real kubectl of that version:
+//! what the stand-ins cannot prove, because a misunderstanding of the API would be the same on both sides. Evictions
+//! meet real PodDisruptionBudgets (whose status the disruption controller computes), pods evicted are recreated by the
+//! ReplicaSet controller and placed by the scheduler, CSRs are created by a node's own credentials, blue nodes are
+//! deleted for real.
+//!
+//! The hosts are local connections (this machine); what runs on a host is a stand-in that tells the real API server
+//! what a kubelet would report after its package swap (`status.nodeInfo.kubeletVersion`, through the status
+//! subresource), since there is no kubelet here: kwok plays the kubelets.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::support::apiserver::KubeControlPlane;
+use serde_json::Value;
+
+use crate::support::apiserver::{KubeControlPlane, kubectl_binary};
+use crate::support::etcd::etcdctl_binary;
+use crate::support::{Outcome, Scenario};
+
+const OLD: &str = "v1.33.5";
+const TARGET: &str = "v1.34.4";
+
+/// A cluster on the real control plane: kwok nodes for the masters and nodes, the host-side stand-ins, an inventory.
+struct RealCluster {
+    api: KubeControlPlane,
+    dir: tempfile::TempDir,
+    masters: Vec<String>,
+    nodes: Vec<String>,
+    /// Extra `all: vars:` lines.
+    vars: Vec<String>,
+}
+
+impl RealCluster {
+    /// `None` when the control plane is not built (the start said SKIPPED and why).
+    fn new(masters: &[&str], nodes: &[(&str, &str)]) -> Option<RealCluster> {
+        let api = KubeControlPlane::start()?;
+        let dir = tempfile::Builder::new().prefix("upgrade-real-api-").tempdir().expect("temp dir");
+        for m in masters {
+            api.add_node(m, OLD, &[("node-role.kubernetes.io/control-plane", "")]);
+        }
+        for (n, version) in nodes {
+            api.add_node(n, version, &[]);
+        }
+        let all: Vec<&str> = masters.iter().copied().chain(nodes.iter().map(|(n, _)| *n)).collect();
+        api.wait_nodes_ready(&all);
+        // The masters keep the workload off, as kubeadm's taint does.
+        for m in masters {
+            api.ok(&["taint", "node", m, "node-role.kubernetes.io/control-plane=:NoSchedule"]);
+            // kubeadm's static pods, as the kubelet mirrors them: the control-plane pods gate reads these.
+            for component in ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"] {
+                api.apply(&static_pod(component, m));
+            }
+        }
+        let cluster = RealCluster {
+            api,
+            dir,
+            masters: masters.iter().map(|s| s.to_string()).collect(),
+            nodes: nodes.iter().map(|(n, _)| n.to_string()).collect(),
+            vars: Vec::new(),
+        };
+        cluster.write_stand_ins();
+        Some(cluster)
+    }
+
+    fn var(mut self, line: &str) -> RealCluster {
+        self.vars.push(line.to_string());
+        self
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// kubeadm (certificates a year ahead, `upgrade apply/node` accepted) and the package swap of kubelet and kubectl,
+    /// which reports the node's new kubelet version to the API server as its kubelet would after the restart.
+    fn write_stand_ins(&self) {
+        let kubeadm = r#"#!/bin/sh
+# kubeadm on a host of the real-API tests: the control plane is the test's own, so `upgrade apply/node` have nothing
+# to do; `certs check-expiration` prints kubeadm's table with every certificate a year ahead.
+case "$*" in
+"certs check-expiration")
+    when=$(date -u -d "@$(($(date -u +%s) + 365 * 86400))" '+%b %d, %Y %H:%M UTC')
+    printf 'CERTIFICATE                EXPIRES                  RESIDUAL TIME   CERTIFICATE AUTHORITY   EXTERNALLY MANAGED\n'
+    for c in admin.conf apiserver apiserver-kubelet-client; do printf '%-26s %-24s %-15s %-23s %s\n' "$c" "$when" 364d ca no; done
+    ;;
+upgrade\ apply\ *|upgrade\ node|upgrade\ plan\ *) echo "[upgrade] done" ;;
+*) echo "unexpected: kubeadm $*" >&2; exit 1 ;;
+esac
+"#;
+        let upgrade = format!(
+            r#"#!/bin/sh
+# kubelet-upgrade NODE VERSION: the kubelet and kubectl packages at VERSION; the kubelet, restarted, reports it.
+set -eu
+exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type=merge \
+    -p "{{\"status\":{{\"nodeInfo\":{{\"kubeletVersion\":\"$2\"}}}}}}"
+"#,
+            kubectl = kubectl_binary().display(),
+            config = self.api.admin_kubeconfig().display()
+        );
+        for (name, text) in [("kubeadm", kubeadm.to_string()), ("kubelet-upgrade", upgrade)] {
+            std::fs::write(self.path(name), text).expect("stand-in");
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+            std::fs::set_permissions(self.path(name), mode).expect("chmod");
+        }
+    }
+
+    fn inventory(&self, kubectl: &str) -> PathBuf {
+        let mut text = String::from("all:\n  vars:\n    ansible_connection: local\n");
+        let vars = [
+            format!("upgrade_kubectl: \"{kubectl}\""),
+            format!("upgrade_kubeadm: \"{}\"", self.path("kubeadm").display()),
+            "upgrade_kubeadm_package_command: \"true\"".to_string(),
+            format!(
+                "upgrade_kubelet_package_command: \"{} {{{{ node_name }}}} {{{{ upgrade_target_version }}}}\"",
+                self.path("kubelet-upgrade").display()
+            ),
+            "upgrade_master_restart_command: \"true\"".into(),
+            "upgrade_node_restart_command: \"true\"".into(),
+            "upgrade_daemon_reload_command: \"true\"".into(),
+            "upgrade_kubernetes_repo_manage: false".into(),
+            "upgrade_kubeadm_plan_check: false".into(),
+            format!("upgrade_etcdctl: \"{}\"", etcdctl_binary().display()),
+            format!("upgrade_etcd_endpoints: \"{}\"", self.api.etcd_endpoints()),
+            format!("upgrade_etcd_member_url: \"{}\"", self.api.etcd_endpoints()),
+            "upgrade_etcd_cacert: \"\"".into(),
+            "upgrade_etcd_cert: \"\"".into(),
+            "upgrade_etcd_key: \"\"".into(),
+            format!("upgrade_etcd_backup_dir: \"{}/backups/{{{{ inventory_hostname }}}}\"", self.dir.path().display()),
+            // Each master's own API server is this one control plane's.
+            format!("upgrade_api_server_url: \"{}\"", self.api.url()),
+            format!("upgrade_target_version: \"{TARGET}\""),
+            "upgrade_node_ready_delay: 1".into(),
+            "upgrade_node_ready_timeout: 60".into(),
+            "upgrade_control_plane_ready_delay: 1".into(),
+            "upgrade_control_plane_ready_timeout: 60".into(),
+        ];
+        for line in vars.iter().chain(&self.vars) {
+            text.push_str(&format!("    {line}\n"));
+        }
+        text.push_str("  children:\n    masters:\n      hosts:\n");
+        for m in &self.masters {
+            text.push_str(&format!("        {m}:\n"));
+        }
+        text.push_str("    etcd:\n      hosts:\n");
+        text.push_str(&format!("        {}:\n", self.masters[0]));
+        text.push_str("    nodes:\n      hosts:\n");
+        for n in &self.nodes {
+            text.push_str(&format!("        {n}:\n"));
+        }
+        let path = self.path("hosts.yml");
+        std::fs::write(&path, text).expect("inventory");
+        path
+    }
+
+    fn upgrade(&self, args: &[&str]) -> Outcome {
+        Scenario::on_cluster(self.dir.path(), &self.inventory(&self.api.kubectl_command())).args(args).run()
+    }
+
+    fn kubelet_version(&self, node: &str) -> String {
+        self.api.node(node)["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string()
+    }
+
+    fn unschedulable(&self, node: &str) -> bool {
+        self.api.node(node)["spec"]["unschedulable"].as_bool().unwrap_or(false)
+    }
+
+    /// The pods of a label selector with the node each runs on (`""` when not scheduled).
+    fn pods(&self, selector: &str) -> Vec<(String, String, bool)> {
+        let list: Value =
+            serde_json::from_str(&self.api.ok(&["get", "pods", "-l", selector, "-o", "json"])).expect("pod list");
+        list["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|p| {
+                        let ready = p["status"]["conditions"]
+                            .as_array()
+                            .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+                        (
+                            p["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                            p["spec"]["nodeName"].as_str().unwrap_or_default().to_string(),
+                            ready && p["metadata"]["deletionTimestamp"].is_null(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A Deployment of `replicas` pause pods labelled app=NAME, and a PodDisruptionBudget over them.
+    fn workload(&self, name: &str, replicas: u32, budget: &str) {
+        self.api.apply(&format!(
+            r#"{{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {{"name": "{name}", "namespace": "default"}},
+              "spec": {{"replicas": {replicas}, "selector": {{"matchLabels": {{"app": "{name}"}}}},
+                "template": {{"metadata": {{"labels": {{"app": "{name}"}}}},
+                  "spec": {{"containers": [{{"name": "c", "image": "registry.k8s.io/pause:3.10"}}]}}}}}}}}"#
+        ));
+        self.api.apply(&format!(
+            r#"{{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {{"name": "{name}", "namespace": "default"}},
+              "spec": {{{budget}, "selector": {{"matchLabels": {{"app": "{name}"}}}}}}}}"#
+        ));
+        let want = replicas as usize;
+        self.api.wait_for(&format!("{replicas} {name} pods Running and Ready"), Duration::from_secs(60), || {
+            self.pods(&format!("app={name}")).iter().filter(|(_, node, ready)| !node.is_empty() && *ready).count()
+                == want
+        });
+        // The disruption controller has computed the budget's status (an eviction before that is refused).
+        self.api.wait_for(&format!("the {name} budget's status"), Duration::from_secs(60), || {
+            let pdb: Value =
+                serde_json::from_str(&self.api.ok(&["get", "pdb", name, "-o", "json"])).unwrap_or(Value::Null);
+            pdb["status"]["observedGeneration"].as_i64() == pdb["metadata"]["generation"].as_i64()
+                && pdb["status"]["currentHealthy"].as_u64() == Some(want as u64)
+        });
+    }
+}
+
+fn static_pod(component: &str, node: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": format!("{component}-{node}"),
+            "namespace": "kube-system",
+            "labels": {"tier": "control-plane", "component": component},
+            // A mirror pod, as the kubelet makes for a static pod: a drain skips it (it would delete any other pod
+            // no controller owns).
+            "annotations": {"kubernetes.io/config.mirror": format!("{component}-{node}"), "kubernetes.io/config.source": "file"},
+        },
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": component, "image": format!("registry.k8s.io/{component}:{TARGET}")}],
+        },
+    })
+    .to_string()
+}
 
 #[test]
 fn the_real_control_plane_starts_and_kwok_makes_its_nodes_ready() {
     let Some(api) = KubeControlPlane::start() else { return };
-    api.add_node("n1", "v1.33.5", &[]);
+    api.add_node("n1", OLD, &[]);
     api.wait_nodes_ready(&["n1"]);
     let node = api.node("n1");
-    assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1.33.5", "{node}");
+    assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], OLD, "{node}");
     let version = api.ok(&["version", "-o", "json"]);
     assert!(version.contains("\"gitVersion\": \"v1.34.4\""), "{version}");
-    let _ = Duration::from_secs(1);
+}
+
+/// The kubeadm flavour end to end on the real API server: 2 masters and 3 nodes, a Deployment behind a budget that
+/// allows one disruption. Every drain goes through real evictions; the evicted pods are recreated and scheduled by
+/// the real controllers; the nodes end at the target, schedulable, the workload whole.
+#[test]
+fn a_kubeadm_cluster_of_two_masters_and_three_nodes_is_upgraded_through_the_real_api() {
+    let Some(cluster) = RealCluster::new(&["m1", "m2"], &[("n1", OLD), ("n2", OLD), ("n3", OLD)]) else { return };
+    cluster.workload("web", 3, r#""maxUnavailable": 1"#);
+    let run = cluster.upgrade(&[]).expect_code(0).output_has("result: success");
+    for node in ["m1", "m2", "n1", "n2", "n3"] {
+        assert_eq!(cluster.kubelet_version(node), TARGET, "{node}");
+        assert!(!cluster.unschedulable(node), "{node} is schedulable again");
+    }
+    let pods = cluster.pods("app=web");
+    assert_eq!(pods.iter().filter(|(_, n, ready)| !n.is_empty() && *ready).count(), 3, "{pods:?}");
+    // The drains evicted for real: no pod of the workload is one of the pods it started with on every node.
+    assert!(run.output().contains("[n1] drain ok"), "{}", run.output());
+    // A second run finds the cluster at the target.
+    cluster.upgrade(&[]).expect_code(0).output_has("nothing to upgrade");
+}
+
+/// A budget that allows no disruption refuses the eviction (HTTP 429, from the real API server): the drain times
+/// out, the node is uncordoned again and not upgraded, the run stops; the live plan names the budget beforehand.
+#[test]
+fn a_budget_that_allows_no_disruption_refuses_the_drain_on_the_real_api() {
+    let Some(cluster) = RealCluster::new(&["m1"], &[("n1", OLD)]) else { return };
+    let cluster = cluster.var("upgrade_nodes_drain_timeout: 6");
+    cluster.workload("guarded", 1, r#""minAvailable": 1"#);
+    let inventory = cluster.inventory(&cluster.api.kubectl_command());
+    Scenario::on_cluster(cluster.dir.path(), &inventory)
+        .args(["--plan", "--live"])
+        .run()
+        .expect_code(1)
+        .output_has("PodDisruptionBudget default/guarded allows 0 disruptions");
+    // The masters first (nothing of the workload runs there), then n1, whose drain the budget refuses.
+    cluster.upgrade(&[]).expect_code(1).output_has("[n1] FAILED at drain");
+    assert_eq!(cluster.kubelet_version("m1"), TARGET);
+    assert!(!cluster.unschedulable("n1"), "n1 got its capacity back");
+    assert_eq!(cluster.kubelet_version("n1"), OLD, "n1 was not upgraded");
+}
+
+/// Blue-green on the real API: the green nodes (already at the target) take the workload the real scheduler moves off
+/// the evacuated blue nodes, whose Node objects are then deleted from the API server.
+#[test]
+fn blue_green_labels_evacuates_onto_the_green_nodes_and_deletes_the_blue_ones_on_the_real_api() {
+    let Some(cluster) = RealCluster::new(&["m1"], &[("b1", OLD), ("b2", OLD), ("g1", TARGET), ("g2", TARGET)]) else {
+        return;
+    };
+    let cluster = cluster.var("upgrade_nodes_strategy: blue-green").var("upgrade_blue_green_delete_nodes: true");
+    // The workload starts on the blue nodes only (the green ones are cordoned until the switch-over, as new nodes
+    // joined for a blue-green upgrade are).
+    for g in ["g1", "g2"] {
+        cluster.api.ok(&["cordon", g]);
+    }
+    cluster.workload("web", 2, r#""maxUnavailable": 1"#);
+    assert!(cluster.pods("app=web").iter().all(|(_, node, _)| node.starts_with('b')), "{:?}", cluster.pods("app=web"));
+    // The green group is new_nodes (openshift-ansible's name): the inventory lists g1, g2 there, b1, b2 as nodes.
+    let inventory = cluster.inventory(&cluster.api.kubectl_command());
+    let text = std::fs::read_to_string(&inventory).expect("inventory");
+    let text =
+        text.replace("        g1:\n        g2:\n", "") + "    new_nodes:\n      hosts:\n        g1:\n        g2:\n";
+    std::fs::write(&inventory, text).expect("inventory with new_nodes");
+    Scenario::on_cluster(cluster.dir.path(), &inventory).run().expect_code(0).output_has("result: success");
+
+    let nodes = cluster.api.ok(&["get", "nodes", "-o", "name"]);
+    assert!(!nodes.contains("node/b1") && !nodes.contains("node/b2"), "the blue nodes are deleted: {nodes}");
+    for g in ["g1", "g2"] {
+        assert!(!cluster.unschedulable(g), "{g} takes the load");
+        assert_eq!(cluster.api.node(g)["metadata"]["labels"]["color"], "green");
+    }
+    cluster.api.wait_for("the workload on the green nodes", Duration::from_secs(60), || {
+        let pods = cluster.pods("app=web");
+        pods.len() == 2 && pods.iter().all(|(_, node, ready)| node.starts_with('g') && *ready)
+    });
+}
+
+/// A kubelet that rotated its client certificate after the restart waits for its CSR, created with the node's own
+/// credentials (system:node:NAME, as a kubelet does): with upgrade_approve_node_csrs the wait approves it through the
+/// real API (`certificate approve`), and the kubelet, once approved, reports the target.
+#[test]
+fn a_nodes_pending_csr_is_approved_through_the_real_api_while_it_is_waited_for() {
+    let Some(cluster) = RealCluster::new(&["m1"], &[("n1", OLD)]) else { return };
+    let cluster = cluster.var("upgrade_approve_node_csrs: true");
+    // n1's package swap creates the kubelet's CSR instead of reporting the new version at once.
+    let key = cluster.path("n1.key");
+    let csr_pem = cluster.path("n1.csr");
+    let out = std::process::Command::new("openssl")
+        .args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj"])
+        .arg("/O=system:nodes/CN=system:node:n1")
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&csr_pem)
+        .output()
+        .expect("openssl");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let request = data_encoding::BASE64.encode(&std::fs::read(&csr_pem).expect("csr"));
+    let csr = serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": "csr-n1-rotation"},
+        "spec": {
+            "request": request,
+            "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+            "usages": ["digital signature", "client auth"],
+        },
+    })
+    .to_string();
+    std::fs::write(cluster.path("n1-csr.json"), &csr).expect("csr json");
+    let upgrade = cluster.path("kubelet-upgrade");
+    let original = std::fs::read_to_string(&upgrade).expect("stand-in");
+    let creates_csr = format!(
+        "#!/bin/sh\n# n1's kubelet asks for a new client certificate (as system:node:n1) and reports the target once \
+         it is approved.\nif [ \"$1\" = n1 ]; then\n  {kubectl} --server={url} --insecure-skip-tls-verify=true \
+         --token=node-n1-token create -f {csr}\n  (i=0; while [ $i -lt 60 ]; do {kubectl} --kubeconfig={config} get csr \
+         csr-n1-rotation -o jsonpath='{{.status.conditions[0].type}}' | grep -q Approved && exec {original} \"$@\"; \
+         sleep 1; i=$((i+1)); done) >/dev/null 2>&1 &\n  exit 0\nfi\nexec {original} \"$@\"\n",
+        kubectl = kubectl_binary().display(),
+        url = cluster.api.url(),
+        csr = cluster.path("n1-csr.json").display(),
+        config = cluster.api.admin_kubeconfig().display(),
+        original = cluster.path("kubelet-upgrade-original").display(),
+    );
+    std::fs::write(cluster.path("kubelet-upgrade-original"), original).expect("original stand-in");
+    std::fs::write(&upgrade, creates_csr).expect("stand-in");
+    for f in [&upgrade, &cluster.path("kubelet-upgrade-original")] {
+        std::fs::set_permissions(f, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    }
+
+    cluster.upgrade(&[]).expect_code(0).output_has("approved the pending CSRs of n1: csr-n1-rotation");
+    let csr: Value = serde_json::from_str(&cluster.api.ok(&["get", "csr", "csr-n1-rotation", "-o", "json"])).unwrap();
+    assert_eq!(csr["spec"]["username"], "system:node:n1", "created by the node itself");
+    assert_eq!(csr["status"]["conditions"][0]["type"], "Approved", "{csr}");
+    assert_eq!(cluster.kubelet_version("n1"), TARGET);
 }

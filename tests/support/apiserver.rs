@@ -23,6 +23,8 @@ use super::etcd::TestEtcd;
 /// The version scripts/build-k8s builds (its K8S_VERSION).
 pub const K8S_VERSION: &str = "v1.34.4";
 const BINARIES: [&str; 5] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"];
+/// The node names a test may give (each has a kubelet token: `kubectl_as_node`).
+pub const NODE_NAMES: [&str; 12] = ["m1", "m2", "m3", "n1", "n2", "n3", "n4", "n5", "b1", "b2", "g1", "g2"];
 /// Nodes kwok simulates carry this annotation (kwok's --manage-nodes-with-annotation-selector).
 pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
 
@@ -100,11 +102,14 @@ impl KubeControlPlane {
             "-out",
             &d.join("ca.crt").to_string_lossy(),
         ]);
-        std::fs::write(
-            d.join("tokens.csv"),
-            "admin-token,admin,admin-uid,\"system:masters\"\nupgrade-token,upgrade,upgrade-uid\n",
-        )
-        .expect("tokens");
+        // Nodes authenticate as system:node:NAME in group system:nodes (the Node authorizer lets a kubelet create its
+        // CSRs), for the names the tests give their nodes.
+        let mut tokens =
+            String::from("admin-token,admin,admin-uid,\"system:masters\"\nupgrade-token,upgrade,upgrade-uid\n");
+        for node in NODE_NAMES {
+            tokens.push_str(&format!("node-{node}-token,system:node:{node},node-{node}-uid,\"system:nodes\"\n"));
+        }
+        std::fs::write(d.join("tokens.csv"), tokens).expect("tokens");
         let port = free_port();
         let url = format!("https://127.0.0.1:{port}");
         let mut plane = KubeControlPlane {
@@ -319,6 +324,28 @@ impl KubeControlPlane {
         let out =
             self.kubectl(&["get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"]);
         String::from_utf8_lossy(&out.stdout).trim() == "True"
+    }
+
+    /// Runs the real kubectl as the kubelet of `node` (user system:node:NODE, group system:nodes).
+    pub fn kubectl_as_node(&self, node: &str, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(kubectl_binary())
+            .arg(format!("--server={}", self.url))
+            .arg("--insecure-skip-tls-verify=true")
+            .arg(format!("--token=node-{node}-token"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// The client URL of the control plane's own etcd (an etcd backup of the real cluster's data).
+    pub fn etcd_endpoints(&self) -> &str {
+        self._etcd.endpoints()
     }
 
     /// The node's JSON as the API server has it.
