@@ -13,6 +13,7 @@ mod forks;
 mod golden;
 mod hooks;
 mod kubeadm;
+mod lease;
 mod layers;
 mod live_plan;
 mod openshift;
