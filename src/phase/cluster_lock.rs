@@ -519,14 +519,16 @@ pub(crate) async fn take(run: &UpgradeRun, me: &Me, ttl: Duration) -> Result<Arc
                          running: taken back at once"
                             .to_string(),
                     ),
-                    Decision::TakeOver { stale: true } => Some(format!(
-                        "not renewed within its lease ({}s)",
-                        lease.duration.unwrap_or(ttl).as_secs()
-                    )),
+                    Decision::TakeOver { stale: true } => {
+                        Some(format!("not renewed within its lease ({}s)", lease.duration.unwrap_or(ttl).as_secs()))
+                    }
                     _ => None,
                 };
                 if let Some(why) = why {
-                    run.notice(None, format!("warning: taking over the cluster lock {name} from {}: {why}", lease.describe()));
+                    run.notice(
+                        None,
+                        format!("warning: taking over the cluster lock {name} from {}: {why}", lease.describe()),
+                    );
                 }
                 let transitions = lease.transitions + u64::from(lease.identity != me.id);
                 let data = record(me, &acquired, now, ttl, transitions);
@@ -595,7 +597,9 @@ async fn renew(run: &UpgradeRun, held: &Held) {
             // Someone else wrote it (a take-over, `unlock --force`, a copy of this state directory) or removed it.
             let why = match read(run, true).await {
                 Ok(None) => "it was removed".to_string(),
-                Ok(Some(lease)) if lease.released() => "it was released by someone else (upgrade unlock --force?)".into(),
+                Ok(Some(lease)) if lease.released() => {
+                    "it was released by someone else (upgrade unlock --force?)".into()
+                }
                 Ok(Some(lease)) if lease.identity == held.me.id && lease.run != held.me.run => format!(
                     "another run with this controller's id holds it (a copy of this state directory?): {}",
                     lease.describe()
@@ -729,9 +733,14 @@ pub(crate) async fn release(run: &UpgradeRun, held: &Held) {
         Ok(out) if out.rc == 0 => run.notice(None, format!("cluster lock {} released", held.name)),
         Ok(out) if out.conflict() || out.not_found() => run.notice(
             None,
-            format!("warning: the cluster lock {} is no longer this run's (another wrote it since): left alone", held.name),
+            format!(
+                "warning: the cluster lock {} is no longer this run's (another wrote it since): left alone",
+                held.name
+            ),
         ),
-        Ok(out) => run.notice(None, format!("warning: cannot release the cluster lock {}: {}", held.name, out.reason())),
+        Ok(out) => {
+            run.notice(None, format!("warning: cannot release the cluster lock {}: {}", held.name, out.reason()))
+        }
         Err(why) => run.notice(None, format!("warning: cannot release the cluster lock {}: {why}", held.name)),
     }
 }

@@ -317,7 +317,9 @@ impl Plan {
         let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
         // The run reads the cluster lock's TTL on the first master and refuses a bad one: `check` and `--plan`
         // refuse it too, at its line, before anything connects.
-        if let Some(var) = masters.first().and_then(|m| host_vars.get(m)).and_then(|v| v.get("upgrade_cluster_lock_ttl")) {
+        if let Some(var) =
+            masters.first().and_then(|m| host_vars.get(m)).and_then(|v| v.get("upgrade_cluster_lock_ttl"))
+        {
             let text = match &var.value {
                 Value::String(s) => Some(s.clone()),
                 Value::Number(n) => Some(n.to_string()),
