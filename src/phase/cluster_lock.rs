@@ -595,7 +595,18 @@ async fn renew(run: &UpgradeRun, held: &Held) {
         },
         Ok(out) if out.conflict() || out.not_found() => {
             // Someone else wrote it (a take-over, `unlock --force`, a copy of this state directory) or removed it.
-            let why = match read(run, true).await {
+            // Unless it is still this very run's record: then this run's own write went through and only its answer
+            // was lost (or the error was about something else), and the version read is this run's to carry on.
+            let read = read(run, true).await;
+            if let Ok(Some(lease)) = &read {
+                if lease.identity == held.me.id && lease.run == held.me.run {
+                    if let Ok(mut s) = held.state.lock() {
+                        s.resource_version = lease.resource_version.clone();
+                    }
+                    return warn_once(run, held, out.reason());
+                }
+            }
+            let why = match read {
                 Ok(None) => "it was removed".to_string(),
                 Ok(Some(lease)) if lease.released() => {
                     "it was released by someone else (upgrade unlock --force?)".into()
