@@ -328,13 +328,14 @@ fn a_rerun_from_the_same_state_directory_takes_its_own_lease_back_at_once() {
 /// renewed); `--force` releases it, says the risk, and the run that held it stops at its next renewal (exit 1).
 #[test]
 fn unlock_refuses_a_live_lease_and_force_releases_it_saying_the_risk() {
-    let rig = Rig::new(5);
+    // A lease long enough that a loaded machine never fences the run by itself: only --force stops it.
+    let rig = Rig::new(20);
     std::fs::write(rig.fake.state_dir().join("delay"), "2").unwrap();
     let a = rig.wait_for_call("n1", "cordon", rig.controller("a", None, &["--phase", "nodes"]).spawn());
     let unlock = |extra: &[&str]| {
         Scenario::in_dir(rig.dir.path()).arg("unlock").inventory(rig.path("hosts.yml")).args(extra).run()
     };
-    let refused = unlock(&["--yes"]).expect_code(2).stderr_has("within its 5s lease: its run may be alive");
+    let refused = unlock(&["--yes"]).expect_code(2).stderr_has("within its 20s lease: its run may be alive");
     drop(refused.stdout_has("held by").stdout_has("renewed").stderr_has("--force"));
     assert_ne!(rig.lease().unwrap()["data"]["holderIdentity"], "", "left in place");
     let forced = unlock(&["--yes", "--force"]).expect_code(0).stderr_has("warning: --force");
