@@ -42,7 +42,8 @@ pub(crate) enum Command {
     Versions(VersionsArgs),
     /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
     Plan(UpgradeArgs),
-    /// Remove the cluster-wide lock a run left behind (after confirmation; --yes for scripts).
+    /// Release the cluster-wide lock a dead run left behind (after confirmation; --yes for scripts). A lock renewed
+    /// within its lease is refused unless --force.
     Unlock(UnlockArgs),
 }
 
@@ -50,6 +51,11 @@ pub(crate) enum Command {
 pub(crate) struct UnlockArgs {
     #[command(flatten)]
     pub inventory: InventoryArgs,
+
+    /// Release a lock renewed within its lease too: its run may be alive. It stops at its next renewal (within a
+    /// fifth of its lease), but until then a run started now and that one both drive the cluster.
+    #[arg(long)]
+    pub force: bool,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -216,6 +216,30 @@ impl fmt::Display for MaxFailPercentage {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// upgrade_cluster_lock_ttl
+
+/// `upgrade_cluster_lock_ttl` as written (empty: the default, 15 minutes): seconds or a duration ("15m"), at least
+/// one second. The plan checks the first master's value with it (`check` and `--plan` refuse what the run would) and
+/// the run reads it again, rendered.
+pub fn cluster_lock_ttl(text: &str) -> Result<std::time::Duration> {
+    if text.trim().is_empty() {
+        return Ok(std::time::Duration::from_secs(15 * 60));
+    }
+    let parsed = DrainTimeout::parse(text)
+        .map_err(|_| {
+            Error::input(format!("upgrade_cluster_lock_ttl `{}` is not a duration", text.trim()))
+                .hint("write seconds (900) or a duration such as \"15m\"; it must be more than 0")
+        })?
+        .seconds();
+    if parsed == 0 {
+        return Err(
+            Error::input("upgrade_cluster_lock_ttl is 0").hint("write a duration of at least one second, e.g. \"15m\"")
+        );
+    }
+    Ok(std::time::Duration::from_secs(parsed))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // drain-timeout
 
 /// How long a node's drain may take, in seconds; 0 waits for ever.

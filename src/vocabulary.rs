@@ -346,13 +346,15 @@ pub enum Halt {
     Interrupted,
     /// The first write that failed, and why (`No space left on device`).
     StateNotWritable(String),
+    /// The cluster lock was not renewed in time, or another controller holds it now (the whole sentence).
+    ClusterLock(String),
 }
 
 impl Halt {
     fn texts_mut(&mut self) -> Vec<&mut String> {
         match self {
             Halt::Interrupted => Vec::new(),
-            Halt::StateNotWritable(reason) => vec![reason],
+            Halt::StateNotWritable(reason) | Halt::ClusterLock(reason) => vec![reason],
         }
     }
 }
@@ -362,6 +364,7 @@ impl fmt::Display for Halt {
         match self {
             Halt::Interrupted => f.write_str("the run was interrupted"),
             Halt::StateNotWritable(reason) => write!(f, "the state directory could not be written ({reason})"),
+            Halt::ClusterLock(reason) => f.write_str(reason),
         }
     }
 }
@@ -527,6 +530,13 @@ pub struct Summary {
     /// the node sync DaemonSet), with the image each runs at the end.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_to_operator: Vec<LeftToOperator>,
+    /// Why the run stopped driving the cluster: its cluster lock was not renewed in time or another controller took
+    /// it. Never a success (exit 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_lock_lost: Option<String>,
+    /// `upgrade_change_id`, the change ticket the run was made under (absent when not set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_id: Option<String>,
 }
 
 /// A cluster workload the upgrade does not move, as verify found it.
@@ -560,6 +570,8 @@ impl Summary {
             interrupted: false,
             resumed: None,
             state_error: None,
+            cluster_lock_lost: None,
+            change_id: None,
         }
     }
 
@@ -572,7 +584,7 @@ impl Summary {
     pub fn exit_code(&self) -> ExitCode {
         if let Some(code) = self.stopped.as_ref().and_then(StopReason::exit_code) {
             code
-        } else if self.state_error.is_some() {
+        } else if self.state_error.is_some() || self.cluster_lock_lost.is_some() {
             ExitCode::Failed
         } else if self.interrupted {
             ExitCode::Interrupted

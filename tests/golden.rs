@@ -75,6 +75,8 @@ impl Normaliser {
         // its database size, which grows with the load of the machine) and the disk answer differently each time.
         let rules: &[(&str, &str)] = &[
             (r"\d{8}T\d{6}Z-\d+", "<run>"),
+            // The cluster lock's holder: the state directory's random controller id.
+            (r"\b[0-9a-f]{32}\b", "<controller>"),
             (r"\d{8}T\d{6}Z", "<stamp>"),
             (r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?", "<time>"),
             (r"[A-Z][a-z]{2} \d\d?, \d{4} \d\d:\d\d UTC", "<date>"),

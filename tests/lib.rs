@@ -16,6 +16,7 @@ mod golden;
 mod hooks;
 mod kubeadm;
 mod layers;
+mod lease;
 mod live_plan;
 mod openshift;
 mod openshift_control_plane;

@@ -13,5 +13,5 @@ pub(super) fn unlock(args: &UnlockArgs) -> Result<i32> {
         plan: PlanRequest { limit: args.inventory.limit.clone(), ..PlanRequest::default() },
         ..UpgradeRequest::default()
     };
-    crate::unlock::unlock(&request, inventory, extra, remote(&args.run)?)
+    crate::unlock::unlock(&request, inventory, extra, remote(&args.run)?, args.force)
 }

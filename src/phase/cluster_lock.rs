@@ -1,19 +1,36 @@
-//! The cluster-wide lock: a ConfigMap (`kube-system/upgrade-lock` by default) that says which run drives the cluster,
-//! so two operators on two machines, or a CI job and a person, never upgrade one cluster at once. The state
-//! directory's flock (journal.rs) only guards one controller; this one lives where every controller looks.
+//! The cluster-wide lock: a lease in a ConfigMap (`kube-system/upgrade-lock` by default) that says which controller
+//! drives the cluster, so two operators on two machines, or a CI job and a person, never upgrade one cluster at once.
+//! The state directory's flock (journal.rs) only guards one controller; this one lives where every controller looks.
 //!
-//! Taken after preflight has reached every host and before it reads the cluster: a second run is refused (exit 2,
-//! naming the holder) before it reads a cluster another run is changing and draws conclusions from it (masters on two
-//! versions, nodes cordoned by someone else). Renewed every third of `upgrade_cluster_lock_ttl` while the run goes
-//! on, released at its end. A lock not renewed for the TTL is stale (its run died) and taken over with a warning; a
-//! lock written from this very state directory on this machine is taken over at once, since this process holds the
-//! directory's flock and so its writer cannot be alive.
+//! It is client-go's leader election (resourcelock's ConfigMapLock) done through kubectl: the record's fields
+//! (`holderIdentity`, `leaseDurationSeconds`, `acquireTime`, `renewTime`, `leaderTransitions`) and, for people, who
+//! holds it (`holder` user@machine, `where` the state directory, `started`, `run`, `change_id`). The first take is
+//! an atomic `create configmap` (AlreadyExists when it exists); every later change (a take-over of a stale or
+//! released lease, a renewal, the release) is a `replace -f -` carrying the `metadata.resourceVersion` this run last
+//! read, which the API server refuses with Conflict when anyone wrote in between: of two runs racing for one stale
+//! lease exactly one wins, and a run never overwrites or removes a lease it does not hold. A ConfigMap, not a
+//! `coordination.k8s.io` Lease: OpenShift 3.11 (Kubernetes 1.11) has no Lease API, and a ConfigMap with
+//! compare-and-swap on its resourceVersion is the same guarantee on every cluster the tool supports.
+//!
+//! The holder is a controller id kept in the state directory (`controller-id`, random, made once), not user, host
+//! or path: two containers or cloned VMs with the same names are two controllers. A re-run from the same state
+//! directory takes its own lease back at once (this process holds the directory's flock, so the earlier writer is
+//! dead); a copy of a state directory carries the id, and with it that right (README).
+//!
+//! Fencing: the holder renews every fifth of the TTL; not renewed for half the lease, the run starts no new host;
+//! not renewed for the whole lease, or a renewal that finds another holder or no lease, the run stops every host at
+//! its next safe point (as an interrupt past its grace period does) and ends with exit 1. A taker treats a lease as
+//! stale only when `renewTime + leaseDurationSeconds` is past by its own clock, so the holder has stopped starting
+//! anything by then (clock skew aside: README). While the only master's API server is restarted the lease is written
+//! with a longer duration (`extend`), so that expected absence does not fence the run.
 //!
 //! The commands are the task file cluster_lock.yml (docs/DESIGN.md's cluster-object shapes); this module decides.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use super::run::UpgradeRun;
 use crate::error::{Error, Result};
@@ -23,54 +40,118 @@ use crate::vocabulary::Step;
 /// Default of `upgrade_cluster_lock_ttl`.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
 
-/// What the lock says about its holder.
+/// The file of the state directory that keeps this controller's id.
+const CONTROLLER_ID_FILE: &str = "controller-id";
+
+/// This controller and run, as its lease names them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Holder {
-    /// user@machine of the controller.
+pub(crate) struct Me {
+    /// The controller id (`holderIdentity`): what decides whose lease it is.
+    pub id: String,
+    /// user@machine, for people.
     pub holder: String,
-    /// The state directory of the run.
+    /// The state directory, for people.
     pub location: String,
-    /// When the run took the lock (UTC).
+    /// When the run took the lease (UTC).
     pub started: String,
     pub run: String,
-    /// The last renewal, seconds since the epoch (the controller's clock).
-    pub renewed: Option<u64>,
+    /// `upgrade_change_id`, the change ticket (may be empty).
+    pub change_id: String,
 }
 
-impl Holder {
-    /// This controller, for the run `run`.
-    pub(crate) fn this_run(run: &str, state_dir: &str) -> Holder {
+impl Me {
+    pub(crate) fn new(id: &str, run: &str, state_dir: &str, change_id: &str) -> Me {
         let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
-        Holder {
+        Me {
+            id: id.to_string(),
             holder: format!("{user}@{}", crate::journal::host_name()),
             location: state_dir.to_string(),
             started: crate::time_format::utc_timestamp(SystemTime::now()),
             run: run.to_string(),
-            renewed: Some(epoch_now()),
+            change_id: change_id.to_string(),
         }
     }
+}
 
-    /// Reads `get configmap NAME -o json`: the data the take wrote, and the renewal annotation when newer.
-    pub(crate) fn parse(json: &str) -> Option<Holder> {
+/// The lease as read from the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub resource_version: String,
+    /// `holderIdentity`; empty when released.
+    pub identity: String,
+    /// `leaseDurationSeconds` as its holder wrote it.
+    pub duration: Option<Duration>,
+    pub acquired: String,
+    /// `renewTime`, milliseconds since the epoch (the holder's clock).
+    pub renewed_ms: Option<u64>,
+    pub transitions: u64,
+    pub holder: String,
+    pub location: String,
+    pub started: String,
+    pub run: String,
+    pub change_id: String,
+}
+
+impl Lease {
+    /// Reads `get configmap NAME -o json` (or what `create`/`replace -o json` answer). A lock written by an earlier
+    /// version of this tool (no `holderIdentity`, seconds in `renewed`) reads as held by a controller that is never
+    /// this one, renewed when it said.
+    pub(crate) fn parse(json: &str) -> Option<Lease> {
         let object: Value = serde_json::from_str(json).ok()?;
         let data = object.get("data").and_then(Value::as_object).cloned().unwrap_or_default();
         let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-        let annotated = object
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get("upgrade/renewed"))
-            .and_then(Value::as_str)
-            .and_then(|s| s.trim().parse::<u64>().ok());
-        let written = text("renewed").trim().parse::<u64>().ok();
-        Some(Holder {
+        let number = |key: &str| text(key).trim().parse::<u64>().ok();
+        let mut lease = Lease {
+            resource_version: object
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            identity: text("holderIdentity"),
+            duration: number("leaseDurationSeconds").filter(|s| *s > 0).map(Duration::from_secs),
+            acquired: text("acquireTime"),
+            renewed_ms: parse_micro_time(&text("renewTime")),
+            transitions: number("leaderTransitions").unwrap_or(0),
             holder: text("holder"),
             location: text("where"),
             started: text("started"),
             run: text("run"),
-            renewed: annotated.max(written),
-        })
+            change_id: text("change_id"),
+        };
+        if !data.contains_key("holderIdentity") {
+            let annotated = object
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get("upgrade/renewed"))
+                .and_then(Value::as_str)
+                .and_then(|s| s.trim().parse::<u64>().ok());
+            lease.renewed_ms = annotated.max(number("renewed")).map(|s| s * 1000);
+            lease.identity = format!("an earlier version of upgrade: {} {}", lease.holder, lease.location);
+        }
+        Some(lease)
     }
 
-    /// "root@ci-7 (state directory /srv/c1/.upgrade-state), run 20261123T105800Z-4242, started ..., renewed 40s ago".
+    /// No run holds it: released at the end of a run, or by `upgrade unlock`.
+    pub(crate) fn released(&self) -> bool {
+        self.identity.is_empty()
+    }
+
+    /// How long ago it was renewed, by this machine's clock.
+    pub(crate) fn renewed_ago(&self, now_ms: u64) -> Option<Duration> {
+        self.renewed_ms.map(|r| Duration::from_millis(now_ms.saturating_sub(r)))
+    }
+
+    /// Renewed within its lease (its own `leaseDurationSeconds`, else `ttl`): its holder may be alive and driving
+    /// the cluster. A lease whose renewal time cannot be read counts as live: nothing proves its holder dead.
+    pub(crate) fn live(&self, now_ms: u64, ttl: Duration) -> bool {
+        let duration = self.duration.unwrap_or(ttl);
+        match self.renewed_ms {
+            Some(renewed) => now_ms <= renewed.saturating_add(duration.as_millis() as u64),
+            None => true,
+        }
+    }
+
+    /// "root@ci-7 (state directory /srv/c1/.upgrade-state), run 20261123T105800Z-4242, controller 3f.., started
+    /// ..., renewed 40s ago, change CHG-1".
     pub(crate) fn describe(&self) -> String {
         let mut text = if self.holder.is_empty() { "an unnamed holder".to_string() } else { self.holder.clone() };
         if !self.location.is_empty() {
@@ -79,23 +160,117 @@ impl Holder {
         if !self.run.is_empty() {
             text.push_str(&format!(", run {}", self.run));
         }
+        if !self.identity.is_empty() && !self.identity.starts_with("an earlier version") {
+            text.push_str(&format!(", controller {}", self.identity));
+        }
         if !self.started.is_empty() {
             text.push_str(&format!(", started {}", self.started));
         }
-        if let Some(renewed) = self.renewed {
-            text.push_str(&format!(", renewed {}s ago", epoch_now().saturating_sub(renewed)));
+        if let Some(ago) = self.renewed_ago(epoch_ms()) {
+            text.push_str(&format!(", renewed {}s ago", ago.as_secs()));
+        }
+        if let Some(d) = self.duration {
+            text.push_str(&format!(" (lease {}s)", d.as_secs()));
+        }
+        if !self.change_id.is_empty() {
+            text.push_str(&format!(", change {}", self.change_id));
         }
         text
     }
+}
 
-    /// Not renewed for longer than `ttl`. A lock being written this instant (no renewal yet) is not stale.
-    pub(crate) fn is_stale(&self, ttl: Duration, now: u64) -> bool {
-        self.renewed.is_some_and(|renewed| now.saturating_sub(renewed) > ttl.as_secs())
+/// What a run does with the lease it read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// There is none: create it (atomic; AlreadyExists when another run was faster).
+    Take,
+    /// This controller's own, left by a run from this state directory that is no longer running: take it back.
+    Mine,
+    /// Released, or not renewed within its lease: take it over with a conditional write.
+    TakeOver { stale: bool },
+    /// Another controller's, renewed within its lease.
+    Refuse,
+}
+
+/// The lease decision, as a function of what was read, this machine's clock, the TTL and this controller's id.
+pub(crate) fn decide(read: Option<&Lease>, now_ms: u64, ttl: Duration, my_id: &str) -> Decision {
+    match read {
+        None => Decision::Take,
+        Some(lease) if !my_id.is_empty() && lease.identity == my_id => Decision::Mine,
+        Some(lease) if lease.released() => Decision::TakeOver { stale: false },
+        Some(lease) if !lease.live(now_ms, ttl) => Decision::TakeOver { stale: true },
+        Some(_) => Decision::Refuse,
     }
 }
 
 pub(crate) fn epoch_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+pub(crate) fn epoch_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// client-go's MicroTime: `2026-11-24T10:00:00.123456Z`.
+pub(crate) fn micro_time(ms: u64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(ms);
+    let (y, mo, d, h, mi, s) = crate::time_format::civil(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:06}Z", (ms % 1000) * 1000)
+}
+
+/// Reads `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, as client-go and this module write it).
+pub(crate) fn parse_micro_time(text: &str) -> Option<u64> {
+    let text = text.trim().strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
+    let mut c = clock.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, mi, s) = (c.next()??, c.next()??, c.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let ms = if fraction.is_empty() {
+        0
+    } else {
+        let digits: String = fraction.chars().chain("000".chars()).take(3).collect();
+        digits.parse::<i64>().ok()?
+    };
+    // Howard Hinnant's days-from-civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s;
+    u64::try_from(secs * 1000 + ms).ok()
+}
+
+/// This controller's id, made once per state directory (`controller-id`, random) and kept: what the lease names as
+/// its holder. Bad input (exit 2) when it can be neither read nor made.
+pub(crate) fn controller_id(state_dir: &std::path::Path) -> Result<String> {
+    let path = state_dir.join(CONTROLLER_ID_FILE);
+    let cannot = |e: std::io::Error| {
+        Error::input(format!("cannot keep this controller's id in {}: {e}", path.display()))
+            .hint("the state directory must be writable; nothing was changed")
+    };
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if id.len() >= 16 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Ok(id.to_string());
+        }
+    }
+    let mut bytes = [0u8; 16];
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(cannot)?;
+    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    // Written beside, then renamed: a kill -9 never leaves half an id.
+    let partial = state_dir.join(format!("{CONTROLLER_ID_FILE}.{}", std::process::id()));
+    std::fs::write(&partial, format!("{id}\n")).map_err(cannot)?;
+    std::fs::rename(&partial, &path).map_err(cannot)?;
+    Ok(id)
 }
 
 /// What one lock command did.
@@ -110,35 +285,32 @@ impl Outcome {
     fn already_exists(&self) -> bool {
         self.rc != 0 && (self.stderr.contains("AlreadyExists") || self.stderr.contains("already exists"))
     }
-    fn not_found(&self) -> bool {
+    pub(crate) fn not_found(&self) -> bool {
         self.rc != 0 && (self.stderr.contains("NotFound") || self.stderr.contains("not found"))
     }
-    fn reason(&self) -> String {
+    fn conflict(&self) -> bool {
+        self.rc != 0 && (self.stderr.contains("(Conflict)") || self.stderr.contains("the object has been modified"))
+    }
+    pub(crate) fn reason(&self) -> String {
         let text = if self.stderr.trim().is_empty() { self.stdout.trim() } else { self.stderr.trim() };
         text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").to_string()
     }
 }
 
-/// `take`, `read`, `renew` or `release` through cluster_lock.yml on the first master.
+/// `read`, `take` or `write` through cluster_lock.yml on the first master, with the action's variables.
 pub(crate) async fn call(
     run: &UpgradeRun,
     action: &str,
-    holder: &Holder,
+    vars: &[(&str, Value)],
     quiet: bool,
 ) -> std::result::Result<Outcome, String> {
-    let vars = [
-        ("upgrade_cluster_lock_action", Value::from(action)),
-        ("upgrade_cluster_lock_holder", Value::from(holder.holder.clone())),
-        ("upgrade_cluster_lock_where", Value::from(holder.location.clone())),
-        ("upgrade_cluster_lock_started", Value::from(holder.started.clone())),
-        ("upgrade_cluster_lock_run", Value::from(holder.run.clone())),
-        ("upgrade_cluster_lock_renewed", Value::from(epoch_now().to_string())),
-    ];
+    let mut all: Vec<(&str, Value)> = vec![("upgrade_cluster_lock_action", Value::from(action))];
+    all.extend(vars.iter().cloned());
     let file = run.playbook("cluster_lock.yml");
     let facts = if quiet {
-        run.run_step_quietly(&run.first_master, Step::ClusterLock, &file, &vars).await
+        run.run_step_quietly(&run.first_master, Step::ClusterLock, &file, &all).await
     } else {
-        run.run_step(Phase::Preflight, &run.first_master, Step::ClusterLock, &file, &vars, None).await
+        run.run_step(Phase::Preflight, &run.first_master, Step::ClusterLock, &file, &all, None).await
     }
     .map_err(|f| f.reason)?;
     let result = facts.get(format!("upgrade_cluster_lock_{action}").as_str()).cloned().unwrap_or_default();
@@ -150,133 +322,550 @@ pub(crate) async fn call(
     })
 }
 
-/// `upgrade_cluster_lock_ttl` of the first master: seconds or a duration ("15m"); bad input is refused (exit 2)
-/// before the lock is touched.
-pub(crate) fn ttl(run: &UpgradeRun) -> Result<Duration> {
-    let text = run.render_for(&run.first_master, "{{ upgrade_cluster_lock_ttl | default('') }}");
-    if text.trim().is_empty() {
-        return Ok(DEFAULT_TTL);
+/// Reads the lease: `Ok(None)` when there is none.
+pub(crate) async fn read(run: &UpgradeRun, quiet: bool) -> std::result::Result<Option<Lease>, String> {
+    let read = call(run, "read", &[], quiet).await?;
+    if read.not_found() {
+        return Ok(None);
     }
-    let parsed = crate::settings::DrainTimeout::parse(&text)
-        .map_err(|_| {
-            Error::input(format!("upgrade_cluster_lock_ttl `{}` is not a duration", text.trim()))
-                .hint("write seconds (900) or a duration such as \"15m\"; it must be more than 0")
-        })?
-        .seconds();
-    if parsed == 0 {
-        return Err(
-            Error::input("upgrade_cluster_lock_ttl is 0").hint("write a duration of at least one second, e.g. \"15m\"")
-        );
+    if read.rc != 0 {
+        return Err(read.reason());
     }
-    Ok(Duration::from_secs(parsed))
+    Lease::parse(&read.stdout).map(Some).ok_or_else(|| format!("it cannot be read ({})", read.reason()))
 }
 
-fn lock_name(run: &UpgradeRun) -> String {
+/// The ConfigMap's data for `me` holding it: the leader-election record's fields, then who, for people.
+fn record(me: &Me, acquired: &str, renewed_ms: u64, duration: Duration, transitions: u64) -> Map<String, Value> {
+    let mut data = Map::new();
+    for (key, value) in [
+        ("holderIdentity", me.id.clone()),
+        ("leaseDurationSeconds", duration.as_secs().max(1).to_string()),
+        ("acquireTime", acquired.to_string()),
+        ("renewTime", micro_time(renewed_ms)),
+        ("leaderTransitions", transitions.to_string()),
+        ("holder", me.holder.clone()),
+        ("where", me.location.clone()),
+        ("started", me.started.clone()),
+        ("run", me.run.clone()),
+        ("change_id", me.change_id.clone()),
+    ] {
+        data.insert(key.to_string(), Value::String(value));
+    }
+    data
+}
+
+/// `namespace/name` of the lease.
+pub(crate) fn lock_name(run: &UpgradeRun) -> String {
     run.render_for(
         &run.first_master,
         "{{ upgrade_cluster_lock_namespace | default('kube-system') }}/{{ upgrade_cluster_lock_name | default('upgrade-lock') }}",
     )
 }
 
-/// Takes the lock for this run, or refuses the run (exit 2) naming who holds it.
-pub(crate) async fn take(run: &UpgradeRun, me: &Holder, ttl: Duration) -> Result<()> {
+/// The atomic first take: `create configmap NAME --from-literal=K=V ... -o json`.
+async fn create(run: &UpgradeRun, data: &Map<String, Value>, quiet: bool) -> std::result::Result<Outcome, String> {
+    let literals: Vec<Value> =
+        data.iter().map(|(k, v)| Value::String(format!("{k}={}", v.as_str().unwrap_or_default()))).collect();
+    call(run, "take", &[("upgrade_cluster_lock_literals", Value::Array(literals))], quiet).await
+}
+
+/// A conditional write: `replace -f - -o json` of the whole ConfigMap carrying `resource_version`; Conflict when the
+/// lease changed since.
+pub(crate) async fn write(
+    run: &UpgradeRun,
+    resource_version: &str,
+    data: &Map<String, Value>,
+    quiet: bool,
+) -> std::result::Result<Outcome, String> {
+    let name = lock_name(run);
+    let (namespace, short) = name.split_once('/').unwrap_or(("kube-system", name.as_str()));
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": short, "namespace": namespace, "resourceVersion": resource_version},
+        "data": data,
+    });
+    // Pretty: one member a line, the shape every kubectl reads (and the fake cluster too).
+    let body = serde_json::to_string_pretty(&object).unwrap_or_default();
+    call(run, "write", &[("upgrade_cluster_lock_object", Value::String(body))], quiet).await
+}
+
+/// `upgrade_cluster_lock_ttl` of the first master: seconds or a duration ("15m"); bad input is refused (exit 2)
+/// before the lock is touched (the plan checks it too: `check_ttl_setting`).
+pub(crate) fn ttl(run: &UpgradeRun) -> Result<Duration> {
+    let text = run.render_for(&run.first_master, "{{ upgrade_cluster_lock_ttl | default('') }}");
+    crate::settings::cluster_lock_ttl(&text)
+}
+
+/// The lease this run holds: what it last wrote, and the fence's clock.
+pub(crate) struct Held {
+    pub name: String,
+    me: Me,
+    ttl: Duration,
+    state: Mutex<HeldState>,
+    /// One write at a time: the renewer and `extend` share the resourceVersion.
+    writing: tokio::sync::Mutex<()>,
+    /// The run is ending: no more renewals (`stop_renewing`).
+    ending: AtomicBool,
+}
+
+struct HeldState {
+    resource_version: String,
+    acquired: String,
+    transitions: u64,
+    /// When the last successful write was sent (monotonic): the lease holds from there for `duration`.
+    confirmed: Instant,
+    /// The duration the last successful write carried: what other controllers wait for.
+    duration: Duration,
+    /// Added to the TTL while the only master's API server is expected away (`extend`).
+    extension: Duration,
+    /// Warned of a failed renewal since the last success.
+    warned: bool,
+}
+
+impl Held {
+    fn lease_duration(&self, extension: Duration) -> Duration {
+        self.ttl + extension
+    }
+}
+
+/// Why the run stopped driving the cluster, set once by the fence (cluster_lock.rs); read by `UpgradeRun::halt`.
+#[derive(Debug, Default)]
+pub(crate) struct Fence {
+    /// The first stage's reason, replaced by the second's.
+    reason: Mutex<Option<String>>,
+    /// Past the whole lease, or taken by another: the run no longer holds the lease (no clean-up writes either).
+    lost: AtomicBool,
+}
+
+impl Fence {
+    pub(crate) fn reason(&self) -> Option<String> {
+        self.reason.lock().ok().and_then(|r| r.clone())
+    }
+
+    pub(crate) fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+}
+
+/// Starts no new host: the lease has not been renewed for half its duration.
+fn hold_back(run: &UpgradeRun, why: String) {
+    let first = run.fence.reason.lock().map(|mut r| r.is_none() && r.replace(why.clone()).is_none()).unwrap_or(false);
+    if first {
+        run.recorder.write_failures.stop_handle().stop();
+        run.notice(None, format!("{why}: no new host starts; the run ends with exit 1 (re-run to resume)"));
+    }
+}
+
+/// Stops every host at its next safe point: the run no longer holds the lease.
+fn lose(run: &UpgradeRun, why: String) {
+    if run.fence.lost.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    if let Ok(mut reason) = run.fence.reason.lock() {
+        *reason = Some(why.clone());
+    }
+    let stop = run.recorder.write_failures.stop_handle();
+    stop.stop();
+    stop.abort();
+    run.notice(
+        None,
+        format!(
+            "{why}: hosts in flight stop at their next safe point (a node this run cordoned is left cordoned and \
+             listed: another controller may be driving the cluster now); the run ends with exit 1"
+        ),
+    );
+}
+
+/// Takes the lease for this run, or refuses the run (exit 2) naming who holds it.
+pub(crate) async fn take(run: &UpgradeRun, me: &Me, ttl: Duration) -> Result<Arc<Held>> {
     let name = lock_name(run);
     let failed = |why: String| {
         Error::hosts_failed(format!("cannot take the cluster lock {name}: {why}"))
             .hint("check upgrade_kubectl and the cluster credentials on the first master; nothing was changed")
     };
-    // Twice at most: once, and once more after a stale lock was removed.
-    for attempt in 0..2 {
-        let taken = call(run, "take", me, false).await.map_err(failed)?;
-        if taken.rc == 0 {
-            run.notice(None, format!("cluster lock {name} taken (run {})", me.run));
-            return Ok(());
-        }
-        if !taken.already_exists() {
-            return Err(failed(taken.reason()));
-        }
-        let read = call(run, "read", me, false).await.map_err(failed)?;
-        if read.not_found() && attempt == 0 {
-            continue; // released between our create and our read: try again
-        }
-        let Some(holder) = Holder::parse(&read.stdout) else {
-            return Err(failed(format!("it exists but cannot be read ({})", read.reason())));
-        };
-        let ours = holder.holder == me.holder && holder.location == me.location;
-        let stale = holder.is_stale(ttl, epoch_now());
-        if attempt == 1 || !(ours || stale) {
-            return Err(Error::input(format!("another upgrade holds the cluster lock {name}: {}", holder.describe()))
+    // A few rounds: each lost race (AlreadyExists, Conflict) means another run wrote first, so the next read decides
+    // again (and usually refuses).
+    for _ in 0..3 {
+        let found = read(run, false).await.map_err(failed)?;
+        let decision = decide(found.as_ref(), epoch_ms(), ttl, &me.id);
+        let sent = Instant::now();
+        let now = epoch_ms();
+        let acquired = micro_time(now);
+        let outcome = match (&decision, &found) {
+            (Decision::Refuse, Some(lease)) => {
+                return Err(Error::input(format!(
+                    "another upgrade holds the cluster lock {name}: {}",
+                    lease.describe()
+                ))
                 .hint(format!(
                     "wait for it to finish; if that run is dead, its lock goes stale {}s after its last renewal \
-                     (upgrade_cluster_lock_ttl), or remove it with `upgrade unlock --inventory ...`; nothing was changed",
-                    ttl.as_secs()
+                     (its lease), or `upgrade unlock --inventory ... --force` releases it at once; nothing was changed",
+                    lease.duration.unwrap_or(ttl).as_secs()
                 )));
-        }
-        let why = if ours {
-            "it was left by an earlier run from this state directory on this machine, which is no longer running"
-                .to_string()
-        } else {
-            format!("not renewed for more than {}s (upgrade_cluster_lock_ttl)", ttl.as_secs())
+            }
+            (Decision::Take, _) | (_, None) => {
+                let data = record(me, &acquired, now, ttl, 0);
+                let created = create(run, &data, false).await.map_err(failed)?;
+                if created.already_exists() {
+                    continue;
+                }
+                created
+            }
+            (Decision::Mine, Some(lease)) | (Decision::TakeOver { .. }, Some(lease)) => {
+                let why = match decision {
+                    Decision::Mine => Some(
+                        "it is this controller's (this state directory's id), left by a run that is no longer \
+                         running: taken back at once"
+                            .to_string(),
+                    ),
+                    Decision::TakeOver { stale: true } => {
+                        Some(format!("not renewed within its lease ({}s)", lease.duration.unwrap_or(ttl).as_secs()))
+                    }
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    run.notice(
+                        None,
+                        format!("warning: taking over the cluster lock {name} from {}: {why}", lease.describe()),
+                    );
+                }
+                let transitions = lease.transitions + u64::from(lease.identity != me.id);
+                let data = record(me, &acquired, now, ttl, transitions);
+                let written = write(run, &lease.resource_version, &data, false).await.map_err(failed)?;
+                if written.conflict() || written.not_found() {
+                    continue;
+                }
+                written
+            }
         };
-        run.notice(None, format!("warning: taking over the cluster lock {name} from {}: {why}", holder.describe()));
-        let released = call(run, "release", me, false).await.map_err(failed)?;
-        if released.rc != 0 && !released.not_found() {
-            return Err(failed(released.reason()));
+        if outcome.rc != 0 {
+            return Err(failed(outcome.reason()));
         }
+        let written = Lease::parse(&outcome.stdout).filter(|l| !l.resource_version.is_empty());
+        let Some(written) = written else {
+            return Err(failed(format!("the cluster's answer names no resourceVersion ({})", outcome.reason())));
+        };
+        run.notice(None, format!("cluster lock {name} taken (run {}, controller {})", me.run, me.id));
+        return Ok(Arc::new(Held {
+            name,
+            me: me.clone(),
+            ttl,
+            state: Mutex::new(HeldState {
+                resource_version: written.resource_version,
+                acquired,
+                transitions: written.transitions,
+                confirmed: sent,
+                duration: ttl,
+                extension: Duration::ZERO,
+                warned: false,
+            }),
+            writing: tokio::sync::Mutex::new(()),
+            ending: AtomicBool::new(false),
+        }));
     }
-    Err(failed("another run took it at the same moment".into()))
+    Err(failed("other runs kept changing it while this one tried to take it".into()))
 }
 
-/// Renews the lock every third of the TTL until the task is aborted. A renewal that fails is said, not fatal: the
-/// run keeps its lock for the rest of the TTL and the next renewal may succeed.
-pub(crate) async fn keep_renewed(run: std::sync::Arc<UpgradeRun>, me: Holder, ttl: Duration) {
-    let every = (ttl / 3).max(Duration::from_secs(1));
-    loop {
-        tokio::time::sleep(every).await;
-        match call(&run, "renew", &me, true).await {
-            Ok(out) if out.rc == 0 => {}
-            Ok(out) => run.notice(None, format!("warning: cannot renew the cluster lock: {}", out.reason())),
-            Err(why) => run.notice(None, format!("warning: cannot renew the cluster lock: {why}")),
-        }
+/// One renewal: a conditional write of this run's record with a fresh renewTime.
+async fn renew(run: &UpgradeRun, held: &Held) {
+    let _one = held.writing.lock().await;
+    if run.fence.lost() || held.ending.load(Ordering::SeqCst) {
+        return;
     }
-}
-
-/// Releases the lock when it is still this run's (a run that lost it to a takeover leaves the new holder's alone).
-pub(crate) async fn release(run: &UpgradeRun, me: &Holder) {
-    let name = lock_name(run);
-    let read = match call(run, "read", me, true).await {
-        Ok(read) => read,
-        Err(why) => return run.notice(None, format!("warning: cannot release the cluster lock {name}: {why}")),
+    let (rv, acquired, transitions, extension) = match held.state.lock() {
+        Ok(s) => (s.resource_version.clone(), s.acquired.clone(), s.transitions, s.extension),
+        Err(_) => return,
     };
-    match Holder::parse(&read.stdout) {
-        Some(holder) if holder.run == me.run => match call(run, "release", me, true).await {
-            Ok(out) if out.rc == 0 => run.notice(None, format!("cluster lock {name} released")),
-            Ok(out) => run.notice(None, format!("warning: cannot release the cluster lock {name}: {}", out.reason())),
-            Err(why) => run.notice(None, format!("warning: cannot release the cluster lock {name}: {why}")),
+    let duration = held.lease_duration(extension);
+    let sent = Instant::now();
+    let data = record(&held.me, &acquired, epoch_ms(), duration, transitions);
+    let outcome = write(run, &rv, &data, true).await;
+    match outcome {
+        Ok(out) if out.rc == 0 => match Lease::parse(&out.stdout).filter(|l| !l.resource_version.is_empty()) {
+            Some(lease) => {
+                if let Ok(mut s) = held.state.lock() {
+                    s.resource_version = lease.resource_version;
+                    s.confirmed = sent;
+                    s.duration = duration;
+                    s.warned = false;
+                }
+            }
+            None => warn_once(run, held, format!("the answer names no resourceVersion ({})", out.reason())),
         },
-        Some(holder) => run.notice(
-            None,
-            format!("warning: the cluster lock {name} is no longer this run's ({}): left alone", holder.describe()),
-        ),
-        None if read.not_found() => run.notice(None, format!("warning: the cluster lock {name} was already gone")),
-        None => run.notice(None, format!("warning: cannot release the cluster lock {name}: {}", read.reason())),
+        Ok(out) if out.conflict() || out.not_found() => {
+            // Someone else wrote it (a take-over, `unlock --force`, a copy of this state directory) or removed it.
+            // Unless it is still this very run's record: then this run's own write went through and only its answer
+            // was lost (or the error was about something else), and the version read is this run's to carry on.
+            let read = read(run, true).await;
+            if let Ok(Some(lease)) = &read {
+                if lease.identity == held.me.id && lease.run == held.me.run {
+                    if let Ok(mut s) = held.state.lock() {
+                        s.resource_version = lease.resource_version.clone();
+                    }
+                    return warn_once(run, held, out.reason());
+                }
+            }
+            let why = match read {
+                Ok(None) => "it was removed".to_string(),
+                Ok(Some(lease)) if lease.released() => {
+                    "it was released by someone else (upgrade unlock --force?)".into()
+                }
+                Ok(Some(lease)) if lease.identity == held.me.id && lease.run != held.me.run => format!(
+                    "another run with this controller's id holds it (a copy of this state directory?): {}",
+                    lease.describe()
+                ),
+                Ok(Some(lease)) => format!("it is held by {}", lease.describe()),
+                Err(e) => format!("it changed and cannot be read ({e})"),
+            };
+            lose(run, format!("lost the cluster lock {}: {why}", held.name));
+        }
+        Ok(out) => warn_once(run, held, out.reason()),
+        Err(why) => warn_once(run, held, why),
     }
+}
+
+fn warn_once(run: &UpgradeRun, held: &Held, why: String) {
+    let first = held.state.lock().map(|mut s| !std::mem::replace(&mut s.warned, true)).unwrap_or(false);
+    if first {
+        run.notice(
+            None,
+            format!(
+                "warning: cannot renew the cluster lock {}: {why} (retried; not renewed for half its lease, no new \
+                 host starts; for the whole lease, the run stops)",
+                held.name
+            ),
+        );
+    }
+}
+
+/// Renews the lease every fifth of the TTL, and fences the run by the time since the last successful renewal, until
+/// the task is aborted (the end of the run). A fifth: two renewals fall within the first half of the lease, so one
+/// slow or failed renewal alone does not stop the run.
+pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
+    let every = renewal_period(held.ttl);
+    let renewing = async {
+        // On a fixed beat from when the take was sent (the lease counts from there, a slow take included), not
+        // after each renewal: the time a renewal takes is not added to the next.
+        let taken = held.state.lock().map(|s| s.confirmed).unwrap_or_else(|_| Instant::now());
+        let mut next = tokio::time::Instant::from_std(taken) + every;
+        loop {
+            tokio::time::sleep_until(next).await;
+            next = (next + every).max(tokio::time::Instant::now());
+            if run.fence.lost() {
+                return;
+            }
+            renew(&run, &held).await;
+        }
+    };
+    // Apart from the renewals: a renewal that hangs (an API that does not answer) must not stop the clock.
+    let watching = async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let Ok((since, duration)) = held.state.lock().map(|s| (s.confirmed.elapsed(), s.duration)) else {
+                continue;
+            };
+            if since >= duration {
+                lose(
+                    &run,
+                    format!(
+                        "lost the cluster lock {}: not renewed for {:.1}s, its whole lease: another controller may \
+                         take it over now",
+                        held.name,
+                        since.as_secs_f64()
+                    ),
+                );
+                return;
+            }
+            if since >= duration / 2 && run.fence.reason().is_none() {
+                hold_back(
+                    &run,
+                    format!(
+                        "the cluster lock {} has not been renewed for {:.1}s, half its {}s lease",
+                        held.name,
+                        since.as_secs_f64(),
+                        duration.as_secs()
+                    ),
+                );
+            }
+        }
+    };
+    tokio::join!(renewing, watching);
+}
+
+/// How often the lease is renewed: a fifth of the TTL, at least every 200 ms.
+pub(crate) fn renewal_period(ttl: Duration) -> Duration {
+    (ttl / 5).max(Duration::from_millis(200))
+}
+
+/// While the only master's API server is away (its upgrade and restart), the lease is written with
+/// `upgrade_control_plane_ready_timeout` more: renewals may fail that long without fencing the run, and another
+/// controller waits that long more before it takes a dead run's lease. `Duration::ZERO` ends the window. The write
+/// is made at once, before the API goes away; if it fails the run keeps its plain lease (said).
+pub(crate) async fn extend(run: &UpgradeRun, extension: Duration) {
+    let held = run.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(h, _)| h.clone()));
+    let Some(held) = held else { return };
+    if let Ok(mut s) = held.state.lock() {
+        s.extension = extension;
+    }
+    renew(run, &held).await;
+    let duration = held.state.lock().map(|s| s.duration).unwrap_or(held.ttl);
+    if !extension.is_zero() && duration < held.lease_duration(extension) && !run.fence.lost() {
+        run.notice(
+            None,
+            format!(
+                "warning: the cluster lock {} could not be extended for the API server's restart: the run keeps its {}s \
+                 lease and stops if the API server stays away that long",
+                held.name,
+                duration.as_secs()
+            ),
+        );
+    }
+}
+
+/// Waits, for a few seconds at most, for a renewal under way to end, and starts no more: the run is ending.
+pub(crate) async fn stop_renewing(held: &Held) {
+    held.ending.store(true, Ordering::SeqCst);
+    let _ = tokio::time::timeout(Duration::from_secs(5), held.writing.lock()).await;
+}
+
+/// Releases the lease when it is still this run's: a conditional write with no holder, so a run that lost it never
+/// touches the new holder's. The ConfigMap stays (released), as client-go leaves its lock objects: a delete cannot be
+/// made conditional with kubectl 1.11, and a delete after the write could remove a lease another run just took.
+pub(crate) async fn release(run: &UpgradeRun, held: &Held) {
+    let _one = held.writing.lock().await;
+    let (rv, acquired, transitions) = match held.state.lock() {
+        Ok(s) => (s.resource_version.clone(), s.acquired.clone(), s.transitions),
+        Err(_) => return,
+    };
+    let mut data = record(&held.me, &acquired, epoch_ms(), held.ttl, transitions);
+    data.insert("holderIdentity".into(), Value::String(String::new()));
+    match write(run, &rv, &data, true).await {
+        Ok(out) if out.rc == 0 => run.notice(None, format!("cluster lock {} released", held.name)),
+        Ok(out) if out.conflict() || out.not_found() => run.notice(
+            None,
+            format!(
+                "warning: the cluster lock {} is no longer this run's (another wrote it since): left alone",
+                held.name
+            ),
+        ),
+        Ok(out) => {
+            run.notice(None, format!("warning: cannot release the cluster lock {}: {}", held.name, out.reason()))
+        }
+        Err(why) => run.notice(None, format!("warning: cannot release the cluster lock {}: {why}", held.name)),
+    }
+}
+
+/// `upgrade unlock`: marks the lease released with a conditional write on what was read (so a renewal in between
+/// wins and nothing is lost). Its holder, if alive, finds it at its next renewal and stops.
+pub(crate) async fn force_release(run: &UpgradeRun, lease: &Lease) -> std::result::Result<Outcome, String> {
+    let mut data = Map::new();
+    for (key, value) in [
+        ("holderIdentity", String::new()),
+        ("leaseDurationSeconds", lease.duration.map(|d| d.as_secs()).unwrap_or(1).max(1).to_string()),
+        ("acquireTime", lease.acquired.clone()),
+        ("renewTime", micro_time(epoch_ms())),
+        ("leaderTransitions", lease.transitions.to_string()),
+        ("holder", lease.holder.clone()),
+        ("where", lease.location.clone()),
+        ("started", lease.started.clone()),
+        ("run", lease.run.clone()),
+        ("change_id", lease.change_id.clone()),
+    ] {
+        data.insert(key.to_string(), Value::String(value));
+    }
+    let out = write(run, &lease.resource_version, &data, true).await?;
+    if out.conflict() {
+        return Err(format!("it changed while this command ran (its holder renewed it?): {}", out.reason()));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn lease(identity: &str, renewed_s: u64, duration_s: u64) -> Lease {
+        Lease {
+            resource_version: "7".into(),
+            identity: identity.into(),
+            duration: Some(Duration::from_secs(duration_s)),
+            renewed_ms: Some(renewed_s * 1000),
+            ..Lease::default()
+        }
+    }
+
     #[test]
-    fn a_lock_is_stale_only_after_its_ttl_without_renewal() {
-        let json = r#"{"metadata":{"annotations":{"upgrade/renewed":"1000"}},
-                       "data":{"holder":"ops@ci","where":"/srv/s","started":"t","run":"r1","renewed":"900"}}"#;
-        let holder = Holder::parse(json).unwrap();
-        assert_eq!(holder.renewed, Some(1000), "the later of the take and the last renewal");
-        assert!(!holder.is_stale(Duration::from_secs(900), 1900));
-        assert!(holder.is_stale(Duration::from_secs(900), 1901));
-        let being_written = Holder::parse(r#"{"metadata":{},"data":{}}"#).unwrap();
-        assert!(!being_written.is_stale(Duration::from_secs(1), u64::MAX));
-        assert!(holder.describe().starts_with("ops@ci (state directory /srv/s), run r1"));
+    fn the_lease_decision_takes_takes_back_takes_over_or_refuses() {
+        let ttl = Duration::from_secs(900);
+        assert_eq!(decide(None, 5_000_000, ttl, "me"), Decision::Take);
+        // Mine whatever its age: this process holds the state directory whose id it carries.
+        assert_eq!(decide(Some(&lease("me", 4_999, 10)), 5_000_000, ttl, "me"), Decision::Mine);
+        // Another controller's, renewed within its own lease (10 s), not the taker's TTL: refused until 10 s passed.
+        let other = lease("them", 4_990, 10);
+        assert_eq!(decide(Some(&other), 5_000_000, ttl, "me"), Decision::Refuse);
+        assert_eq!(decide(Some(&other), 5_000_001, ttl, "me"), Decision::TakeOver { stale: true });
+        // Released: free at once.
+        assert_eq!(decide(Some(&lease("", 4_999, 10)), 5_000_000, ttl, "me"), Decision::TakeOver { stale: false });
+        // An empty id of ours never matches a released lease as "mine".
+        assert_eq!(decide(Some(&lease("", 4_999, 10)), 5_000_000, ttl, ""), Decision::TakeOver { stale: false });
+        // A renewal time that cannot be read proves nothing: refused.
+        let unreadable = Lease { renewed_ms: None, ..lease("them", 0, 10) };
+        assert_eq!(decide(Some(&unreadable), u64::MAX, ttl, "me"), Decision::Refuse);
+        // No duration written: the taker's TTL.
+        let no_duration = Lease { duration: None, ..lease("them", 4_000, 0) };
+        assert_eq!(decide(Some(&no_duration), 4_900_000, ttl, "me"), Decision::Refuse);
+        assert_eq!(decide(Some(&no_duration), 4_900_001, ttl, "me"), Decision::TakeOver { stale: true });
+    }
+
+    #[test]
+    fn a_lease_reads_back_as_written_and_an_old_lock_is_never_ours() {
+        let me = Me {
+            id: "c0ffee".into(),
+            holder: "ops@ci".into(),
+            location: "/srv/s".into(),
+            started: "t".into(),
+            run: "r1".into(),
+            change_id: "CHG-7".into(),
+        };
+        let data = record(&me, "2026-11-24T10:00:00.000000Z", 1_795_600_000_250, Duration::from_secs(30), 2);
+        let json = json!({"metadata": {"resourceVersion": "41"}, "data": data}).to_string();
+        let lease = Lease::parse(&json).unwrap();
+        assert_eq!(lease.resource_version, "41");
+        assert_eq!(lease.identity, "c0ffee");
+        assert_eq!(lease.renewed_ms, Some(1_795_600_000_250));
+        assert_eq!(lease.duration, Some(Duration::from_secs(30)));
+        assert_eq!(lease.transitions, 2);
+        assert!(lease.describe().starts_with("ops@ci (state directory /srv/s), run r1, controller c0ffee"));
+        assert!(lease.describe().ends_with(", change CHG-7"));
+
+        let old = r#"{"metadata":{"annotations":{"upgrade/renewed":"1000"}},
+                      "data":{"holder":"ops@ci","where":"/srv/s","started":"t","run":"r1","renewed":"900"}}"#;
+        let old = Lease::parse(old).unwrap();
+        assert_eq!(old.renewed_ms, Some(1_000_000), "the later of the take and the last renewal");
+        assert!(!old.released());
+        assert_eq!(decide(Some(&old), 1_000_000, Duration::from_secs(900), "ops@ci /srv/s"), Decision::Refuse);
+        assert_eq!(decide(Some(&old), 1_900_001, Duration::from_secs(900), "x"), Decision::TakeOver { stale: true });
+    }
+
+    #[test]
+    fn micro_times_round_trip() {
+        assert_eq!(micro_time(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(micro_time(1_795_307_262_123), "2026-11-22T00:27:42.123000Z");
+        assert_eq!(parse_micro_time("2026-11-22T00:27:42.123000Z"), Some(1_795_307_262_123));
+        assert_eq!(parse_micro_time("2026-11-22T00:27:42Z"), Some(1_795_307_262_000));
+        assert_eq!(parse_micro_time("2000-02-29T00:00:00.5Z"), Some(951_782_400_500));
+        assert_eq!(parse_micro_time("2026-13-22T00:27:42Z"), None);
+        assert_eq!(parse_micro_time("yesterday"), None);
+    }
+
+    #[test]
+    fn a_controller_id_is_made_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = controller_id(dir.path()).unwrap();
+        assert_eq!(id.len(), 32);
+        assert_eq!(controller_id(dir.path()).unwrap(), id);
+        let other = tempfile::tempdir().unwrap();
+        assert_ne!(controller_id(other.path()).unwrap(), id);
     }
 }

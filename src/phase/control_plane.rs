@@ -30,7 +30,16 @@ pub(crate) async fn run(
             total: masters.len(),
             hosts: vec![master.clone()],
         });
+        // The only master's API server is away while its upgrade restarts it: the lease is written with the
+        // control-plane ready timeout more for that time, so the renewals it misses do not fence the run.
+        let window = api_away_window(run, master);
+        if let Some(window) = window {
+            super::cluster_lock::extend(run, window).await;
+        }
         let report = upgrade_host(run, master, Role::Master).await;
+        if window.is_some() {
+            super::cluster_lock::extend(run, std::time::Duration::ZERO).await;
+        }
         let failed = report.outcome.is_failure();
         run.event(Event::BatchFinished {
             phase: Phase::ControlPlane,
@@ -44,4 +53,14 @@ pub(crate) async fn run(
         reports.push(report);
     }
     (reports, stopped)
+}
+
+/// How much longer the lease must hold while `master` is upgraded: `upgrade_control_plane_ready_timeout` (the bound
+/// on the wait for its API server to answer again) when it is the inventory's only master, so the cluster's API is
+/// away while it restarts; none with several masters (the API server of another answers meanwhile).
+fn api_away_window(run: &UpgradeRun, master: &str) -> Option<std::time::Duration> {
+    let masters = run.inventory.group_hosts("masters").unwrap_or_default();
+    (masters.len() <= 1).then(|| {
+        std::time::Duration::from_secs(run.host_seconds(master, "upgrade_control_plane_ready_timeout", 300).max(1))
+    })
 }

@@ -210,7 +210,10 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
         run,
         stop,
         decided: Preflight::default(),
-        summary: Summary::empty(run.target.to_string()),
+        summary: Summary {
+            change_id: Some(run.change_id()).filter(|c| !c.is_empty()),
+            ..Summary::empty(run.target.to_string())
+        },
         error: None,
     };
     for stage in ORDER {
@@ -229,6 +232,7 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
         }
     }
     state.summary.interrupted = run.was_interrupted();
+    state.summary.cluster_lock_lost = run.fence.reason();
     release_cluster_lock(run).await;
     finish(run, &mut state.summary);
     (state.summary, state.error)
@@ -353,9 +357,14 @@ fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
 /// The cluster-wide lock goes before the summary: the run is over for whoever waits for it.
 async fn release_cluster_lock(run: &UpgradeRun) {
     let held = run.cluster_lock.lock().ok().and_then(|mut slot| slot.take());
-    if let Some((me, renewer)) = held {
+    if let Some((held, renewer)) = held {
+        // A renewal under way is let finish first (for a few seconds at most): cut, its kubectl would be killed
+        // half-way, and the release after it would carry a resourceVersion it may have just made stale.
+        super::cluster_lock::stop_renewing(&held).await;
         renewer.abort();
-        super::cluster_lock::release(run, &me).await;
+        // Also after the fence stopped the run: the write is conditional, so it releases the lease only when no
+        // one took it meanwhile (an outage on this side that ended), and leaves another holder's alone.
+        super::cluster_lock::release(run, &held).await;
     }
 }
 

@@ -287,15 +287,17 @@ pub(crate) async fn read_drain_blockers(
     crate::drain_blockers::find(&stdout("upgrade_cluster_pods"), &stdout("upgrade_cluster_pdbs"))
 }
 
-/// The cluster-wide lock, before the cluster is read; renewed from now on (released by the executor at the end).
+/// The cluster-wide lock, before the cluster is read; renewed and fenced from now on (released by the executor at
+/// the end). The holder is this state directory's controller id.
 async fn take_cluster_lock(run: &std::sync::Arc<UpgradeRun>, ttl: std::time::Duration) -> Result<()> {
     use super::cluster_lock;
+    let id = cluster_lock::controller_id(&run.options.state_dir)?;
     let state_dir = run.options.state_dir.display().to_string();
-    let me = cluster_lock::Holder::this_run(&run.run_id(), &state_dir);
-    cluster_lock::take(run, &me, ttl).await?;
-    let renewer = tokio::spawn(cluster_lock::keep_renewed(run.clone(), me.clone(), ttl));
+    let me = cluster_lock::Me::new(&id, &run.run_id(), &state_dir, &run.change_id());
+    let held = cluster_lock::take(run, &me, ttl).await?;
+    let renewer = tokio::spawn(cluster_lock::keep_renewed(run.clone(), held.clone()));
     if let Ok(mut slot) = run.cluster_lock.lock() {
-        *slot = Some((me, renewer));
+        *slot = Some((held, renewer));
     }
     Ok(())
 }

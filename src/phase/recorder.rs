@@ -170,6 +170,12 @@ impl WriteFailures {
         }
     }
 
+    /// The run's one stop handle, which this shares with the cluster lock's fence (cluster_lock.rs): a run that can
+    /// no longer vouch for its lock stops as a failed write or an interrupt stops it.
+    pub(crate) fn stop_handle(&self) -> &StopHandle {
+        &self.stop
+    }
+
     /// The first write that failed, if any: which file and why.
     pub(crate) fn failure(&self) -> Option<&String> {
         self.first.get().map(|(text, _)| text)

@@ -45,8 +45,10 @@ pub(crate) struct UpgradeRun {
     pub host_versions: Mutex<HashMap<String, String>>,
     /// A SIGINT or SIGTERM arrived (a stop for a state directory that cannot be written is not an interrupt).
     interrupted: AtomicBool,
-    /// The cluster-wide lock this run holds, and the task that renews it (cluster_lock.rs).
-    pub cluster_lock: Mutex<Option<(super::cluster_lock::Holder, tokio::task::JoinHandle<()>)>>,
+    /// The cluster-wide lock this run holds, and the task that renews it and keeps its fence (cluster_lock.rs).
+    pub cluster_lock: Mutex<Option<(Arc<super::cluster_lock::Held>, tokio::task::JoinHandle<()>)>>,
+    /// Set when the run can no longer vouch for its cluster lock: it starts nothing more (cluster_lock.rs).
+    pub fence: super::cluster_lock::Fence,
     /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
     pub poller: super::poller::NodePoller,
 }
@@ -90,6 +92,7 @@ impl UpgradeRun {
             cluster_before: Mutex::default(),
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
+            fence: super::cluster_lock::Fence::default(),
             poller: super::poller::NodePoller::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
@@ -133,12 +136,22 @@ impl UpgradeRun {
         self.halt().to_string()
     }
 
-    /// Why the run stops starting hosts, as a value: a failed write is said over an interrupt.
+    /// Why the run stops starting hosts, as a value: a lost cluster lock is said first (another controller may be
+    /// driving the cluster), then a failed write, then an interrupt.
     pub(crate) fn halt(&self) -> Halt {
+        if let Some(reason) = self.fence.reason() {
+            return Halt::ClusterLock(reason);
+        }
         match self.recorder.write_failures.reason() {
             Some(reason) => Halt::StateNotWritable(reason.clone()),
             None => Halt::Interrupted,
         }
+    }
+
+    /// `upgrade_change_id` of the first master: the change ticket the run is made under, for audit (the cluster
+    /// lock, the summary). Empty when not set.
+    pub(crate) fn change_id(&self) -> String {
+        self.render_for(&self.first_master, "{{ upgrade_change_id | default('') }}").trim().to_string()
     }
 
     pub(crate) fn run_id(&self) -> String {

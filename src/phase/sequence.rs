@@ -58,7 +58,9 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
     let outcome = match steps(run, host, role, was_cordoned, at_target, &mut attempt).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
         Err(f) => {
-            if f.interrupted {
+            // Not after the cluster lock was lost: another controller may hold the cluster now, and this run writes
+            // nothing more to it; the node is left cordoned and listed (the summary's left_cordoned).
+            if f.interrupted && !run.fence.lost() {
                 uncordon_after_interrupt(run, host, role, was_cordoned, &mut attempt).await;
             }
             HostOutcome::Failed {

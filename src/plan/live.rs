@@ -107,9 +107,10 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
     preflight::check_reachable(run).await?;
     let mut problems = Vec::new();
     let mut notices = Vec::new();
-    let me = cluster_lock::Holder::default();
-    let cluster_lock_holder = match cluster_lock::call(run, "read", &me, true).await {
-        Ok(read) if read.rc == 0 => cluster_lock::Holder::parse(&read.stdout).map(|h| h.describe()),
+    // A released lease, or one not renewed within its lease, would be taken by a run started now.
+    let ttl = cluster_lock::ttl(run).unwrap_or(cluster_lock::DEFAULT_TTL);
+    let cluster_lock_holder = match cluster_lock::read(run, true).await {
+        Ok(Some(lease)) if !lease.released() && lease.live(cluster_lock::epoch_ms(), ttl) => Some(lease.describe()),
         Ok(_) => None,
         Err(why) => {
             problems.push(format!("cannot read the cluster lock: {why}"));

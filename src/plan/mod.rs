@@ -315,6 +315,22 @@ impl Plan {
                 .collect(),
         );
         let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
+        // The run reads the cluster lock's TTL on the first master and refuses a bad one: `check` and `--plan`
+        // refuse it too, at its line, before anything connects.
+        if let Some(var) =
+            masters.first().and_then(|m| host_vars.get(m)).and_then(|v| v.get("upgrade_cluster_lock_ttl"))
+        {
+            let text = match &var.value {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                Value::Null => None,
+                other => Some(other.to_string()),
+            };
+            if let Some(text) = text.filter(|t| !t.contains("{{") && !t.contains("{%")) {
+                settings::cluster_lock_ttl(&text)
+                    .map_err(|e| settings::located(e, "upgrade_cluster_lock_ttl", &var.origin))?;
+            }
+        }
 
         let phases = selected
             .iter()

@@ -368,6 +368,8 @@ mod tests {
             interrupted: false,
             resumed: None,
             state_error: None,
+            cluster_lock_lost: None,
+            change_id: None,
         }
     }
 

@@ -71,6 +71,8 @@ struct State {
     requests: Vec<Request>,
     /// ConfigMaps by (namespace, name), as stored objects (the cluster-wide lock).
     configmaps: HashMap<(String, String), Value>,
+    /// The last resourceVersion given out (every ConfigMap write takes the next, as etcd's revision).
+    revision: u64,
 }
 
 /// One request as the server saw it: method, path (no query) and query.
@@ -378,7 +380,7 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 resource("namespaces", "Namespace", false, &["get", "list"], &["ns"]),
                 // Stored objects (the cluster-wide lock); `get configmap kubeadm-config` answers NotFound unless a
                 // test created it, as on a cluster without kubeadm.
-                resource("configmaps", "ConfigMap", true, &["create", "get", "list", "patch", "delete"], &["cm"]),
+                resource("configmaps", "ConfigMap", true, &["create", "get", "list", "patch", "update", "delete"], &["cm"]),
             ]}),
         ),
         ("GET", ["apis", "policy", "v1"]) => json_response(
@@ -511,7 +513,8 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
             }
             object["metadata"]["namespace"] = json!(ns);
             object["metadata"]["uid"] = json!(format!("cm-{name}"));
-            object["metadata"]["resourceVersion"] = json!("1");
+            state.revision += 1;
+            object["metadata"]["resourceVersion"] = json!(state.revision.to_string());
             state.configmaps.insert(key, object.clone());
             json_response(201, object)
         }
@@ -521,11 +524,43 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 None => status(404, "NotFound", &format!("configmaps \"{name}\" not found")),
             }
         }
+        // A replace (PUT) names the resourceVersion it read: another one is a Conflict, as from the API server.
+        ("PUT", ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            let mut object: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let revision = state.revision + 1;
+            match state.configmaps.get_mut(&(ns.to_string(), name.to_string())) {
+                Some(stored) => {
+                    let wanted = object.pointer("/metadata/resourceVersion").cloned();
+                    if wanted.is_some() && wanted.as_ref() != stored.pointer("/metadata/resourceVersion") {
+                        let message = format!(
+                            "Operation cannot be fulfilled on configmaps \"{name}\": the object has been modified; \
+                             please apply your changes to the latest version and try again"
+                        );
+                        let mut response = status(409, "Conflict", &message);
+                        response.body = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                            "code": 409, "reason": "Conflict", "message": message,
+                            "details": {"name": name, "kind": "configmaps"}})
+                        .to_string();
+                        return response;
+                    }
+                    object["metadata"]["namespace"] = json!(ns);
+                    object["metadata"]["uid"] = json!(format!("cm-{name}"));
+                    object["metadata"]["resourceVersion"] = json!(revision.to_string());
+                    *stored = object.clone();
+                    state.revision = revision;
+                    json_response(200, object)
+                }
+                None => status(404, "NotFound", &format!("configmaps \"{name}\" not found")),
+            }
+        }
         ("PATCH", ["api", "v1", "namespaces", ns, "configmaps", name]) => {
             let patch: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let revision = state.revision + 1;
             match state.configmaps.get_mut(&(ns.to_string(), name.to_string())) {
                 Some(object) => {
                     merge_patch(object, &patch);
+                    object["metadata"]["resourceVersion"] = json!(revision.to_string());
+                    state.revision = revision;
                     json_response(200, object.clone())
                 }
                 None => status(404, "NotFound", &format!("configmaps \"{name}\" not found")),
