@@ -92,11 +92,13 @@ esac
             r#"#!/bin/sh
 # kubelet-upgrade NODE VERSION: the kubelet and kubectl packages at VERSION; the kubelet, restarted, reports it.
 set -eu
+echo "$1" >>{log}
 exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type=merge \
     -p "{{\"status\":{{\"nodeInfo\":{{\"kubeletVersion\":\"$2\"}}}}}}"
 "#,
             kubectl = kubectl_binary().display(),
-            config = self.api.admin_kubeconfig().display()
+            config = self.api.admin_kubeconfig().display(),
+            log = self.path("upgrades.log").display()
         );
         for (name, text) in [("kubeadm", kubeadm.to_string()), ("kubelet-upgrade", upgrade)] {
             std::fs::write(self.path(name), text).expect("stand-in");
@@ -155,6 +157,11 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
 
     fn upgrade(&self, args: &[&str]) -> Outcome {
         Scenario::on_cluster(self.dir.path(), &self.inventory(&self.api.kubectl_command())).args(args).run()
+    }
+
+    /// How many times each node's packages were swapped, from the stand-in's log.
+    fn upgrades(&self, node: &str) -> usize {
+        std::fs::read_to_string(self.path("upgrades.log")).unwrap_or_default().lines().filter(|l| *l == node).count()
     }
 
     fn kubelet_version(&self, node: &str) -> String {
@@ -381,4 +388,71 @@ fn a_nodes_pending_csr_is_approved_through_the_real_api_while_it_is_waited_for()
     assert_eq!(csr["spec"]["username"], "system:node:n1", "created by the node itself");
     assert_eq!(csr["status"]["conditions"][0]["type"], "Approved", "{csr}");
     assert_eq!(cluster.kubelet_version("n1"), TARGET);
+}
+
+/// N1 on the real API server: a stale lease (its holder dead an hour ago) found by two controllers at once, each with
+/// its own state directory; both read it, then both write it back conditionally on the resourceVersion they read.
+/// The real API server answers the second write `Conflict`: exactly one drives the cluster, the other is refused, and
+/// every node is upgraded once.
+#[test]
+fn two_controllers_taking_over_a_stale_lock_on_the_real_api_never_both_drive_the_cluster() {
+    let Some(cluster) = RealCluster::new(&["m1"], &[("n1", OLD), ("n2", OLD)]) else { return };
+    let hour_ago = std::process::Command::new("date")
+        .args(["-u", "-d", "-1 hour", "+%Y-%m-%dT%H:%M:%S.000000Z"])
+        .output()
+        .expect("date");
+    let hour_ago = String::from_utf8_lossy(&hour_ago.stdout).trim().to_string();
+    cluster.api.apply(
+        &serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "upgrade-lock", "namespace": "kube-system"},
+            "data": {
+                "holderIdentity": "a-controller-that-died",
+                "leaseDurationSeconds": "60",
+                "acquireTime": hour_ago,
+                "renewTime": hour_ago,
+                "leaderTransitions": "1",
+                "holder": "ops@gone",
+            },
+        })
+        .to_string(),
+    );
+    // Each controller's first conditional write waits a second, so that both have read the stale lease before
+    // either writes: the race the API server's resourceVersion check decides.
+    let slow = |side: &str| {
+        let path = cluster.path(&format!("kubectl-{side}"));
+        let mark = cluster.path(&format!("wrote-{side}"));
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\ncase \"$*\" in *\" replace \"*|*\" replace -f\"*) [ -e {mark} ] || {{ touch {mark}; sleep 1; }};; esac\nexec {kubectl} \"$@\"\n",
+                mark = mark.display(),
+                kubectl = cluster.api.kubectl_command(),
+            ),
+        )
+        .expect("kubectl wrapper");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        path
+    };
+    let (a, b) = (slow("a"), slow("b"));
+    let run = |kubectl: &PathBuf, state: &str| {
+        let inventory = cluster.inventory(&kubectl.display().to_string());
+        let copy = cluster.path(&format!("hosts-{state}.yml"));
+        std::fs::copy(&inventory, &copy).expect("inventory copy");
+        Scenario::on_cluster(cluster.dir.path(), &copy)
+            .args(["--state-dir", &cluster.path(state).display().to_string()])
+            .spawn()
+    };
+    let (one, two) = (run(&a, "state-a"), run(&b, "state-b"));
+    let (one, two) = (one.finish_within(Duration::from_secs(180)), two.finish_within(Duration::from_secs(180)));
+    let mut codes = [one.code, two.code];
+    codes.sort_unstable();
+    assert_eq!(codes, [0, 2], "exactly one drives the cluster\n{one}\n{two}");
+    let refused = if one.code == 2 { &one } else { &two };
+    assert!(refused.output().contains("another upgrade holds the cluster lock"), "{refused}");
+    for node in ["m1", "n1", "n2"] {
+        assert_eq!(cluster.upgrades(node), 1, "{node} upgraded once\n{one}\n{two}");
+        assert_eq!(cluster.kubelet_version(node), TARGET);
+    }
 }
