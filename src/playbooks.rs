@@ -12,6 +12,7 @@ const FILES: &[(&str, &str)] = &[
     ("cluster_lock.yml", include_str!("../playbooks/cluster_lock.yml")),
     ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
     ("cluster_workloads.yml", include_str!("../playbooks/cluster_workloads.yml")),
+    ("cluster_permissions.yml", include_str!("../playbooks/cluster_permissions.yml")),
     ("config_backup.yml", include_str!("../playbooks/config_backup.yml")),
     ("control_plane_pods.yml", include_str!("../playbooks/control_plane_pods.yml")),
     ("control_plane_health.yml", include_str!("../playbooks/control_plane_health.yml")),
@@ -74,6 +75,7 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/control_plane_images.yml", include_str!("../playbooks/openshift/control_plane_images.yml")),
     ("openshift/sdn_images.yml", include_str!("../playbooks/openshift/sdn_images.yml")),
     ("openshift/cluster_images.yml", include_str!("../playbooks/openshift/cluster_images.yml")),
+    ("openshift/cluster_permissions.yml", include_str!("../playbooks/openshift/cluster_permissions.yml")),
 ];
 
 /// The file that carries out step file `name` for a flavour: the flavour's own (`kubeadm/master_upgrade.yml`,

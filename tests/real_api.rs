@@ -456,3 +456,33 @@ fn two_controllers_taking_over_a_stale_lock_on_the_real_api_never_both_drive_the
         assert_eq!(cluster.kubelet_version(node), TARGET);
     }
 }
+
+/// Least privilege: a run with credentials that RBAC grants nothing is refused in preflight, naming each permission it
+/// lacks, before the lock or any node is touched; with examples/rbac/upgrade.yaml bound to it, the whole kubeadm
+/// upgrade runs as that user and not as system:masters.
+#[test]
+fn a_run_with_the_documented_least_privilege_role_upgrades_and_without_it_is_refused_naming_what_is_missing() {
+    let Some(cluster) = RealCluster::new(&["m1"], &[("n1", OLD), ("n2", OLD)]) else { return };
+    cluster.workload("web", 2, r#""maxUnavailable": 1"#);
+    let as_upgrade = cluster.inventory(&cluster.api.least_privilege_kubectl_command());
+    let refused = Scenario::on_cluster(cluster.dir.path(), &as_upgrade).run().expect_code(1);
+    for missing in
+        ["patch nodes", "create pods --subresource=eviction --all-namespaces", "create configmaps -n kube-system"]
+    {
+        assert!(refused.output().contains(missing), "names `{missing}`: {}", refused.output());
+    }
+    assert!(refused.output().contains("examples/rbac/upgrade.yaml"), "{}", refused.output());
+    assert!(!cluster.unschedulable("n1") && cluster.kubelet_version("n1") == OLD, "nothing was touched");
+    let lock = cluster.api.kubectl(&["-n", "kube-system", "get", "configmap", "upgrade-lock"]);
+    assert!(!lock.status.success(), "no lock was taken");
+
+    let role =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rbac/upgrade.yaml"))
+            .expect("the documented role");
+    cluster.api.apply(&role);
+    Scenario::on_cluster(cluster.dir.path(), &as_upgrade).run().expect_code(0).output_has("result: success");
+    for node in ["m1", "n1", "n2"] {
+        assert_eq!(cluster.kubelet_version(node), TARGET);
+        assert!(!cluster.unschedulable(node), "{node}");
+    }
+}

@@ -39,6 +39,8 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
     check_node_names(run)?;
     let ttl = super::cluster_lock::ttl(run)?;
     check_reachable(run).await?;
+    // Asking changes nothing; the lock is the first write, and a role without it would fail there less clearly.
+    check_permissions(run).await?;
     take_cluster_lock(run, ttl).await?;
     super::certificates::check(run).await?;
     let cluster = read_cluster(run, Phase::Preflight).await?;
@@ -404,6 +406,54 @@ async fn check_etcdctl(run: &UpgradeRun) -> Result<()> {
     Err(Error::hosts_failed(format!("preflight: etcdctl does not run on {}", failed.join("; "))).hint(
         "install the etcd client on the etcd hosts, or set upgrade_etcdctl to run etcdctl inside the etcd static pod \
          (`crictl exec` form, see the README); nothing was changed",
+    ))
+}
+
+/// Whether the run's cluster credentials may do what the run will do (cluster_permissions.yml: `auth can-i` for each
+/// of upgrade_cluster_permissions), before anything moves: a role that lacks `create pods/eviction` would otherwise
+/// be found with the first node cordoned. Every answer that is not `yes` is listed, an error as much as a `no`.
+async fn check_permissions(run: &UpgradeRun) -> Result<()> {
+    if !run.host_flag(&run.first_master, "upgrade_cluster_permissions_check", true) {
+        return Ok(());
+    }
+    let file = run.playbook("cluster_permissions.yml");
+    let facts =
+        run.run_step(Phase::Preflight, &run.first_master, Step::ReadCluster, &file, &[], None).await.map_err(|f| {
+            Error::hosts_failed(format!("preflight: cannot ask the cluster what the run may do: {}", f.reason))
+        })?;
+    let results = facts
+        .get("upgrade_cluster_permissions_checked")
+        .and_then(|r| r.get("results"))
+        .and_then(|r| r.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let missing: Vec<String> = results
+        .iter()
+        .filter(|r| r.get("skipped").and_then(Value::as_bool) != Some(true))
+        .filter_map(|r| {
+            let question = r.get("item").and_then(Value::as_str).unwrap_or_default();
+            let answer = r.get("stdout").and_then(Value::as_str).unwrap_or_default().trim();
+            match answer {
+                "yes" => None,
+                "no" => Some(question.to_string()),
+                _ => {
+                    let stderr = r.get("stderr").and_then(Value::as_str).unwrap_or_default().trim();
+                    let why = if stderr.is_empty() { answer } else { stderr };
+                    Some(format!("{question} (no answer: {})", crate::redact::escapes::strip_terminal_escapes(why)))
+                }
+            }
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::hosts_failed(format!(
+        "preflight: the cluster credentials of upgrade_kubectl may not: {}",
+        missing.join("; ")
+    ))
+    .hint(
+        "grant them (examples/rbac/upgrade.yaml is a role with exactly what a run needs), or run with other \
+         credentials; upgrade_cluster_permissions_check: false skips this check; nothing was changed",
     ))
 }
 
