@@ -366,7 +366,8 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
             };
             json_response(
                 200,
-                json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [group("apps"), group("policy")]}),
+                json!({"kind": "APIGroupList", "apiVersion": "v1",
+                       "groups": [group("apps"), group("policy"), group("authorization.k8s.io")]}),
             )
         }
         ("GET", ["api", "v1"]) => json_response(
@@ -396,6 +397,19 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 resource("replicasets", "ReplicaSet", true, &["get", "list"], &["rs"]),
             ]}),
         ),
+        ("GET", ["apis", "authorization.k8s.io", "v1"]) => json_response(
+            200,
+            json!({"kind": "APIResourceList", "groupVersion": "authorization.k8s.io/v1", "resources": [
+                resource("selfsubjectaccessreviews", "SelfSubjectAccessReview", false, &["create"], &[]),
+            ]}),
+        ),
+        // `auth can-i`: this stand-in allows everything (RBAC's answers are tested on the real API server,
+        // tests/real_api.rs); the review comes back with its spec, as the API server returns it.
+        ("POST", ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]) => {
+            let mut review: Value = serde_json::from_slice(body).unwrap_or_else(|_| json!({}));
+            review["status"] = json!({"allowed": true});
+            json_response(201, review)
+        }
         ("GET", ["api", "v1", "nodes"]) => {
             let items: Vec<Value> = state.nodes.iter().map(node_json).collect();
             json_response(
