@@ -358,6 +358,7 @@ fn a_hook_printing_200_mb_keeps_the_orchestrator_under_100_mb() {
     );
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the run succeeds\n{described}");
     let peak_mb = usage.ru_maxrss / 1024;
+    eprintln!("peak RSS {peak_mb} MB");
     assert!(peak_mb < 100, "peak RSS {peak_mb} MB\n{described}");
     assert!(stdout.len() < 20_000_000, "the JSON stream is bounded too: {} bytes", stdout.len());
     let hook_line = stdout

@@ -267,8 +267,10 @@ fn a_kubeadm_cluster_of_two_masters_and_three_nodes_is_upgraded_through_the_real
         assert_eq!(cluster.kubelet_version(node), TARGET, "{node}");
         assert!(!cluster.unschedulable(node), "{node} is schedulable again");
     }
-    let pods = cluster.pods("app=web");
-    assert_eq!(pods.iter().filter(|(_, n, ready)| !n.is_empty() && *ready).count(), 3, "{pods:?}");
+    // The last node's evicted pods are recreated and placed by the real controllers, then made Ready by kwok.
+    cluster.api.wait_for("the workload whole again", Duration::from_secs(60), || {
+        cluster.pods("app=web").iter().filter(|(_, n, ready)| !n.is_empty() && *ready).count() == 3
+    });
     // The drains evicted for real: no pod of the workload is one of the pods it started with on every node.
     assert!(run.output().contains("[n1] drain ok"), "{}", run.output());
     // A second run finds the cluster at the target.
