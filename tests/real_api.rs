@@ -133,11 +133,16 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
             format!("upgrade_api_server_url: \"{}\"", self.api.url()),
             format!("upgrade_target_version: \"{TARGET}\""),
             "upgrade_node_ready_delay: 1".into(),
+            // A drain that cannot finish fails the node instead of holding the test for ever.
+            "upgrade_nodes_drain_timeout: 180".into(),
             "upgrade_node_ready_timeout: 60".into(),
             "upgrade_control_plane_ready_delay: 1".into(),
             "upgrade_control_plane_ready_timeout: 60".into(),
         ];
-        for line in vars.iter().chain(&self.vars) {
+        // A test's own line for a key replaces the default one.
+        let key = |line: &str| line.split(':').next().unwrap_or_default().trim().to_string();
+        let own: Vec<String> = self.vars.iter().map(|l| key(l)).collect();
+        for line in vars.iter().filter(|l| !own.contains(&key(l))).chain(&self.vars) {
             text.push_str(&format!("    {line}\n"));
         }
         text.push_str("  children:\n    masters:\n      hosts:\n");
@@ -482,6 +487,11 @@ fn a_run_with_the_documented_least_privilege_role_upgrades_and_without_it_is_ref
         std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/rbac/upgrade.yaml"))
             .expect("the documented role");
     cluster.api.apply(&role);
+    // The API server's RBAC authorizer sees new bindings through its informers, a moment after the write.
+    cluster.api.wait_for("the role bound to `upgrade`", Duration::from_secs(30), || {
+        let out = cluster.api.kubectl(&["auth", "can-i", "update", "configmaps", "-n", "kube-system", "--as=upgrade"]);
+        String::from_utf8_lossy(&out.stdout).trim() == "yes"
+    });
     Scenario::on_cluster(cluster.dir.path(), &as_upgrade).run().expect_code(0).output_has("result: success");
     for node in ["m1", "n1", "n2"] {
         assert_eq!(cluster.kubelet_version(node), TARGET);

@@ -156,6 +156,9 @@ impl KubeControlPlane {
                 &format!("--cluster-signing-cert-file={}", path("ca.crt")),
                 &format!("--cluster-signing-key-file={}", path("ca.key")),
                 "--use-service-account-credentials=false",
+                // kwok renews the node leases; on a loaded 2-core machine a renewal can come late, and the node
+                // lifecycle controller would call a node NotReady that no test made so (5 minutes, not 50 s).
+                "--node-monitor-grace-period=300s",
                 // The controllers a drain, a PDB and a node's pods meet; not the cloud or volume ones.
                 "--controllers=disruption,replicaset,deployment,daemonset,nodelifecycle,garbagecollector,csrsigning,\
                  serviceaccount,serviceaccount-token,namespace",
@@ -190,6 +193,10 @@ impl KubeControlPlane {
         let log = std::fs::File::create(self.dir.path().join(format!("{binary}.log"))).expect("log file");
         let child = Command::new(binaries_dir().join(binary))
             .args(args)
+            // Debian's etcd (3.4.23) has no watch progress requests, so the API server serves no watch-list streams
+            // ("the required storage feature RequestWatchProgress is disabled"): the clients (the controller manager,
+            // the scheduler, kwok) list then watch, as they do against any etcd without it.
+            .env("KUBE_FEATURE_WatchListClient", "false")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -294,7 +301,16 @@ impl KubeControlPlane {
             "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake"}},
         });
         self.apply(&node.to_string());
-        self.set_kubelet_version(name, version);
+        // kwok initialises the node's status (Ready, and its own version where none is set) once it sees it: the
+        // version is reported after that, and again should kwok's first write land after ours.
+        self.wait_nodes_ready(&[name]);
+        self.wait_for(&format!("{name} reporting {version}"), Duration::from_secs(30), || {
+            if self.node(name)["status"]["nodeInfo"]["kubeletVersion"] == version {
+                return true;
+            }
+            self.set_kubelet_version(name, version);
+            false
+        });
     }
 
     /// What a kubelet reports after its package swap and restart: the node's `status.nodeInfo.kubeletVersion`.
