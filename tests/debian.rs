@@ -22,6 +22,8 @@ struct DebianCluster {
     fake: FakeCluster,
     etcd: TestEtcd,
     repo: RepoServer,
+    /// The mirror that is behind (v1.29 at 1.29.0 only), for the hosts `start` was told to point at it.
+    behind: RepoServer,
     masters: Vec<DebianHost>,
     nodes: Vec<DebianHost>,
     vars: Vec<String>,
@@ -30,11 +32,17 @@ struct DebianCluster {
 impl DebianCluster {
     /// Masters and nodes at 1.28.5 (packages held, repository at v1.28), or `None` when the root is not built.
     fn new(masters: &[&str], nodes: &[&str]) -> Option<DebianCluster> {
-        DebianCluster::with_line(masters, nodes, |_| OFFICIAL_LINE.to_string())
+        DebianCluster::start(masters, nodes, &[], |_| OFFICIAL_LINE.to_string())
     }
 
-    /// Like `new`, with each host's repository line made by `line` from the repository server's URL.
-    fn with_line(masters: &[&str], nodes: &[&str], line: impl Fn(&str) -> String) -> Option<DebianCluster> {
+    /// Like `new`: the hosts named in `behind` reach the mirror that is behind, and each host's repository line is
+    /// made by `line` from its repository server's URL.
+    fn start(
+        masters: &[&str],
+        nodes: &[&str],
+        behind: &[&str],
+        line: impl Fn(&str) -> String,
+    ) -> Option<DebianCluster> {
         let image = DebianImage::find()?;
         let mut init = String::new();
         for m in masters {
@@ -45,8 +53,14 @@ impl DebianCluster {
         }
         let fake = FakeCluster::init(&init);
         let repo = RepoServer::start(&image.repo());
+        let behind_repo = RepoServer::start(&image.repo_behind());
         let start = |list: &[&str]| -> Vec<DebianHost> {
-            list.iter().map(|n| DebianHost::start(&image, n, &fake, &repo, &line(&repo.url()))).collect()
+            list.iter()
+                .map(|n| {
+                    let server = if behind.contains(n) { &behind_repo } else { &repo };
+                    DebianHost::start(&image, n, &fake, server, &line(&server.url()))
+                })
+                .collect()
         };
         let (masters, nodes) = (start(masters), start(nodes));
         Some(DebianCluster {
@@ -54,6 +68,7 @@ impl DebianCluster {
             etcd: TestEtcd::start(),
             fake,
             repo,
+            behind: behind_repo,
             masters,
             nodes,
             vars: Vec::new(),
@@ -151,9 +166,7 @@ fn a_master_and_two_nodes_go_from_1_28_5_to_1_29_1_with_real_apt_and_dpkg() {
     // Each host's apt fetched the v1.29 index: the switch happened before the install, on every host.
     let fetched = cluster.repo.requests();
     assert!(
-        fetched
-            .iter()
-            .any(|p| p.starts_with("/core:/stable:/v1.29/deb/") && p.contains("/kubeadm_1.29.1-1.1_")),
+        fetched.iter().any(|p| p.starts_with("/core:/stable:/v1.29/deb/") && p.contains("/kubeadm_1.29.1-1.1_")),
         "{fetched:?}"
     );
     // The kubelet restart came after the daemon-reload, on every host (the stand-in systemctl's log).
@@ -162,4 +175,87 @@ fn a_master_and_two_nodes_go_from_1_28_5_to_1_29_1_with_real_apt_and_dpkg() {
         assert_eq!(log.lines().collect::<Vec<_>>(), ["daemon-reload", "restart kubelet"], "{}", h.name);
         assert_eq!(cluster.fake.upgrades(&h.name), 1, "{}: one package swap", h.name);
     }
+}
+
+/// The holds of the three packages, as the install docs leave them.
+fn all_held(host: &DebianHost) -> bool {
+    host.holds().into_iter().collect::<Vec<_>>() == ["kubeadm", "kubectl", "kubelet"]
+}
+
+#[test]
+fn a_failed_install_leaves_the_packages_held_and_the_error_names_the_fetch_that_failed() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    // The index lists kubelet 1.29.1 but the mirror lacks its file: the install fails after the unhold.
+    cluster.repo.missing("/kubelet_1.29.1-1.1_");
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let m1 = cluster.host("m1");
+    assert!(all_held(m1), "held again after the failed install: {:?}\n{run}", m1.holds());
+    assert_eq!(m1.installed("kubelet"), "1.28.5-1.1");
+    // apt's first error is the cause; its last (`E: Unable to fetch some archives, maybe run apt-get update or
+    // try with --fix-missing?`) is not.
+    let run = run.stdout_has("Failed to fetch").stdout_has("kubelet_1.29.1-1.1_");
+    run.stdout_has("404");
+    assert!(all_held(cluster.host("n1")), "n1 was not touched");
+}
+
+#[test]
+fn a_target_the_mirror_lacks_is_refused_in_preflight_and_every_host_stays_as_it_was() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    let before = cluster.snapshot();
+    let run = cluster.upgrade(&["--target-version", "v1.29.9"]).expect_code(1);
+    let run = run.stdout_has("kubeadm 1.29.9").stdout_has("/core:/stable:/v1.29/deb/");
+    assert_eq!(cluster.snapshot(), before, "no repository switched, nothing unheld or installed\n{run}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+}
+
+#[test]
+fn a_node_whose_mirror_lacks_the_target_is_refused_in_preflight_naming_host_package_version_and_line() {
+    let Some(cluster) = DebianCluster::start(&["m1"], &["n1", "n2"], &["n2"], |_| OFFICIAL_LINE.to_string()) else {
+        return;
+    };
+    let before = cluster.snapshot();
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run =
+        run.stdout_has("n2").stdout_has("kubeadm 1.29.1").stdout_has("http://pkgs.k8s.io/core:/stable:/v1.29/deb/");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+    assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
+    assert_eq!(cluster.fake.version("m1"), "v1.28.5");
+}
+
+#[test]
+fn a_mirror_with_a_port_is_switched_per_minor_with_upgrade_kubernetes_repo_url() {
+    let line = |url: &str| format!("deb [trusted=yes] {url}/core:/stable:/v1.28/deb/ /");
+    let Some(cluster) = DebianCluster::start(&["m1"], &["n1"], &[], line) else { return };
+    let url = cluster.repo.url();
+    let cluster = cluster.var(&format!("upgrade_kubernetes_repo_url: \"{url}\""));
+    let run = cluster.upgrade(&[]).expect_code(0);
+    assert_upgraded(&cluster, &run);
+    for h in cluster.hosts() {
+        assert_eq!(h.file(KUBE_LIST).trim(), format!("deb [trusted=yes] {url}/core:/stable:/v1.29/deb/ /"));
+    }
+}
+
+#[test]
+fn a_held_dpkg_lock_is_waited_for_bounded_before_the_node_is_cordoned() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]).map(|c| c.var("upgrade_package_lock_timeout: 3")) else {
+        return;
+    };
+    // Another apt (unattended-upgrades, say) holds n1's dpkg front-end lock for the whole run.
+    let _lock = cluster.host("n1").hold_dpkg_lock();
+    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("lock-frontend");
+    assert_eq!(cluster.fake.version("m1"), TARGET, "m1 went on\n{run}");
+    let n1: Vec<String> = cluster.fake.actions_on("n1");
+    assert!(!n1.iter().any(|a| a == "cordon" || a == "drain"), "n1 was not cordoned: {n1:?}\n{run}");
+    assert!(all_held(cluster.host("n1")));
+}
+
+#[test]
+fn a_locally_edited_conffile_does_not_stop_the_install_at_a_prompt() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    let conf = "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf";
+    let edited = format!("{}# the operator's own line\n", cluster.host("n1").file(conf));
+    cluster.host("n1").write_file(conf, &edited);
+    let run = cluster.upgrade(&[]).expect_code(0);
+    assert_upgraded(&cluster, &run);
+    assert_eq!(cluster.host("n1").file(conf), edited, "the operator's version kept (--force-confold)");
 }

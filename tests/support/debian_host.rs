@@ -72,6 +72,11 @@ impl DebianImage {
     pub fn repo(&self) -> PathBuf {
         self.dir.join("repo")
     }
+
+    /// A mirror that is behind: its v1.29 has 1.29.0 only.
+    pub fn repo_behind(&self) -> PathBuf {
+        self.dir.join("repo-behind")
+    }
 }
 
 fn is_root() -> bool {
@@ -324,6 +329,27 @@ impl DebianHost {
             (0, Some(v)) => v.trim().to_string(),
             _ => String::new(),
         }
+    }
+
+    /// Takes the host's dpkg front-end lock as another apt would (a POSIX record lock on
+    /// /var/lib/dpkg/lock-frontend, what apt and dpkg take), held until the returned file is dropped.
+    pub fn hold_dpkg_lock(&self) -> std::fs::File {
+        use std::os::fd::AsRawFd;
+        let path = self.root.join("var/lib/dpkg/lock-frontend");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .expect("lock file");
+        // SAFETY: a zeroed flock is a valid value; fcntl gets our own open descriptor and a pointer to it.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock) };
+        assert_eq!(rc, 0, "lock {}", path.display());
+        file
     }
 
     /// The held packages (`apt-mark showhold`), sorted.
