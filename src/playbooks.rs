@@ -40,6 +40,8 @@ const FILES: &[(&str, &str)] = &[
     ("kubeadm/kubernetes_repo.yml", include_str!("../playbooks/kubeadm/kubernetes_repo.yml")),
     ("kubeadm/master_upgrade.yml", include_str!("../playbooks/kubeadm/master_upgrade.yml")),
     ("kubeadm/node_upgrade.yml", include_str!("../playbooks/kubeadm/node_upgrade.yml")),
+    ("kubeadm/package_availability.yml", include_str!("../playbooks/kubeadm/package_availability.yml")),
+    ("kubeadm/package_lock.yml", include_str!("../playbooks/kubeadm/package_lock.yml")),
     ("kubeadm/package_manager.yml", include_str!("../playbooks/kubeadm/package_manager.yml")),
     // The custom flavour: only the operator's commands.
     ("custom/certificate_expiry.yml", include_str!("../playbooks/custom/certificate_expiry.yml")),

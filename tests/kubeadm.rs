@@ -66,6 +66,8 @@ impl KubeadmCluster {
         text.push_str("    upgrade_control_plane_ready_delay: 1\n    upgrade_control_plane_ready_timeout: 20\n");
         // The stand-in API server serves no kube-system pods; the fake cluster's tests (cluster_care.rs) cover that gate.
         text.push_str("    upgrade_control_plane_pods_check: false\n");
+        // Nor SelfSubjectAccessReviews: the real API server's tests (real_api.rs) cover the permissions check.
+        text.push_str("    upgrade_cluster_permissions_check: false\n");
         for line in &self.vars {
             text.push_str(&format!("    {line}\n"));
         }
@@ -125,7 +127,10 @@ fn an_apt_master_and_a_dnf_node_go_from_1_28_to_1_29_in_the_order_of_the_kuberne
     run.stdout_has("v1.28 -> v1.29 before the first package install");
 
     let (m1, n1) = (cluster.host("m1"), cluster.host("n1"));
-    assert_docs_order(m1, "apt-get install -y -qq kubeadm=1.29.1-*");
+    assert_docs_order(
+        m1,
+        "apt-get install -y -qq -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold kubeadm=1.29.1-*",
+    );
     assert_docs_order(n1, "dnf install -y kubeadm-1.29.1-* --disableexcludes=kubernetes");
     let plan = m1.position("kubeadm upgrade plan v1.29.1").unwrap_or_else(|| panic!("no plan\n{}", calls(m1)));
     let apply = m1.position("kubeadm upgrade apply v1.29.1 --yes").unwrap_or_else(|| panic!("no apply\n{}", calls(m1)));

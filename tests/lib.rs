@@ -7,6 +7,7 @@ mod chaos;
 mod cluster_care;
 mod cluster_lock;
 mod cordons;
+mod debian;
 mod etcd_backup;
 mod fail_closed;
 mod fake_cluster;

@@ -317,11 +317,14 @@ fn stopped_between_checks(run: &UpgradeRun) -> bool {
 }
 
 /// On every host to upgrade with the kubeadm flow: which package manager it uses and what the upgrade will do to its
-/// Kubernetes repository file, said once per host. A host with no package manager stops the run here.
+/// Kubernetes repository file, said once per host; and, with apt and the built-in package commands, whether the
+/// target's packages resolve from the repository as the upgrade will switch it (package_availability.yml, a dry form
+/// that changes nothing). A host with no package manager, or whose repository lacks a target package, stops the run
+/// here, before any host is changed: the first master's kubeadm plan check comes after.
 async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> {
     let dry_run = [("upgrade_kubernetes_repo_dry_run", Value::Bool(true))];
     let checks = hosts.iter().filter(|(host, phase)| !custom_upgrade(run, host, *phase)).map(|(host, _)| {
-        let file = run.playbook("kubernetes_repo.yml");
+        let file = run.playbook("package_availability.yml");
         let dry_run = &dry_run;
         async move {
             let result = run.run_step(Phase::Preflight, host, Step::HostCheck, &file, dry_run, None).await;
@@ -329,11 +332,28 @@ async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> 
         }
     });
     let mut failed = Vec::new();
+    let mut unavailable = Vec::new();
     for (host, result) in super::fan_out(run.forks(), checks).await {
         match result {
-            Ok(facts) => run.notice(Some(host), describe_host_check(run, host, &facts)),
+            Ok(facts) => {
+                run.notice(Some(host), describe_host_check(run, host, &facts));
+                if let Some(missing) = describe_unavailable(&facts) {
+                    unavailable.push(format!("{host}: {missing}"));
+                }
+            }
             Err(f) => failed.push(format!("{host}: {}", f.reason)),
         }
+    }
+    if failed.is_empty() && !unavailable.is_empty() {
+        return Err(Error::hosts_failed(format!(
+            "preflight: the target's packages do not resolve on {}",
+            unavailable.join("; ")
+        ))
+        .hint(
+            "put the target's packages in those repositories (a mirror that is behind: sync it), point \
+             upgrade_kubernetes_repo_url at the mirror the repository file names, or choose a target they offer; \
+             nothing was changed on any host",
+        ));
     }
     if failed.is_empty() {
         return Ok(());
@@ -341,6 +361,24 @@ async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> 
     Err(Error::hosts_failed(format!("preflight: the package checks failed on {}", failed.join("; "))).hint(
         "set upgrade_package_manager (apt, dnf, yum) or the package commands on those hosts; nothing was changed",
     ))
+}
+
+/// What package_availability.yml found missing on a host (`kubeadm 1.29.9, kubelet 1.29.9 not in deb ... /`, or
+/// the index that could not be read), `None` when everything resolves or the check did not run.
+fn describe_unavailable(facts: &HostFacts) -> Option<String> {
+    let result = facts.get("upgrade_package_availability")?;
+    let stdout = result.get("stdout").and_then(Value::as_str)?;
+    let lines: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("line: ")).collect();
+    let looked_in = if lines.is_empty() { "no repository line".to_string() } else { lines.join(" | ") };
+    if stdout.lines().next() == Some("update-failed") {
+        let cause = stdout.lines().nth(1).unwrap_or("apt-get update failed");
+        return Some(format!("apt-get update of {looked_in} failed: {cause}"));
+    }
+    let missing: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("missing ")).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(format!("{} not in {looked_in}", missing.join(", ")))
 }
 
 /// The host's upgrade is the operator's own command, not the kubeadm flow.

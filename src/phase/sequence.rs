@@ -166,6 +166,20 @@ async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result
     result
 }
 
+/// Whether the host's dpkg lock is waited for before its cordon (package_lock.yml): the kubeadm flow with the built-in
+/// package commands (the inventory's own commands and the other flavours take their own care).
+fn waits_for_package_lock(run: &UpgradeRun, host: &str, role: Role) -> bool {
+    let own = |variable: &str| run.steps.host_sets(host, variable);
+    let custom = match role {
+        Role::Master => "upgrade_master_upgrade_command",
+        Role::Node => "upgrade_node_upgrade_command",
+    };
+    run.plan.flavor.flavor == crate::flavor::Flavor::Kubeadm
+        && run.render_for(host, &format!("{{{{ {custom} | default('') }}}}")).trim().is_empty()
+        && !own("upgrade_kubeadm_package_command")
+        && !own("upgrade_kubelet_package_command")
+}
+
 async fn steps(
     run: &UpgradeRun,
     host: &str,
@@ -182,6 +196,9 @@ async fn steps(
         // While the node still takes work (an acknowledgement pause, a check of the node in service); also for a
         // node an operator cordoned before the run, so the hook always runs at the same point of the sequence.
         Role::Node => hook(run, phase, host, HookPoint::NodePreCordon, Step::PreCordonHook).await?,
+    }
+    if waits_for_package_lock(run, host, role) {
+        step(run, phase, host, Step::HostCheck, "package_lock.yml", &[]).await?;
     }
     // Also for a node cordoned by someone else: its cordon stays theirs, but it gets the disruption guards.
     step(run, phase, host, Step::Cordon, "cordon.yml", &super::node_marks::cordon_vars(run, host, was_cordoned, true))

@@ -146,6 +146,11 @@ impl StepRunner {
         self.playbooks.join(crate::playbooks::for_flavor(flavor, name))
     }
 
+    /// Whether the host's variables (the inventory's and `-e`, not facts) set `name`.
+    pub(crate) fn host_sets(&self, host: &str, name: &str) -> bool {
+        self.task_vars.own(host).get(name).is_some()
+    }
+
     /// A setting read from the host's variables as a boolean (Ansible's truth table), with a default.
     pub(crate) fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
         self.task_vars
@@ -267,17 +272,27 @@ impl EventSink for FailureCapture {
     }
 }
 
-/// The most telling line of a failed task's result.
+/// The most telling line of a failed task's result: a package manager's first error (its cause), else the last line
+/// of stderr.
 fn failure_message(result: &Value) -> String {
     let text = |key: &str| result.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
     let mut message = text("msg").unwrap_or("failed").to_string();
     if let Some(stderr) = text("stderr") {
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(stderr);
-        message = format!("{message} ({last})");
+        let cause = first_package_error(stderr).or_else(|| text("stdout").and_then(first_package_error));
+        message = format!("{message} ({})", cause.unwrap_or(last));
     } else if let Some(rc) = result.get("rc").and_then(Value::as_i64) {
         if rc != 0 && message == "non-zero return code" {
             message = format!("{message} {rc}");
         }
     }
     message
+}
+
+/// apt's first error line: apt ends a failed install with a generic line (`E: Unable to fetch some archives, maybe run
+/// apt-get update or try with --fix-missing?`, `E: Some index files failed to download. They have been ignored, or
+/// old ones used instead.`) after the one that names the cause (`E: Failed to fetch http://.../kubelet_1.29.1-1.1_amd64.deb
+/// 404 Not Found`, `Err:1 ...`).
+fn first_package_error(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).find(|l| l.starts_with("E: ") || l.starts_with("Err:") || l.contains("Failed to fetch"))
 }

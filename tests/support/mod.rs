@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod apiserver;
+pub mod debian_host;
 pub mod demo;
 pub mod etcd;
 pub mod fake_cluster;

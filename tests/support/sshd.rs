@@ -327,6 +327,23 @@ pub fn current_user() -> String {
         .unwrap_or_else(|| "root".into())
 }
 
+/// Kills `pid` and every process below it with SIGKILL, freezing the tree first (SIGSTOP) so that nothing forks or
+/// reparents while it is collected.
+pub fn kill_tree(pid: u32) {
+    let mut frozen: Vec<u32> = Vec::new();
+    loop {
+        let mut tree = descendants(pid);
+        tree.push(pid);
+        let new: Vec<u32> = tree.into_iter().filter(|p| !frozen.contains(p)).collect();
+        if new.is_empty() {
+            break;
+        }
+        signal(&new, "STOP");
+        frozen.extend(new);
+    }
+    signal(&frozen, "KILL");
+}
+
 /// Every process below `pid`, read from /proc.
 fn descendants(pid: u32) -> Vec<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();

@@ -78,6 +78,17 @@ impl StandInHost {
             Packages::Apt => {
                 script("apt-get", &format!("{remember}exit 0\n"));
                 script("apt-mark", "exit 0\n");
+                // Preflight's availability check (`apt-cache -o Dir::Etc::SourceList=FILE madison PKG`): the versions
+                // of the minor that FILE names, as pkgs.k8s.io's per-minor repositories hold them; a file that names
+                // no minor (a mirror of the operator's) offers the tests' target minor.
+                script(
+                    "apt-cache",
+                    "for a in \"$@\"; do case $a in Dir::Etc::SourceList=*) list=${a#*=} ;; esac; done\n\
+                     m=$(grep -o 'core:/stable:/v[0-9.]*/' \"$list\" | head -n 1 | sed 's#.*/v\\([0-9.]*\\)/$#\\1#')\n\
+                     [ -n \"$m\" ] || m=1.29\n\
+                     for a in \"$@\"; do last=$a; done\n\
+                     for p in 0 1 5; do echo \"$last | $m.$p-1.1 | https://pkgs.k8s.io/core:/stable:/v$m/deb  Packages\"; done\n",
+                );
             }
             Packages::Dnf => {
                 script("dnf", &format!("{remember}exit 0\n"));

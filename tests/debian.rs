@@ -1,0 +1,261 @@
+//! The kubeadm flavour on real Debian hosts (support/debian_host.rs): each host a debootstrapped bookworm root with
+//! real apt, apt-mark and dpkg, reached over SSH through its own chrooted sshd; the Kubernetes packages stand-in
+//! .debs in a repository laid out like pkgs.k8s.io, served on loopback by the test; the cluster API the fake cluster
+//! (its kubectl runs on the first master, inside its root), told of package installs by kubelet's postinst and of
+//! restarts by the stand-in systemctl. Without the cached root (scripts/build-debian-root) these tests say SKIPPED,
+//! and fail under CI.
+
+use std::path::PathBuf;
+
+use crate::support::debian_host::{DebianHost, DebianImage, RepoServer};
+use crate::support::etcd::{TestEtcd, etcdctl_binary};
+use crate::support::fake_cluster::FakeCluster;
+use crate::support::{Outcome, Scenario};
+
+const TARGET: &str = "v1.29.1";
+/// The line pkgs.k8s.io's install docs write (http and trusted=yes: see support/debian_host.rs).
+const OFFICIAL_LINE: &str = "deb [trusted=yes] http://pkgs.k8s.io/core:/stable:/v1.28/deb/ /";
+const KUBE_LIST: &str = "/etc/apt/sources.list.d/kubernetes.list";
+
+struct DebianCluster {
+    dir: tempfile::TempDir,
+    fake: FakeCluster,
+    etcd: TestEtcd,
+    repo: RepoServer,
+    /// The mirror that is behind (v1.29 at 1.29.0 only), for the hosts `start` was told to point at it.
+    behind: RepoServer,
+    masters: Vec<DebianHost>,
+    nodes: Vec<DebianHost>,
+    vars: Vec<String>,
+}
+
+impl DebianCluster {
+    /// Masters and nodes at 1.28.5 (packages held, repository at v1.28), or `None` when the root is not built.
+    fn new(masters: &[&str], nodes: &[&str]) -> Option<DebianCluster> {
+        DebianCluster::start(masters, nodes, &[], |_| OFFICIAL_LINE.to_string())
+    }
+
+    /// Like `new`: the hosts named in `behind` reach the mirror that is behind, and each host's repository line is
+    /// made by `line` from its repository server's URL.
+    fn start(
+        masters: &[&str],
+        nodes: &[&str],
+        behind: &[&str],
+        line: impl Fn(&str) -> String,
+    ) -> Option<DebianCluster> {
+        let image = DebianImage::find()?;
+        let mut init = String::new();
+        for m in masters {
+            init.push_str(&format!("{m} v1.28.5 node-role.kubernetes.io/control-plane=\n"));
+        }
+        for n in nodes {
+            init.push_str(&format!("{n} v1.28.5 -\n"));
+        }
+        let fake = FakeCluster::init(&init);
+        let repo = RepoServer::start(&image.repo());
+        let behind_repo = RepoServer::start(&image.repo_behind());
+        let start = |list: &[&str]| -> Vec<DebianHost> {
+            list.iter()
+                .map(|n| {
+                    let server = if behind.contains(n) { &behind_repo } else { &repo };
+                    DebianHost::start(&image, n, &fake, server, &line(&server.url()))
+                })
+                .collect()
+        };
+        let (masters, nodes) = (start(masters), start(nodes));
+        Some(DebianCluster {
+            dir: tempfile::Builder::new().prefix("debian-e2e-").tempdir().expect("scratch dir"),
+            etcd: TestEtcd::start(),
+            fake,
+            repo,
+            behind: behind_repo,
+            masters,
+            nodes,
+            vars: Vec::new(),
+        })
+    }
+
+    fn var(mut self, line: &str) -> DebianCluster {
+        self.vars.push(line.to_string());
+        self
+    }
+
+    fn host(&self, name: &str) -> &DebianHost {
+        self.masters.iter().chain(&self.nodes).find(|h| h.name == name).expect("a host of the cluster")
+    }
+
+    fn hosts(&self) -> impl Iterator<Item = &DebianHost> {
+        self.masters.iter().chain(&self.nodes)
+    }
+
+    fn inventory(&self) -> PathBuf {
+        let mut text = String::from("all:\n  vars:\n");
+        text.push_str(&format!("    upgrade_target_version: {TARGET}\n"));
+        // The cluster side is the fake's, run on the first master inside its root (bind-mounted there); the host
+        // side (kubeadm, apt, dpkg, systemctl) is each host's own, with the built-in defaults.
+        let kubectl = self.fake.kubectl_command();
+        text.push_str(&format!("    upgrade_kubectl: \"{kubectl}\"\n"));
+        text.push_str("    upgrade_api_server_url: \"https://{{ node_name }}:6443\"\n");
+        text.push_str(&format!(
+            "    upgrade_master_api_health_command: \"{kubectl} --server={{{{ upgrade_api_server_url }}}} get --raw /readyz\"\n"
+        ));
+        text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", etcdctl_binary().display()));
+        text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", self.etcd.endpoints()));
+        text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");
+        text.push_str("    upgrade_node_ready_delay: 1\n    upgrade_node_ready_timeout: 30\n");
+        text.push_str("    upgrade_control_plane_ready_delay: 1\n    upgrade_control_plane_ready_timeout: 30\n");
+        for line in &self.vars {
+            text.push_str(&format!("    {line}\n"));
+        }
+        text.push_str("  children:\n    masters:\n      hosts:\n");
+        for m in &self.masters {
+            text.push_str(&m.yaml_host(8));
+        }
+        text.push_str(&format!("    etcd:\n      hosts:\n        {}:\n", self.masters[0].name));
+        text.push_str("    nodes:\n      hosts:\n");
+        for n in &self.nodes {
+            text.push_str(&n.yaml_host(8));
+        }
+        let path = self.dir.path().join("hosts.yml");
+        std::fs::write(&path, text).expect("inventory");
+        path
+    }
+
+    fn upgrade(&self, args: &[&str]) -> Outcome {
+        Scenario::on_cluster(self.dir.path(), &self.inventory()).args(args).run()
+    }
+
+    /// Each host's packages, holds and repository file, to compare before and after a refusal.
+    fn snapshot(&self) -> Vec<(String, String)> {
+        self.hosts()
+            .map(|h| {
+                let (_, state) = h
+                    .sh("dpkg-query -W -f='${Package} ${Version} ${Status}\\n' kubeadm kubelet kubectl cri-tools \
+                     kubernetes-cni; apt-mark showhold; ls /etc/apt/sources.list.d; cat /etc/apt/sources.list.d/*");
+                (h.name.clone(), state)
+            })
+            .collect()
+    }
+}
+
+/// Every host at the target: packages installed from the v1.29 repository, held again, the node at the target.
+fn assert_upgraded(cluster: &DebianCluster, run: &Outcome) {
+    for h in cluster.hosts() {
+        let why = || format!("{}: {}\n{run}", h.name, h.sh("cat /var/log/apt/term.log 2>/dev/null | tail -n 30").1);
+        assert_eq!(h.installed("kubeadm"), "1.29.1-1.1", "{}", why());
+        assert_eq!(h.installed("kubelet"), "1.29.1-1.1", "{}", why());
+        assert_eq!(h.installed("kubectl"), "1.29.1-1.1", "{}", why());
+        // kubelet's dependency stays met (apt moves it only when the new kubelet asks for more).
+        assert!(!h.installed("kubernetes-cni").is_empty(), "{}", why());
+        let held: Vec<String> = h.holds().into_iter().collect();
+        assert_eq!(held, ["kubeadm", "kubectl", "kubelet"], "{}", why());
+        let line = h.file(KUBE_LIST);
+        assert!(line.contains("/core:/stable:/v1.29/deb/") && !line.contains("v1.28"), "{}: {line}", h.name);
+        assert_eq!(h.sh("kubelet --version").1.trim(), "Kubernetes v1.29.1");
+        assert_eq!(cluster.fake.version(&h.name), TARGET, "{}", why());
+        assert!(!cluster.fake.is_cordoned(&h.name));
+    }
+}
+
+#[test]
+fn a_master_and_two_nodes_go_from_1_28_5_to_1_29_1_with_real_apt_and_dpkg() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1", "n2"]) else { return };
+    let run = cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
+    let run = run.stdout_has("[m1] package manager: apt (detected)");
+    assert_upgraded(&cluster, &run);
+    // Each host's apt fetched the v1.29 index: the switch happened before the install, on every host.
+    let fetched = cluster.repo.requests();
+    assert!(
+        fetched.iter().any(|p| p.starts_with("/core:/stable:/v1.29/deb/") && p.contains("/kubeadm_1.29.1-1.1_")),
+        "{fetched:?}"
+    );
+    // The kubelet restart came after the daemon-reload, on every host (the stand-in systemctl's log).
+    for h in cluster.hosts() {
+        let log = h.file("/var/log/systemctl.log");
+        assert_eq!(log.lines().collect::<Vec<_>>(), ["daemon-reload", "restart kubelet"], "{}", h.name);
+        assert_eq!(cluster.fake.upgrades(&h.name), 1, "{}: one package swap", h.name);
+    }
+}
+
+/// The holds of the three packages, as the install docs leave them.
+fn all_held(host: &DebianHost) -> bool {
+    host.holds().into_iter().collect::<Vec<_>>() == ["kubeadm", "kubectl", "kubelet"]
+}
+
+#[test]
+fn a_failed_install_leaves_the_packages_held_and_the_error_names_the_fetch_that_failed() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    // The index lists kubelet 1.29.1 but the mirror lacks its file: the install fails after the unhold.
+    cluster.repo.missing("/kubelet_1.29.1-1.1_");
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let m1 = cluster.host("m1");
+    assert!(all_held(m1), "held again after the failed install: {:?}\n{run}", m1.holds());
+    assert_eq!(m1.installed("kubelet"), "1.28.5-1.1");
+    // apt's first error is the cause; its last (`E: Unable to fetch some archives, maybe run apt-get update or
+    // try with --fix-missing?`) is not.
+    let run = run.stdout_has("Failed to fetch").stdout_has("kubelet_1.29.1-1.1_");
+    run.stdout_has("404");
+    assert!(all_held(cluster.host("n1")), "n1 was not touched");
+}
+
+#[test]
+fn a_target_the_mirror_lacks_is_refused_in_preflight_and_every_host_stays_as_it_was() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    let before = cluster.snapshot();
+    let run = cluster.upgrade(&["--target-version", "v1.29.9"]).expect_code(1);
+    let run = run.stdout_has("kubeadm 1.29.9").stdout_has("/core:/stable:/v1.29/deb/");
+    assert_eq!(cluster.snapshot(), before, "no repository switched, nothing unheld or installed\n{run}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+}
+
+#[test]
+fn a_node_whose_mirror_lacks_the_target_is_refused_in_preflight_naming_host_package_version_and_line() {
+    let Some(cluster) = DebianCluster::start(&["m1"], &["n1", "n2"], &["n2"], |_| OFFICIAL_LINE.to_string()) else {
+        return;
+    };
+    let before = cluster.snapshot();
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run =
+        run.stdout_has("n2").stdout_has("kubeadm 1.29.1").stdout_has("http://pkgs.k8s.io/core:/stable:/v1.29/deb/");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+    assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
+    assert_eq!(cluster.fake.version("m1"), "v1.28.5");
+}
+
+#[test]
+fn a_mirror_with_a_port_is_switched_per_minor_with_upgrade_kubernetes_repo_url() {
+    let line = |url: &str| format!("deb [trusted=yes] {url}/core:/stable:/v1.28/deb/ /");
+    let Some(cluster) = DebianCluster::start(&["m1"], &["n1"], &[], line) else { return };
+    let url = cluster.repo.url();
+    let cluster = cluster.var(&format!("upgrade_kubernetes_repo_url: \"{url}\""));
+    let run = cluster.upgrade(&[]).expect_code(0);
+    assert_upgraded(&cluster, &run);
+    for h in cluster.hosts() {
+        assert_eq!(h.file(KUBE_LIST).trim(), format!("deb [trusted=yes] {url}/core:/stable:/v1.29/deb/ /"));
+    }
+}
+
+#[test]
+fn a_held_dpkg_lock_is_waited_for_bounded_before_the_node_is_cordoned() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]).map(|c| c.var("upgrade_package_lock_timeout: 3")) else {
+        return;
+    };
+    // Another apt (unattended-upgrades, say) holds n1's dpkg front-end lock for the whole run.
+    let _lock = cluster.host("n1").hold_dpkg_lock();
+    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("lock-frontend");
+    assert_eq!(cluster.fake.version("m1"), TARGET, "m1 went on\n{run}");
+    let n1: Vec<String> = cluster.fake.actions_on("n1");
+    assert!(!n1.iter().any(|a| a == "cordon" || a == "drain"), "n1 was not cordoned: {n1:?}\n{run}");
+    assert!(all_held(cluster.host("n1")));
+}
+
+#[test]
+fn a_locally_edited_conffile_does_not_stop_the_install_at_a_prompt() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    let conf = "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf";
+    let edited = format!("{}# the operator's own line\n", cluster.host("n1").file(conf));
+    cluster.host("n1").write_file(conf, &edited);
+    let run = cluster.upgrade(&[]).expect_code(0);
+    assert_upgraded(&cluster, &run);
+    assert_eq!(cluster.host("n1").file(conf), edited, "the operator's version kept (--force-confold)");
+}
