@@ -241,7 +241,22 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
 async fn run_preflight(state: &mut RunState<'_>) {
     let run = state.run;
     let started = phase_started(run, Phase::Preflight);
-    let decided = match preflight::run(run).await {
+    // Preflight's cluster calls (the lock, the node list, the checks) are steps like any other: past the grace period
+    // of an interrupt the one under way is cut (its command killed) and the run ends here, nothing touched (N9).
+    let mut aborted = state.stop.clone();
+    let result = tokio::select! {
+        result = preflight::run(run) => result,
+        _ = aborted.aborted() => Err(Error {
+            kind: crate::error::ErrorKind::Interrupted,
+            ..Error::hosts_failed(format!(
+                "{}: preflight was cut when the grace period ran out (a cluster or host call had not answered); \
+                 nothing was touched",
+                run.stop_reason()
+            ))
+        }
+        .hint("re-run the same command once the cluster answers")),
+    };
+    let decided = match result {
         Ok(decided) => decided,
         Err(e) => {
             phase_finished(run, Phase::Preflight, false, started);
@@ -354,6 +369,9 @@ fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
     run.event(Event::PhaseFinished { phase, ok, duration: started.elapsed() });
 }
 
+/// How long the release of the cluster lock may take once the grace period of an interrupt is over.
+const RELEASE_AFTER_ABORT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The cluster-wide lock goes before the summary: the run is over for whoever waits for it.
 async fn release_cluster_lock(run: &UpgradeRun) {
     let held = run.cluster_lock.lock().ok().and_then(|mut slot| slot.take());
@@ -364,7 +382,24 @@ async fn release_cluster_lock(run: &UpgradeRun) {
         renewer.abort();
         // Also after the fence stopped the run: the write is conditional, so it releases the lease only when no
         // one took it meanwhile (an outage on this side that ended), and leaves another holder's alone.
-        super::cluster_lock::release(run, &held).await;
+        // Past the grace period of an interrupt an API that does not answer does not hold the exit: the release is
+        // given a bounded time (a lease left held goes stale after its TTL; a re-run from this state directory takes
+        // it back at once).
+        let release = super::cluster_lock::release(run, &held);
+        if run.stop.is_aborting() {
+            if tokio::time::timeout(RELEASE_AFTER_ABORT, release).await.is_err() {
+                run.notice(
+                    None,
+                    format!(
+                        "warning: the cluster lock {} was not released: the cluster did not answer within {}s",
+                        held.name,
+                        RELEASE_AFTER_ABORT.as_secs()
+                    ),
+                );
+            }
+        } else {
+            release.await;
+        }
     }
 }
 
