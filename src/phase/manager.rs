@@ -233,6 +233,7 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
     }
     state.summary.interrupted = run.was_interrupted();
     state.summary.cluster_lock_lost = run.fence.reason();
+    release_kured_lock(run).await;
     release_cluster_lock(run).await;
     finish(run, &mut state.summary);
     (state.summary, state.error)
@@ -367,6 +368,19 @@ fn phase_started(run: &UpgradeRun, phase: Phase) -> Instant {
 
 fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
     run.event(Event::PhaseFinished { phase, ok, duration: started.elapsed() });
+}
+
+/// kured's reboot lock goes back whatever happened, before the cluster lease (bounded as the lease's release is
+/// after the grace period of an interrupt).
+async fn release_kured_lock(run: &UpgradeRun) {
+    let release = super::kured_lock::release(run);
+    if run.stop.is_aborting() {
+        if tokio::time::timeout(RELEASE_AFTER_ABORT, release).await.is_err() {
+            run.notice(None, "warning: kured's reboot lock was not given back: the cluster did not answer");
+        }
+    } else {
+        release.await;
+    }
 }
 
 /// How long the release of the cluster lock may take once the grace period of an interrupt is over.
