@@ -131,3 +131,20 @@ fn automatic_package_upgrades_on_a_host_are_named_in_preflight() {
     assert_eq!(quiet.code, 0, "{quiet}");
     assert!(!quiet.stdout.contains("automatic package upgrades"), "{quiet}");
 }
+
+/// `upgrade_change_id` (issue 21 item 9) in the journal's run-started line, the JSON run-started event and the summary.
+#[test]
+fn the_change_ticket_is_in_the_journal_the_run_started_event_and_the_summary() {
+    let demo = Demo::new();
+    let out = demo.run(&["--output", "json", "-e", "upgrade_change_id=CHG-0815"]);
+    assert_eq!(out.code, 0, "{out}");
+    let events: Vec<Value> = out.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let started = events.iter().find(|e| e["event"] == "run-started").expect("run-started");
+    assert_eq!(started["change_id"], "CHG-0815", "{started}");
+    let summary = events.iter().find(|e| e["event"] == "summary").expect("summary");
+    assert_eq!(summary["change_id"], "CHG-0815", "{summary}");
+    let journal = std::fs::read_to_string(demo.path(".upgrade-state/journal.jsonl")).expect("journal");
+    let first: Value = serde_json::from_str(journal.lines().next().expect("a line")).expect("JSON");
+    assert_eq!(first["event"], "run-started", "{first}");
+    assert_eq!(first["change_id"], "CHG-0815", "{first}");
+}

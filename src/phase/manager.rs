@@ -200,20 +200,25 @@ impl Stage {
 pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Option<Error>) {
     let phases: Vec<Phase> = run.plan.phases.iter().map(|p| p.phase).collect();
     let resumed = run.history.runs > 0;
-    run.event(Event::RunStarted { run: run.run_id(), target: run.target.to_string(), phases, resumed });
+    let change_id = Some(run.change_id()).filter(|c| !c.is_empty());
+    run.event(Event::RunStarted {
+        run: run.run_id(),
+        target: run.target.to_string(),
+        phases,
+        resumed,
+        change_id: change_id.clone(),
+    });
     run.record(JournalEntry::RunStarted {
         run: run.run_id(),
         time: utc_timestamp(std::time::SystemTime::now()),
         target: run.target.to_string(),
+        change_id: change_id.clone(),
     });
     let mut state = RunState {
         run,
         stop,
         decided: Preflight::default(),
-        summary: Summary {
-            change_id: Some(run.change_id()).filter(|c| !c.is_empty()),
-            ..Summary::empty(run.target.to_string())
-        },
+        summary: Summary { change_id, ..Summary::empty(run.target.to_string()) },
         error: None,
     };
     for stage in ORDER {
