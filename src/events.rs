@@ -89,6 +89,8 @@ pub enum Event {
         target: String,
         phases: Vec<Phase>,
         resumed: bool,
+        /// `upgrade_change_id`, the change ticket, when set.
+        change_id: Option<String>,
     },
     PhaseStarted {
         phase: Phase,

@@ -145,6 +145,9 @@ pub(crate) enum JournalEntry {
         run: String,
         time: String,
         target: String,
+        /// `upgrade_change_id`, the change ticket, when set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        change_id: Option<String>,
     },
     /// `was_cordoned`: the node was unschedulable when the sequence started (not by this tool's doing), so a later
     /// run can tell a node cordoned by us from one an operator cordoned.
@@ -217,7 +220,11 @@ impl JournalEntry {
     /// the tool's own and stay readable, so a masked entry still resumes.
     pub(crate) fn texts_mut(&mut self) -> Vec<&mut String> {
         match self {
-            JournalEntry::RunStarted { run, time, target } => vec![run, time, target],
+            JournalEntry::RunStarted { run, time, target, change_id } => {
+                let mut texts = vec![run, time, target];
+                texts.extend(change_id.iter_mut());
+                texts
+            }
             JournalEntry::HostStarted { run, time, host, .. }
             | JournalEntry::StepStarted { run, time, host, .. }
             | JournalEntry::StepDone { run, time, host, .. } => vec![run, time, host],
@@ -794,7 +801,13 @@ mod tests {
             let run = j.run_id().to_string();
             let t = || "t".to_string();
             let (nodes, n1, n2) = (Phase::Nodes, "n1".to_string(), "n2".to_string());
-            j.record(&JournalEntry::RunStarted { run: run.clone(), time: t(), target: "v1.29.1".into() }).unwrap();
+            j.record(&JournalEntry::RunStarted {
+                run: run.clone(),
+                time: t(),
+                target: "v1.29.1".into(),
+                change_id: None,
+            })
+            .unwrap();
             for h in [&n1, &n2] {
                 j.record(&JournalEntry::HostStarted {
                     run: run.clone(),

@@ -10,6 +10,8 @@ use crate::flavor::Flavor;
 const FILES: &[(&str, &str)] = &[
     ("cluster_csrs.yml", include_str!("../playbooks/cluster_csrs.yml")),
     ("cluster_lock.yml", include_str!("../playbooks/cluster_lock.yml")),
+    ("kured_lock.yml", include_str!("../playbooks/kured_lock.yml")),
+    ("auto_updates.yml", include_str!("../playbooks/auto_updates.yml")),
     ("cluster_state.yml", include_str!("../playbooks/cluster_state.yml")),
     ("cluster_workloads.yml", include_str!("../playbooks/cluster_workloads.yml")),
     ("cluster_permissions.yml", include_str!("../playbooks/cluster_permissions.yml")),
@@ -51,6 +53,8 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/defaults.yml", include_str!("../playbooks/openshift/defaults.yml")),
     ("openshift/cluster_state.yml", include_str!("../playbooks/openshift/cluster_state.yml")),
     ("openshift/cluster_lock.yml", include_str!("../playbooks/openshift/cluster_lock.yml")),
+    ("openshift/kured_lock.yml", include_str!("../playbooks/openshift/kured_lock.yml")),
+    ("openshift/auto_updates.yml", include_str!("../playbooks/openshift/auto_updates.yml")),
     ("openshift/cluster_workloads.yml", include_str!("../playbooks/openshift/cluster_workloads.yml")),
     ("openshift/host_facts.yml", include_str!("../playbooks/openshift/host_facts.yml")),
     ("openshift/node_poll.yml", include_str!("../playbooks/openshift/node_poll.yml")),

@@ -103,6 +103,8 @@ pub enum Step {
     Connect,
     /// The cluster-wide lock taken, renewed or released (cluster_lock.yml).
     ClusterLock,
+    /// kured's reboot lock read, taken or given back (kured_lock.yml).
+    KuredLock,
     ReadCluster,
     /// Preflight per host: the package manager found and the repository file read.
     HostCheck,
@@ -152,9 +154,10 @@ impl Step {
         matches!(self, Step::ReadCluster | Step::WaitReady)
     }
 
-    pub const ALL: [Step; 30] = [
+    pub const ALL: [Step; 31] = [
         Step::Connect,
         Step::ClusterLock,
+        Step::KuredLock,
         Step::ReadCluster,
         Step::HostCheck,
         Step::KubeadmPlan,
@@ -189,6 +192,7 @@ impl Step {
         match self {
             Step::Connect => "connect",
             Step::ClusterLock => "cluster-lock",
+            Step::KuredLock => "kured-lock",
             Step::ReadCluster => "read-cluster",
             Step::HostCheck => "host-check",
             Step::KubeadmPlan => "kubeadm-plan",

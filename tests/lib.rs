@@ -16,6 +16,7 @@ mod forks;
 mod golden;
 mod hooks;
 mod kubeadm;
+mod kured;
 mod layers;
 mod lease;
 mod live_plan;

@@ -228,6 +228,69 @@ fn a_sigterm_during_preflight_starts_no_later_phase() {
     assert!(stdout.contains("result: interrupted"), "{out}");
 }
 
+/// A kubectl that never answers a call whose arguments contain `call` while `<demo>/stuck` exists (an API server
+/// that accepts the request and never answers), and says when it got there (`<demo>/hanging`).
+fn kubectl_hanging_on(demo: &Demo, call: &str) -> String {
+    let script = demo.path("hanging-kubectl");
+    let (marker, stuck) = (demo.path("hanging"), demo.path("stuck"));
+    std::fs::write(&stuck, "").expect("touch stuck");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" {call} \"*) touch {m}; while [ -e {s} ]; do sleep 0.2; done ;; esac\n\
+             exec \"$@\"\n",
+            m = marker.display(),
+            s = stuck.display()
+        ),
+    )
+    .expect("write hanging-kubectl");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    format!(r#"{{"upgrade_kubectl": "{} {{{{ demo_fake_cluster }}}}/kubectl {{{{ demo_fake }}}}"}}"#, script.display())
+}
+
+/// N9: a cluster call that hangs in preflight (the node list, the lock's create) obeys SIGTERM and the grace period
+/// like any step: past the grace period it is cut, the run exits 130 with nothing touched.
+fn a_hung_preflight_call_is_cut_at_the_end_of_the_grace_period(call: &str) {
+    let demo = Demo::new();
+    let kubectl = kubectl_hanging_on(&demo, call);
+    let mut child = demo.spawn(&["--grace-period", "3", "-e", &kubectl]);
+    wait_until("the cluster call hangs", Duration::from_secs(60), || demo.path("hanging").exists());
+    child.signal(libc::SIGTERM);
+    let signalled = Instant::now();
+    let deadline = signalled + Duration::from_secs(13);
+    while child.try_wait().expect("poll").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let elapsed = signalled.elapsed();
+    let _ = std::fs::remove_file(demo.path("stuck"));
+    let out = child.finish_within(Duration::from_secs(60));
+    assert!(
+        elapsed < Duration::from_secs(13),
+        "exits within a few seconds of the 3 s grace period: {elapsed:?}\n{out}"
+    );
+    assert!(elapsed >= Duration::from_secs(3), "not before the grace period: {elapsed:?}\n{out}");
+    assert_eq!(out.code, 130, "{out}");
+    let touched: Vec<_> = demo
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.action != "get-nodes" && !c.action.ends_with("-configmap"))
+        .collect();
+    assert!(touched.is_empty(), "no node was touched: {touched:?}\n{out}");
+    assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{out}");
+    assert!(out.output().contains("grace period"), "says why\n{out}");
+}
+
+#[test]
+fn a_node_list_that_never_answers_in_preflight_is_cut_by_the_grace_period() {
+    a_hung_preflight_call_is_cut_at_the_end_of_the_grace_period("get nodes -o json");
+}
+
+#[test]
+fn a_lock_create_that_never_answers_is_cut_by_the_grace_period() {
+    a_hung_preflight_call_is_cut_at_the_end_of_the_grace_period("create configmap");
+}
+
 /// Fills a file system: writes to `path` until the kernel says it is full (ENOSPC).
 fn fill(path: &Path) {
     use std::io::Write;

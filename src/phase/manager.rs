@@ -200,20 +200,25 @@ impl Stage {
 pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Option<Error>) {
     let phases: Vec<Phase> = run.plan.phases.iter().map(|p| p.phase).collect();
     let resumed = run.history.runs > 0;
-    run.event(Event::RunStarted { run: run.run_id(), target: run.target.to_string(), phases, resumed });
+    let change_id = Some(run.change_id()).filter(|c| !c.is_empty());
+    run.event(Event::RunStarted {
+        run: run.run_id(),
+        target: run.target.to_string(),
+        phases,
+        resumed,
+        change_id: change_id.clone(),
+    });
     run.record(JournalEntry::RunStarted {
         run: run.run_id(),
         time: utc_timestamp(std::time::SystemTime::now()),
         target: run.target.to_string(),
+        change_id: change_id.clone(),
     });
     let mut state = RunState {
         run,
         stop,
         decided: Preflight::default(),
-        summary: Summary {
-            change_id: Some(run.change_id()).filter(|c| !c.is_empty()),
-            ..Summary::empty(run.target.to_string())
-        },
+        summary: Summary { change_id, ..Summary::empty(run.target.to_string()) },
         error: None,
     };
     for stage in ORDER {
@@ -233,6 +238,7 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
     }
     state.summary.interrupted = run.was_interrupted();
     state.summary.cluster_lock_lost = run.fence.reason();
+    release_kured_lock(run).await;
     release_cluster_lock(run).await;
     finish(run, &mut state.summary);
     (state.summary, state.error)
@@ -241,7 +247,22 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
 async fn run_preflight(state: &mut RunState<'_>) {
     let run = state.run;
     let started = phase_started(run, Phase::Preflight);
-    let decided = match preflight::run(run).await {
+    // Preflight's cluster calls (the lock, the node list, the checks) are steps like any other: past the grace period
+    // of an interrupt the one under way is cut (its command killed) and the run ends here, nothing touched (N9).
+    let mut aborted = state.stop.clone();
+    let result = tokio::select! {
+        result = preflight::run(run) => result,
+        _ = aborted.aborted() => Err(Error {
+            kind: crate::error::ErrorKind::Interrupted,
+            ..Error::hosts_failed(format!(
+                "{}: preflight was cut when the grace period ran out (a cluster or host call had not answered); \
+                 nothing was touched",
+                run.stop_reason()
+            ))
+        }
+        .hint("re-run the same command once the cluster answers")),
+    };
+    let decided = match result {
         Ok(decided) => decided,
         Err(e) => {
             phase_finished(run, Phase::Preflight, false, started);
@@ -354,6 +375,22 @@ fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
     run.event(Event::PhaseFinished { phase, ok, duration: started.elapsed() });
 }
 
+/// kured's reboot lock goes back whatever happened, before the cluster lease (bounded as the lease's release is
+/// after the grace period of an interrupt).
+async fn release_kured_lock(run: &UpgradeRun) {
+    let release = super::kured_lock::release(run);
+    if run.stop.is_aborting() {
+        if tokio::time::timeout(RELEASE_AFTER_ABORT, release).await.is_err() {
+            run.notice(None, "warning: kured's reboot lock was not given back: the cluster did not answer");
+        }
+    } else {
+        release.await;
+    }
+}
+
+/// How long the release of the cluster lock may take once the grace period of an interrupt is over.
+const RELEASE_AFTER_ABORT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The cluster-wide lock goes before the summary: the run is over for whoever waits for it.
 async fn release_cluster_lock(run: &UpgradeRun) {
     let held = run.cluster_lock.lock().ok().and_then(|mut slot| slot.take());
@@ -364,7 +401,24 @@ async fn release_cluster_lock(run: &UpgradeRun) {
         renewer.abort();
         // Also after the fence stopped the run: the write is conditional, so it releases the lease only when no
         // one took it meanwhile (an outage on this side that ended), and leaves another holder's alone.
-        super::cluster_lock::release(run, &held).await;
+        // Past the grace period of an interrupt an API that does not answer does not hold the exit: the release is
+        // given a bounded time (a lease left held goes stale after its TTL; a re-run from this state directory takes
+        // it back at once).
+        let release = super::cluster_lock::release(run, &held);
+        if run.stop.is_aborting() {
+            if tokio::time::timeout(RELEASE_AFTER_ABORT, release).await.is_err() {
+                run.notice(
+                    None,
+                    format!(
+                        "warning: the cluster lock {} was not released: the cluster did not answer within {}s",
+                        held.name,
+                        RELEASE_AFTER_ABORT.as_secs()
+                    ),
+                );
+            }
+        } else {
+            release.await;
+        }
     }
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod cluster_hooks;
 pub(crate) mod cluster_lock;
 pub(crate) mod control_plane;
 pub(crate) mod etcd_backup;
+pub(crate) mod kured_lock;
 pub(crate) mod manager;
 pub(crate) mod node_marks;
 pub(crate) mod nodes;

@@ -67,6 +67,9 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
                 .map(|h| (h.clone(), Phase::Nodes)),
         )
         .collect();
+    // kured reboots no node while the run works: its lock is held from here (a lock a dead run of ours left is given
+    // back even when there is nothing to do).
+    super::kured_lock::hold(run, !upgrading.is_empty() && !run.stop.is_stopping()).await?;
     // After a stop (a signal while the cluster was read, a state directory that cannot be written) no later phase
     // starts, so nothing more is checked: the kubeadm plan check installs kubeadm on the first master, which an
     // operator who pressed Ctrl-C did not ask for.
@@ -77,6 +80,7 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
     // installs with yum between its excluders, the custom flavour runs only the operator's commands.
     let kubeadm = run.plan.flavor.flavor == Flavor::Kubeadm;
     check_drain_blockers(run, &upgrading).await?;
+    check_auto_updates(run, &upgrading).await;
     if kubeadm {
         check_hosts(run, &upgrading).await?;
         if stopped_between_checks(run) {
@@ -379,6 +383,45 @@ fn describe_unavailable(facts: &HostFacts) -> Option<String> {
         return None;
     }
     Some(format!("{} not in {looked_in}", missing.join(", ")))
+}
+
+/// On every host to upgrade: automatic package upgrades enabled there (unattended-upgrades, apt's daily upgrade
+/// timer, dnf-automatic) are named as a warning. Never stops the run: the package holds keep the Kubernetes packages
+/// where the run puts them; what else could move is said. A host where this cannot be read says nothing.
+async fn check_auto_updates(run: &UpgradeRun, hosts: &[(String, Phase)]) {
+    let checks = hosts.iter().map(|(host, _)| async move {
+        let file = run.playbook("auto_updates.yml");
+        (host, run.run_step(Phase::Preflight, host, Step::HostCheck, &file, &[], None).await)
+    });
+    for (host, result) in super::fan_out(run.forks(), checks).await {
+        let Ok(facts) = result else { continue };
+        let stdout = facts
+            .get("upgrade_auto_updates")
+            .and_then(|r| r.get("stdout"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let enabled = enabled_auto_updates(&stdout);
+        if !enabled.is_empty() {
+            run.notice(Some(host), format!(
+                "warning: automatic package upgrades are enabled on this host ({}): the package holds (the excluders \
+                 on OpenShift) keep the Kubernetes packages where the run puts them, but the container runtime, the kernel and other \
+                 packages can still change during the run (and a kernel update can ask for a reboot); stop them \
+                 for the maintenance window",
+                enabled.join(", ")
+            ));
+        }
+    }
+}
+
+/// The units of `UNIT STATE` lines (`systemctl is-enabled`) that are enabled.
+pub(crate) fn enabled_auto_updates(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(char::is_whitespace))
+        .filter(|(_, state)| matches!(state.trim(), "enabled" | "enabled-runtime" | "alias"))
+        .map(|(unit, _)| unit.to_string())
+        .collect()
 }
 
 /// The host's upgrade is the operator's own command, not the kubeadm flow.

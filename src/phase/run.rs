@@ -49,6 +49,8 @@ pub(crate) struct UpgradeRun {
     pub cluster_lock: Mutex<Option<(Arc<super::cluster_lock::Held>, tokio::task::JoinHandle<()>)>>,
     /// Set when the run can no longer vouch for its cluster lock: it starts nothing more (cluster_lock.rs).
     pub fence: super::cluster_lock::Fence,
+    /// kured's reboot lock, when this run holds it (kured_lock.rs).
+    pub kured_lock: super::kured_lock::Slot,
     /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
     pub poller: super::poller::NodePoller,
 }
@@ -93,6 +95,7 @@ impl UpgradeRun {
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
             fence: super::cluster_lock::Fence::default(),
+            kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,

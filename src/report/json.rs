@@ -27,8 +27,13 @@ fn ms(d: &std::time::Duration) -> f64 {
 /// [`TaskFinishedLine`] writes without copying the result.
 pub(crate) fn event_json(event: &Event) -> Option<Value> {
     let value = match event {
-        Event::RunStarted { run, target, phases, resumed } => {
-            json!({"event": "run-started", "run": run, "target": target, "phases": phases, "resumed": resumed})
+        Event::RunStarted { run, target, phases, resumed, change_id } => {
+            let mut line =
+                json!({"event": "run-started", "run": run, "target": target, "phases": phases, "resumed": resumed});
+            if let Some(change) = change_id {
+                line["change_id"] = Value::from(change.as_str());
+            }
+            line
         }
         Event::PhaseStarted { phase } => json!({"event": "phase-started", "phase": phase}),
         Event::PhaseFinished { phase, ok, duration } => {

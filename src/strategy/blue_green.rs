@@ -371,6 +371,7 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
         target: run.target.to_string(),
         phases: vec![Phase::RollbackBlueGreen],
         resumed: false,
+        change_id: Some(run.change_id()).filter(|c| !c.is_empty()),
     });
     let cluster: HashMap<String, ClusterNode> = match crate::phase::preflight::read_cluster(run, Phase::Preflight).await
     {

@@ -94,6 +94,8 @@ impl FakeCluster {
             ("upgrade_daemon_reload_command", self.daemon_reload_command()),
             // The test hosts are this machine: its own repository files are not the fake's to change.
             ("upgrade_kubernetes_repo_manage", "false".to_string()),
+            // Nor are its automatic package upgrades the test's to report (preflight's warning would vary by machine).
+            ("upgrade_auto_updates_command", "true".to_string()),
             // Each master's own API server, asked by name: the fake answers for that node (its apiserver_unhealthy).
             ("upgrade_api_server_url", "https://{{ node_name }}:6443".to_string()),
             (
@@ -123,6 +125,8 @@ impl FakeCluster {
                 format!("{}/nodes/{{{{ node_name }}}}/pods", self.state.to_string_lossy()),
             ),
             ("upgrade_image_pull_command", format!("{} pull", on_node("docker"))),
+            // The test hosts are this machine: its automatic package upgrades are not the test's to report.
+            ("upgrade_auto_updates_command", "true".to_string()),
             // The runtime upgrade is on by default, as in openshift-ansible; the default also restarts docker with
             // systemctl, which the test hosts do not have.
             ("upgrade_container_runtime_command", format!("{} install -y docker", on_node("yum"))),
