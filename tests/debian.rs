@@ -22,8 +22,9 @@ struct DebianCluster {
     fake: FakeCluster,
     etcd: TestEtcd,
     repo: RepoServer,
-    /// The mirror that is behind (v1.29 at 1.29.0 only), for the hosts `start` was told to point at it.
-    behind: RepoServer,
+    /// The mirror that is behind (v1.29 at 1.29.0 only), for the hosts `start` was told to point at it: held so
+    /// that it serves until the cluster is dropped.
+    _behind: RepoServer,
     masters: Vec<DebianHost>,
     nodes: Vec<DebianHost>,
     vars: Vec<String>,
@@ -68,7 +69,7 @@ impl DebianCluster {
             etcd: TestEtcd::start(),
             fake,
             repo,
-            behind: behind_repo,
+            _behind: behind_repo,
             masters,
             nodes,
             vars: Vec::new(),
