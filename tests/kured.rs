@@ -148,3 +148,28 @@ fn the_change_ticket_is_in_the_journal_the_run_started_event_and_the_summary() {
     assert_eq!(first["event"], "run-started", "{first}");
     assert_eq!(first["change_id"], "CHG-0815", "{first}");
 }
+
+/// A take refused for another reason than a value already there (RBAC, an API that cannot annotate) stops preflight
+/// with that reason instead of trying again for ever.
+#[test]
+fn a_take_the_api_refuses_stops_preflight_with_the_reason() {
+    let demo = Demo::new();
+    install_kured(&demo);
+    let wrapper = demo.path("forbidding-kubectl");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\ncase \" $* \" in *\" annotate daemonset \"*) echo 'Error from server (Forbidden): daemonsets.apps \
+         \"kured\" is forbidden' >&2; exit 1 ;; esac\nexec \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let kubectl = format!(
+        r#"{{"upgrade_kubectl": "{} {{{{ demo_fake_cluster }}}}/kubectl {{{{ demo_fake }}}}"}}"#,
+        wrapper.display()
+    );
+    let out = demo.scenario(&["-e", &kubectl]).spawn().finish_within(Duration::from_secs(60));
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.output().contains("the take was refused: Error from server (Forbidden)"), "{out}");
+    let touched: Vec<_> = demo.fake.calls().into_iter().filter(|c| c.action == "cordon").collect();
+    assert!(touched.is_empty(), "nothing cordoned: {touched:?}");
+}

@@ -172,6 +172,7 @@ pub(crate) async fn hold(run: &UpgradeRun, take: bool) -> Result<()> {
     let delay = Duration::from_secs(run.host_seconds(&run.first_master, "upgrade_kured_lock_delay", 10).max(1));
     let started = Instant::now();
     let mut said_waiting = false;
+    let mut lost_races = 0;
     loop {
         let Some(found) = read(run, &annotation).await.map_err(&failed)? else {
             return Ok(());
@@ -209,7 +210,15 @@ pub(crate) async fn hold(run: &UpgradeRun, take: bool) -> Result<()> {
                     );
                     return Ok(());
                 }
-                // Refused: kured took it between the read and the take; read again.
+                // Refused because it has a value (kured took it between the read and the take): read again, a few
+                // times at most. Refused otherwise (RBAC, an API that cannot annotate): that is the answer.
+                let lost_race = out.stderr.contains("already has a value")
+                    || out.stderr.contains("(Conflict)")
+                    || out.stderr.contains("the object has been modified");
+                lost_races += 1;
+                if !lost_race || lost_races > 5 {
+                    return Err(failed(format!("the take was refused: {}", out.reason())));
+                }
                 continue;
             }
             Some(_) if !take => return Ok(()),

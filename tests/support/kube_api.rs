@@ -487,6 +487,10 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
             )
         }
+        // kured is not installed here (its DaemonSet is read for its reboot lock).
+        ("GET", ["apis", "apps", "v1", "namespaces", _, "daemonsets", "kured"]) => {
+            status(404, "NotFound", "daemonsets.apps \"kured\" not found")
+        }
         ("GET", ["apis", "apps", "v1", "namespaces", ns, "daemonsets", name]) => json_response(
             200,
             json!({"kind": "DaemonSet", "apiVersion": "apps/v1",
