@@ -269,9 +269,9 @@ fn a_second_run_after_success_changes_nothing() {
     let calls = cluster.fake.calls().len();
     cluster.upgrade(&[]).expect_code(0).stdout_has("nothing to upgrade");
     let after: Vec<String> = cluster.fake.calls()[calls..].iter().map(|c| c.action.clone()).collect();
-    // Its own cluster lock, taken and released, is all it wrote.
+    // Its own cluster lease, taken over (released by the first run) and released, is all it wrote.
     let writes: Vec<&String> = after.iter().filter(|a| !a.starts_with("get")).collect();
-    assert_eq!(writes, ["create-configmap", "delete-configmap"], "the second run only read the cluster: {after:?}");
+    assert_eq!(writes, ["replace-configmap", "replace-configmap"], "the second run only read the cluster: {after:?}");
     for host in ["m1", "m2", "m3", "n1", "n2"] {
         assert_eq!(cluster.fake.upgrades(host), 1, "{host} upgraded once");
     }
