@@ -215,14 +215,7 @@ fn a_sigterm_during_preflight_starts_no_later_phase() {
     assert_eq!(out.code, 130, "{out}");
     assert!(!stdout.contains("== etcd-backup"), "the etcd backup did not start\n{out}");
     assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{out}");
-    // The cluster lock (a ConfigMap taken before the read and released at the end) is not a node, and reads
-    // (the node list, the permission questions) touch nothing.
-    let touched: Vec<_> = demo
-        .fake
-        .calls()
-        .into_iter()
-        .filter(|c| !c.action.starts_with("get-") && !c.action.ends_with("-configmap"))
-        .collect();
+    let touched = calls_that_touch(&demo);
     assert!(touched.is_empty(), "no node was touched: {touched:?}\n{out}");
     assert!(stdout.contains("preflight's remaining checks were not run"), "says so\n{out}");
     assert!(stdout.contains("result: interrupted"), "{out}");
@@ -270,12 +263,7 @@ fn a_hung_preflight_call_is_cut_at_the_end_of_the_grace_period(call: &str) {
     );
     assert!(elapsed >= Duration::from_secs(3), "not before the grace period: {elapsed:?}\n{out}");
     assert_eq!(out.code, 130, "{out}");
-    let touched: Vec<_> = demo
-        .fake
-        .calls()
-        .into_iter()
-        .filter(|c| !c.action.starts_with("get-") && !c.action.ends_with("-configmap"))
-        .collect();
+    let touched = calls_that_touch(&demo);
     assert!(touched.is_empty(), "no node was touched: {touched:?}\n{out}");
     assert!(!demo.path(".state/etcd-backups").exists(), "no snapshot was taken\n{out}");
     assert!(out.output().contains("grace period"), "says why\n{out}");
@@ -487,4 +475,14 @@ fn a_stdout_nobody_reads_blocks_neither_the_run_nor_two_interrupts_and_loses_no_
             .unwrap_or(usize::MAX)
     };
     assert!(position("host-started", "node-2") < position("step-started", "node-2"), "in order");
+}
+
+/// The fake cluster calls that change a node: reads (the node list, the permission questions, kured's DaemonSet)
+/// touch nothing, and the cluster lock (a ConfigMap taken before the read and released at the end) is not a node.
+fn calls_that_touch(demo: &Demo) -> Vec<crate::support::fake_cluster::Call> {
+    demo.fake
+        .calls()
+        .into_iter()
+        .filter(|c| !c.action.starts_with("get-") && !c.action.ends_with("-configmap"))
+        .collect()
 }

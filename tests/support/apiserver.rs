@@ -143,38 +143,24 @@ impl KubeControlPlane {
             ],
         );
         plane.wait_ready();
-        plane.spawn(
-            "kube-controller-manager",
-            &[
-                &format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
-                &format!("--authentication-kubeconfig={}", plane.admin_kubeconfig.display()),
-                &format!("--authorization-kubeconfig={}", plane.admin_kubeconfig.display()),
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                &format!("--secure-port={}", free_port()),
-                &format!("--service-account-private-key-file={}", path("sa.key")),
-                &format!("--cluster-signing-cert-file={}", path("ca.crt")),
-                &format!("--cluster-signing-key-file={}", path("ca.key")),
-                "--use-service-account-credentials=false",
-                // kwok renews the node leases; on a loaded 2-core machine a renewal can come late, and the node
-                // lifecycle controller would call a node NotReady that no test made so (5 minutes, not 50 s).
-                "--node-monitor-grace-period=300s",
-                // The controllers a drain, a PDB and a node's pods meet; not the cloud or volume ones.
-                "--controllers=disruption,replicaset,deployment,daemonset,nodelifecycle,garbagecollector,csrsigning,\
-                 serviceaccount,serviceaccount-token,namespace",
-            ],
-        );
-        plane.spawn(
-            "kube-scheduler",
-            &[
-                &format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
-                &format!("--authentication-kubeconfig={}", plane.admin_kubeconfig.display()),
-                &format!("--authorization-kubeconfig={}", plane.admin_kubeconfig.display()),
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                &format!("--secure-port={}", free_port()),
-            ],
-        );
+        let admin = plane.admin_kubeconfig.display().to_string();
+        let mut controller_manager = component_args(&admin);
+        controller_manager.extend([
+            format!("--service-account-private-key-file={}", path("sa.key")),
+            format!("--cluster-signing-cert-file={}", path("ca.crt")),
+            format!("--cluster-signing-key-file={}", path("ca.key")),
+            "--use-service-account-credentials=false".to_string(),
+            // kwok renews the node leases; on a loaded 2-core machine a renewal can come late, and the node
+            // lifecycle controller would call a node NotReady that no test made so (5 minutes, not 50 s).
+            "--node-monitor-grace-period=300s".to_string(),
+            // The controllers a drain, a PDB and a node's pods meet; not the cloud or volume ones.
+            "--controllers=disruption,replicaset,deployment,daemonset,nodelifecycle,garbagecollector,csrsigning,\
+                 serviceaccount,serviceaccount-token,namespace"
+                .to_string(),
+        ]);
+        plane.spawn("kube-controller-manager", &controller_manager.iter().map(String::as_str).collect::<Vec<_>>());
+        let scheduler = component_args(&admin);
+        plane.spawn("kube-scheduler", &scheduler.iter().map(String::as_str).collect::<Vec<_>>());
         plane.spawn(
             "kwok",
             &[
@@ -391,6 +377,19 @@ impl Drop for KubeControlPlane {
             let _ = child.wait();
         }
     }
+}
+
+/// The flags the controller manager and the scheduler share: the admin's kubeconfig for the API and for checking
+/// who calls them, no leader election (one of each), their own port on loopback.
+fn component_args(admin_kubeconfig: &str) -> Vec<String> {
+    vec![
+        format!("--kubeconfig={admin_kubeconfig}"),
+        format!("--authentication-kubeconfig={admin_kubeconfig}"),
+        format!("--authorization-kubeconfig={admin_kubeconfig}"),
+        "--leader-elect=false".into(),
+        "--bind-address=127.0.0.1".into(),
+        format!("--secure-port={}", free_port()),
+    ]
 }
 
 fn openssl(args: &[&str]) {
