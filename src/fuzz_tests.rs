@@ -471,6 +471,46 @@ proptest! {
     }
 }
 
+/// A generated include graph: per file, its tasks as (shape, target file). Shapes: a plain include, an import, an
+/// include inside `rescue:`, a templated (dynamic) include, a missing file, a task with a bad template.
+fn include_graphs() -> impl Strategy<Value = Vec<Vec<(u8, usize)>>> {
+    proptest::collection::vec(proptest::collection::vec((0u8..6, 0usize..6), 0..5), 1..6)
+}
+
+fn write_include_graph(dir: &Path, graph: &[Vec<(u8, usize)>]) {
+    for (index, tasks) in graph.iter().enumerate() {
+        let mut text = String::from("- debug: msg=start\n");
+        for &(shape, target) in tasks {
+            let target = format!("f{}.yml", target % graph.len());
+            text.push_str(&match shape {
+                0 => format!("- include_tasks: {target}\n"),
+                1 => format!("- import_tasks: ./{target}\n"),
+                2 => format!("- block:\n    - fail: msg=x\n  rescue:\n    - include_tasks: {target}\n"),
+                3 => "- include_tasks: \"{{ next }}.yml\"\n".to_string(),
+                4 => "- include_tasks: missing.yml\n".to_string(),
+                _ => "- debug:\n    msg: \"{{ x | }}\"\n".to_string(),
+            });
+        }
+        let _ = std::fs::write(dir.join(format!("f{index}.yml")), text);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Any include graph, cycles and self-includes among them, is checked to the end: every mistake is reported
+    /// once per file that has it, however many paths lead there.
+    #[test]
+    fn include_graphs_are_checked_once_per_file(graph in include_graphs()) {
+        let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        write_include_graph(dir.path(), &graph);
+        let errors = crate::tasks::check_task_file(&dir.path().join("f0.yml"));
+        let mistakes_per_file = |tasks: &Vec<(u8, usize)>| tasks.iter().filter(|(shape, _)| *shape >= 4).count();
+        let most = graph.iter().map(mistakes_per_file).sum::<usize>();
+        prop_assert!(errors.len() <= most, "{} errors for {most} mistakes: {errors:?}", errors.len());
+    }
+}
+
 /// Deep nesting and long chains in templates are errors, never a stack overflow (which aborts the whole run).
 #[test]
 fn deep_templates_are_errors_not_crashes() {

@@ -664,6 +664,27 @@ fn check_reports_every_problem_with_its_line() {
     }
 }
 
+/// kubespray's drain retry (roles/upgrade/pre-upgrade/tasks/drain.yml) includes its own file from `rescue:` with a
+/// counter. `run-tasks` runs it three times; the static check reads each file once instead of recursing for ever.
+#[test]
+fn a_task_file_that_includes_itself_is_checked_without_a_crash() {
+    let s = Scenario::new(&["h1"]);
+    let own = s.write(
+        "self.yml",
+        "- name: retry counter\n  set_fact:\n    n: \"{{ 0 if n is undefined else n | int + 1 }}\"\n\
+         - name: again\n  include_tasks: self.yml\n  when: n | int < 3\n",
+    );
+    assert!(check_task_file(&own).is_empty(), "{:?}", check_task_file(&own));
+    // A longer cycle, with a mistake in the second file: reported once, not once per turn of the cycle.
+    let a = s.write("a.yml", "- include_tasks: b.yml\n");
+    s.write("b.yml", "- name: typo\n  comand: ls\n- import_tasks: ./a.yml\n");
+    let errors: Vec<String> = check_task_file(&a).iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("b.yml:2:3") && errors[0].contains("comand"), "{}", errors[0]);
+    let run = s.run_file(&own);
+    assert_eq!(run.fact("h1", "n"), json!(3), "run-tasks follows the counter to its end");
+}
+
 #[test]
 fn hook_files_come_from_every_hosts_variables() {
     let mut s = Scenario::new(&["m1", "n1"]);

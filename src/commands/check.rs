@@ -58,8 +58,21 @@ fn check_settings(args: &CheckArgs, inventory: &Inventory, extra: &Vars) -> crat
 
 /// Checks the built-in step files compiled into this binary; returns how many problems they have.
 fn check_builtin_playbooks() -> usize {
-    let Ok(dir) = tempfile::tempdir() else { return 0 };
-    let Ok(dir) = crate::playbooks::materialize(dir.path()) else { return 0 };
+    // A check that cannot read what it checks fails: the built-in files are written to a temporary directory first.
+    let temp = match tempfile::tempdir() {
+        Ok(temp) => temp,
+        Err(e) => {
+            eprintln!("error: cannot make a temporary directory to check the built-in playbooks in: {e}");
+            return 1;
+        }
+    };
+    let dir = match crate::playbooks::materialize(temp.path()) {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     let mut problems = 0;
     for name in crate::playbooks::names() {
         // defaults.yml holds the playbooks' default variables, not tasks.

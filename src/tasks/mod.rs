@@ -83,17 +83,39 @@ pub async fn run_tasks(
 
 /// Problems found in one task file: YAML, unknown keys and modules, template syntax, missing includes.
 pub fn check_task_file(path: &Path) -> Vec<Error> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => return vec![Error::read_file(path, e)],
-    };
-    let (tasks, mut errors) = model::parse_tasks(&text, path);
-    let templar = Templar::new();
-    check_tasks(&tasks, &templar, &mut errors);
+    let mut errors = Vec::new();
+    check_file_once(path, &Templar::new(), &mut FilesChecked::default(), &mut errors);
     errors
 }
 
-fn check_tasks(tasks: &[Task], templar: &Templar, errors: &mut Vec<Error>) {
+/// The files one check has entered. A file that includes itself (kubespray's drain retries by including its own file
+/// from `rescue:` with a counter) or a longer include cycle is checked once: its tasks are the same each time, and
+/// entering it again would recurse without end.
+#[derive(Default)]
+struct FilesChecked(std::collections::HashSet<std::path::PathBuf>);
+
+impl FilesChecked {
+    /// True the first time a file is seen. Paths are compared canonical, so `./self.yml` and `self.yml` are one file.
+    fn first_visit(&mut self, path: &Path) -> bool {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.0.insert(key)
+    }
+}
+
+fn check_file_once(path: &Path, templar: &Templar, checked: &mut FilesChecked, errors: &mut Vec<Error>) {
+    if !checked.first_visit(path) {
+        return;
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return errors.push(Error::read_file(path, e)),
+    };
+    let (tasks, parse_errors) = model::parse_tasks(&text, path);
+    errors.extend(parse_errors);
+    check_tasks(&tasks, templar, checked, errors);
+}
+
+fn check_tasks(tasks: &[Task], templar: &Templar, checked: &mut FilesChecked, errors: &mut Vec<Error>) {
     for task in tasks {
         for (text, bare) in task.templated_strings() {
             let checked = if bare { templar.check_condition_syntax(&text) } else { templar.check_syntax(&text) };
@@ -107,9 +129,9 @@ fn check_tasks(tasks: &[Task], templar: &Templar, errors: &mut Vec<Error>) {
         }
         match &task.action {
             Action::Block { block, rescue, always } => {
-                check_tasks(block, templar, errors);
-                check_tasks(rescue, templar, errors);
-                check_tasks(always, templar, errors);
+                check_tasks(block, templar, checked, errors);
+                check_tasks(rescue, templar, checked, errors);
+                check_tasks(always, templar, checked, errors);
             }
             Action::Include { file } if !file.contains("{{") => {
                 let target = engine::resolve_local(&task.location.file, file, None);
@@ -124,8 +146,7 @@ fn check_tasks(tasks: &[Task], templar: &Templar, errors: &mut Vec<Error>) {
                         .hint("fix the path; relative paths resolve against the including file's directory"),
                     );
                 } else {
-                    let nested = check_task_file(&target);
-                    errors.extend(nested);
+                    check_file_once(&target, templar, checked, errors);
                 }
             }
             _ => {}
