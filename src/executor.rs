@@ -1,6 +1,7 @@
 //! Carries out a plan: loads and checks everything first (bad input touches nothing), takes the lock, then runs the
 //! phases in order and says, at the end, what was done and what is left. It never prints: reporters do.
 
+use crate::console::errln;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -155,7 +156,7 @@ const OUTPUT_DRAIN_IDLE_ON_EXIT: Duration = Duration::from_secs(10);
 fn drain_output(stdout: &OutputQueue, idle: Duration) {
     let unwritten = stdout.drain(idle);
     if unwritten > 0 {
-        eprintln!(
+        errln!(
             "warning: stdout was not read for {}s: the last {unwritten} bytes of output were not written",
             idle.as_secs()
         );

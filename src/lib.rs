@@ -7,6 +7,7 @@
 pub(crate) mod ansible_compat;
 pub(crate) mod builtin_vars;
 pub(crate) mod cli;
+pub(crate) mod console;
 pub(crate) mod cluster;
 mod commands;
 pub mod connection;
@@ -36,6 +37,7 @@ pub(crate) mod yaml;
 #[cfg(test)]
 mod fuzz_tests;
 
+use crate::console::errln;
 use std::ffi::OsString;
 
 use clap::Parser;
@@ -65,5 +67,5 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
 }
 
 fn report_error(err: &Error) {
-    eprintln!("error: {err}");
+    errln!("error: {err}");
 }

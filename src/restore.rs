@@ -11,6 +11,7 @@
 //! never comes. After a stop, any failure puts the old data back and starts etcd again on every member, so that a
 //! restore never leaves etcd stopped, nor the members split between the old data and the restored one.
 
+use crate::console::outln;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -264,7 +265,7 @@ pub(crate) fn restore(request: &RestoreRequest, inventory: Inventory, extra: Var
     print!("{}", plan_text(&timestamp, &plan));
     let without: Vec<&str> = hosts.iter().filter(|h| !plan.iter().any(|p| p.host == **h)).map(String::as_str).collect();
     if !without.is_empty() {
-        println!("  not touched (backup {timestamp} holds nothing for them): {}", without.join(", "));
+        outln!("  not touched (backup {timestamp} holds nothing for them): {}", without.join(", "));
     }
     if !engine.assume_yes {
         return Err(Error::input("restore not carried out: nothing was changed")
@@ -304,7 +305,7 @@ fn carry_out(stages: &Stages, plan: &[HostRestore], timestamp: &str) -> i32 {
     let prepared = stages.run(Stage::EtcdPrepare, &etcd_hosts, all, &[]);
     if !prepared.failed.is_empty() {
         stages.run(Stage::EtcdDiscard, &prepared.ok, all, &[]);
-        println!(
+        outln!(
             "restore stopped: etcd's snapshot could not be restored on {} (see above); nothing was stopped or put back, \
              etcd runs as before",
             prepared.failed_hosts().join(", ")
@@ -315,7 +316,7 @@ fn carry_out(stages: &Stages, plan: &[HostRestore], timestamp: &str) -> i32 {
     let config = stages.run(Stage::Config, &config_hosts, 1, &[]);
     if !config.failed.is_empty() {
         stages.run(Stage::EtcdDiscard, &etcd_hosts, all, &[]);
-        println!(
+        outln!(
             "restore stopped: the configuration could not be put back on {} (see above); put back on: {}; etcd was \
              not stopped",
             config.failed_hosts().join(", "),
@@ -345,7 +346,7 @@ fn carry_out(stages: &Stages, plan: &[HostRestore], timestamp: &str) -> i32 {
         if !answered.failed.is_empty() {
             // Not rolled back: every member runs the restored data, which is what the operator asked for; a member
             // that needs longer than the timeout may still join. The old data stays beside it.
-            println!(
+            outln!(
                 "restore stopped: etcd runs with the restored data on {} but {} did not answer `endpoint health` in \
                  time; the old data is kept as <data dir>.before-restore-{timestamp}; the services were not restarted",
                 etcd_hosts.join(", "),
@@ -357,7 +358,7 @@ fn carry_out(stages: &Stages, plan: &[HostRestore], timestamp: &str) -> i32 {
 
     let restarted = stages.run(Stage::Restart, &config_hosts, 1, &[]);
     if !restarted.failed.is_empty() {
-        println!(
+        outln!(
             "restore: everything was put back, but restarting the services failed on {} (see above)",
             restarted.failed_hosts().join(", ")
         );
@@ -368,12 +369,12 @@ fn carry_out(stages: &Stages, plan: &[HostRestore], timestamp: &str) -> i32 {
 
 /// Says what state each etcd host is in after a failure past the stop and the rollback that followed.
 fn report_rollback(what: &str, stage: &StageOutcome, back: &StageOutcome) {
-    println!("restore stopped: {what} on {}; every member goes back to its old data:", stage.failed_hosts().join(", "));
+    outln!("restore stopped: {what} on {}; every member goes back to its old data:", stage.failed_hosts().join(", "));
     for (host, state) in stage.failed.iter().chain(back.failed.iter()) {
-        println!("  {host}: {state}");
+        outln!("  {host}: {state}");
     }
     for host in &back.ok {
-        println!("  {host}: running with its old data (put back and started again)");
+        outln!("  {host}: running with its old data (put back and started again)");
     }
 }
 

@@ -2,6 +2,7 @@
 //! showing who held it and how long ago it was renewed, and asking (`--yes` answers for scripts; without a terminal
 //! and without --yes it refuses). A lock renewed within its lease may belong to a live run: refused unless `--force`.
 
+use crate::console::{outln, errln};
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +19,9 @@ struct NoticesOnStderr;
 impl EventSink for NoticesOnStderr {
     fn event(&self, event: &Event) {
         match event {
-            Event::Notice { message, .. } => eprintln!("{message}"),
+            Event::Notice { message, .. } => errln!("{message}"),
             Event::StepFinished { host, step, ok: false, error: Some(e), .. } => {
-                eprintln!("[{host}] {step} failed: {e}")
+                errln!("[{host}] {step} failed: {e}")
             }
             _ => {}
         }
@@ -48,14 +49,14 @@ pub(crate) fn unlock(
         let name = cluster_lock::lock_name(&run);
         let ttl = cluster_lock::ttl(&run)?;
         let Some(lease) = cluster_lock::read(&run, true).await.map_err(cannot)? else {
-            println!("no cluster lock is held: nothing to release");
+            outln!("no cluster lock is held: nothing to release");
             return Ok(0);
         };
         if lease.released() {
-            println!("no run holds the cluster lock {name} (last held by {}): nothing to release", lease.describe());
+            outln!("no run holds the cluster lock {name} (last held by {}): nothing to release", lease.describe());
             return Ok(0);
         }
-        println!("the cluster lock {name} is held by {}", lease.describe());
+        outln!("the cluster lock {name} is held by {}", lease.describe());
         let now = cluster_lock::epoch_ms();
         if lease.live(now, ttl) {
             let ago = lease.renewed_ago(now).map_or_else(|| "at a time that cannot be read".into(), |d| secs_ago(d));
@@ -69,7 +70,7 @@ pub(crate) fn unlock(
                      run started then takes it over); `--force` releases it now, at the risk described there"
                 )));
             }
-            eprintln!(
+            errln!(
                 "warning: --force: if that run is alive it keeps driving the cluster until its next renewal (within \
                  {}s) finds the lock gone and stops it; a run started before then drives the cluster alongside it \
                  (nodes drained or upgraded twice at once)",
@@ -77,14 +78,14 @@ pub(crate) fn unlock(
             );
         }
         if !assume_yes && !confirm()? {
-            println!("left in place");
+            outln!("left in place");
             return Ok(1);
         }
         let released = cluster_lock::force_release(&run, &lease).await.map_err(cannot)?;
         if released.rc != 0 {
             return Err(cannot(released.reason()));
         }
-        println!("cluster lock {name} released");
+        outln!("cluster lock {name} released");
         Ok(0)
     });
     session.close();

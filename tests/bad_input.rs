@@ -420,3 +420,30 @@ fn an_ssh_password_is_refused_at_load_time_without_showing_it() {
         .check("the password is not shown", |o| !o.stderr.contains("hunter2") && !o.stdout.contains("hunter2"))
         .check("nothing was contacted", |o| !o.stdout.contains("refused"));
 }
+
+/// `upgrade check | head -1` and `upgrade --plan | head -1`: the reader goes after one line. The command ends as Unix
+/// tools do, with its own exit code and no panic (it used to exit 101 with "failed printing to stdout").
+#[test]
+fn a_reader_that_closes_the_pipe_ends_the_output_without_a_panic() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("scratch directory");
+    std::fs::write(dir.path().join("hosts.ini"), HOSTS).expect("inventory");
+    for args in [&["check", "-i", "hosts.ini"][..], &["-i", "hosts.ini", "--plan"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("upgrade starts");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("one line");
+        // The reader is dropped here: every later write meets a closed pipe.
+        let output = child.wait_with_output().expect("upgrade ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!first.is_empty(), "{args:?} printed nothing");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

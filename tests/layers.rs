@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("redact", 0),
     ("ansible_compat", 0),
     ("time_format", 0),
+    ("console", 0),
     // L1: what the operator wrote and how to reach a host, read and checked before anything runs.
     ("connection", 1),
     ("inventory", 1),

@@ -1,6 +1,7 @@
 //! `upgrade check`: validates the inventory, the settings and every hook and playbook task file, without
 //! connecting to any host. Every problem is listed (exit 2 when there is any), not only the first.
 
+use crate::console::{outln, errln};
 use std::path::PathBuf;
 
 use super::{extra_vars, load_inventory};
@@ -13,15 +14,15 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
     let mut problems = 0usize;
     let mut files: Vec<PathBuf> = Vec::new();
     let mut say = |e: crate::error::Error| {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
         problems += 1;
     };
     match load_inventory(&args.inventory) {
         Ok(inventory) => match extra_vars(&args.inventory) {
             Ok(extra) => {
-                println!("ok: {}", inventory.path.display());
+                outln!("ok: {}", inventory.path.display());
                 match check_settings(args, &inventory, &extra) {
-                    Ok(()) => println!("ok: settings and plan"),
+                    Ok(()) => outln!("ok: settings and plan"),
                     Err(e) => say(e),
                 }
                 files.extend(crate::settings::hook_files(&inventory, &extra));
@@ -39,11 +40,11 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
     for file in &files {
         let errors = check_task_file(file);
         if errors.is_empty() {
-            println!("ok: {}", file.display());
+            outln!("ok: {}", file.display());
         } else {
             problems += errors.len();
             for e in errors {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
             }
         }
     }
@@ -62,14 +63,14 @@ fn check_builtin_playbooks() -> usize {
     let temp = match tempfile::tempdir() {
         Ok(temp) => temp,
         Err(e) => {
-            eprintln!("error: cannot make a temporary directory to check the built-in playbooks in: {e}");
+            errln!("error: cannot make a temporary directory to check the built-in playbooks in: {e}");
             return 1;
         }
     };
     let dir = match crate::playbooks::materialize(temp.path()) {
         Ok(dir) => dir,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return 1;
         }
     };
@@ -81,10 +82,10 @@ fn check_builtin_playbooks() -> usize {
         }
         let errors = check_task_file(&dir.join(name));
         if errors.is_empty() {
-            println!("ok: built-in playbooks/{name}");
+            outln!("ok: built-in playbooks/{name}");
         }
         for e in &errors {
-            eprintln!("error: built-in playbooks/{name}: {e}");
+            errln!("error: built-in playbooks/{name}: {e}");
         }
         problems += errors.len();
     }

@@ -10,6 +10,7 @@ mod unlock;
 mod upgrade;
 mod versions;
 
+use crate::console::errln;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,7 +63,7 @@ fn load_inventory(args: &InventoryArgs) -> Result<Inventory> {
     let inventory = Inventory::load(path)?;
     // No JSON event carries a warning: stderr keeps stdout's JSON lines clean.
     for warning in &inventory.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     Ok(inventory)
 }
