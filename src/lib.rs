@@ -47,10 +47,14 @@ use crate::error::Error;
 
 /// Runs the command line and returns the process exit code. Errors are rendered here, once.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
+            if let Some(hint) = usage_hint(&args) {
+                errln!("  hint: {hint}");
+            }
             // --help and --version are not failures; every usage error exits 2, like any bad input.
             let code = if err.use_stderr() { vocabulary::ExitCode::BadInput } else { vocabulary::ExitCode::Success };
             return code.code();
@@ -64,6 +68,22 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             err.code().code()
         }
     }
+}
+
+/// A pointer to the fix for the mistakes a new user makes first: a bare inventory path, and the dry-run flags of
+/// other tools, which `upgrade` spells `--plan` (offline) and `plan --live` (reads the cluster, changes nothing).
+fn usage_hint(args: &[OsString]) -> Option<String> {
+    let words: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if let Some(flag) = words.iter().find(|w| matches!(w.as_str(), "--check" | "--dry-run" | "-C" | "--diff")) {
+        return Some(format!(
+            "`{flag}` is not an option of upgrade: `upgrade --inventory FILE --plan` prints what would be done \
+             without contacting any host, and `upgrade plan --live --inventory FILE` reads the cluster and shows \
+             what would happen, changing nothing"
+        ));
+    }
+    let first = words.first()?;
+    let is_path = !first.starts_with('-') && std::path::Path::new(first).exists();
+    is_path.then(|| format!("to upgrade from this inventory, name it with --inventory: `upgrade --inventory {first}`"))
 }
 
 fn report_error(err: &Error) {

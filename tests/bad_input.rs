@@ -447,3 +447,23 @@ fn a_reader_that_closes_the_pipe_ends_the_output_without_a_panic() {
         assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
     }
 }
+
+/// The first mistakes of a new user get a pointer to the fix: a bare inventory path, and other tools' dry-run flags.
+#[test]
+fn a_bare_inventory_path_and_a_dry_run_flag_are_answered_with_what_to_type() {
+    Scenario::new()
+        .file("hosts.ini", HOSTS)
+        .args(["hosts.ini"])
+        .failure(2)
+        .stderr_has("hint: to upgrade from this inventory, name it with --inventory: `upgrade --inventory hosts.ini`");
+    for flag in ["--check", "--dry-run"] {
+        Scenario::new()
+            .file("hosts.ini", HOSTS)
+            .args(["-i", "hosts.ini", flag])
+            .failure(2)
+            .stderr_has(&format!("`{flag}` is not an option of upgrade"))
+            .stderr_has("--plan")
+            .stderr_has("plan --live")
+            .check("nothing was contacted", |o| !o.stderr.contains("refused") && !o.stdout.contains("refused"));
+    }
+}
