@@ -319,7 +319,9 @@ async fn run_hops(
             None => summary,
             Some(mut earlier) => {
                 earlier.hosts.extend(summary.hosts);
-                Summary { hosts: earlier.hosts, target: target.to_string(), ..summary }
+                earlier.api_removals_acknowledged.extend(summary.api_removals_acknowledged);
+                let acknowledged = earlier.api_removals_acknowledged;
+                Summary { hosts: earlier.hosts, target: target.to_string(), api_removals_acknowledged: acknowledged, ..summary }
             }
         };
         if !ok {

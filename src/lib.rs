@@ -4,7 +4,7 @@
 //! compiler reports what nothing uses (`unreachable_pub` keeps new items crate-private by default).
 #![warn(unreachable_pub)]
 
-pub(crate) mod api_removals;
+pub mod api_removals;
 pub(crate) mod ansible_compat;
 pub(crate) mod builtin_vars;
 pub(crate) mod cli;

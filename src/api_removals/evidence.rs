@@ -39,6 +39,7 @@ impl Scope<'_> {
             place,
             replacement: row.replacement.clone(),
             source: source.into(),
+            reference: row.source.clone(),
             blocking,
         })
     }
@@ -130,10 +131,10 @@ pub(crate) fn metrics(master: &str, text: &str, scope: &Scope<'_>) -> Result<(Ve
                 if !blocking && removed <= scope.target {
                     continue;
                 }
-                let replacement = scope
-                    .api_row(&group_version, |r, _| r == resource)
-                    .map_or_else(|| GUIDE.to_string(), |r| r.replacement.clone());
+                let row = scope.api_row(&group_version, |r, _| r == resource);
+                let replacement = row.map_or_else(|| GUIDE.to_string(), |r| r.replacement.clone());
                 found.push(Finding {
+                    reference: row.map_or_else(|| "api-server".to_string(), |r| r.source.clone()),
                     minor: minor_text(removed),
                     what,
                     place: format!("clients of {master}'s API server"),
@@ -177,10 +178,10 @@ pub(crate) fn audit(master: &str, text: &str, scope: &Scope<'_>) -> Vec<Finding>
                 return None;
             }
             let resource = what.split_whitespace().nth(1).unwrap_or_default().to_string();
-            let replacement = scope
-                .api_row(&group_version, |r, _| r == resource)
-                .map_or_else(|| GUIDE.to_string(), |r| r.replacement.clone());
+            let row = scope.api_row(&group_version, |r, _| r == resource);
+            let replacement = row.map_or_else(|| GUIDE.to_string(), |r| r.replacement.clone());
             Some(Finding {
+                reference: row.map_or_else(|| "api-server".to_string(), |r| r.source.clone()),
                 minor: minor_text(minor),
                 what,
                 place: format!("client {client} ({count} calls in {master}'s audit log)"),
@@ -333,6 +334,7 @@ pub(crate) fn crds(list_json: &str, scope: &Scope<'_>) -> Result<Vec<Finding>, S
                      kube-storage-version-migrator), then remove {version} from status.storedVersions"
                 ),
                 source: "crd".into(),
+                reference: "crd-status".into(),
                 blocking: true,
             });
         }

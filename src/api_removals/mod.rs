@@ -24,6 +24,8 @@ pub struct Finding {
     pub replacement: String,
     /// Which read found it: `metrics`, `audit-log`, `last-applied`, `helm`, `crd`, `host`.
     pub source: String,
+    /// Where the table's row comes from (`guide`, `CHANGELOG-1.35`), or who said so (`api-server`, `crd-status`).
+    pub reference: String,
     /// Removed by a minor this run crosses: it refuses the run unless that minor is acknowledged. False for what a
     /// later minor removes (said so it is not a surprise then).
     pub blocking: bool,

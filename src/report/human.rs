@@ -269,6 +269,13 @@ fn what_is_left(summary: &Summary) -> Vec<String> {
         lines.push(format!("verify found problems: {}", verify_failures.len()));
         lines.extend(verify_failures);
     }
+    if !summary.api_removals_acknowledged.is_empty() {
+        lines.push(format!(
+            "removed APIs and flags crossed on acknowledgement (upgrade_acknowledge_api_removals): {}",
+            summary.api_removals_acknowledged.len()
+        ));
+        lines.extend(summary.api_removals_acknowledged.iter().map(|a| format!("  {a}")));
+    }
     if !summary.not_ready_untouched.is_empty() {
         lines.push(format!("not Ready, not touched by this run: {}", summary.not_ready_untouched.join(", ")));
     }
@@ -370,6 +377,7 @@ mod tests {
             state_error: None,
             cluster_lock_lost: None,
             change_id: None,
+            api_removals_acknowledged: Vec::new(),
         }
     }
 
