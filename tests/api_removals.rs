@@ -65,8 +65,8 @@ fn a_policy_v1beta1_client_refuses_1_24_to_1_25_until_the_minor_is_acknowledged(
     let run = cluster.upgrade(&["--output", "json"]).expect_code(0);
     assert_eq!(cluster.kubelet_version("n1"), "v1.25.16", "{}", run.output());
     let events: Vec<Value> = run.stdout_text().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let finished = events.iter().find(|e| e["event"] == "run-finished").expect("run-finished");
-    let acknowledged = finished["summary"]["api_removals_acknowledged"].to_string();
+    let finished = events.iter().find(|e| e["event"] == "summary").expect("the summary event");
+    let acknowledged = finished["api_removals_acknowledged"].to_string();
     assert!(acknowledged.contains("1.25: policy/v1beta1 podsecuritypolicies"), "{finished}");
     let journal = std::fs::read_to_string(cluster.path(".upgrade-state/journal.jsonl")).expect("journal");
     let entry = journal
