@@ -44,6 +44,33 @@ impl Scope<'_> {
         })
     }
 
+    /// A call the API server saw in a version it says `removed` removes: blocking when the run crosses that minor,
+    /// said when it is past the target; the replacement from the table where it has the row.
+    fn requested(
+        &self,
+        removed: Minor,
+        group_version: &str,
+        resource: &str,
+        what: String,
+        place: String,
+        source: &str,
+    ) -> Option<Finding> {
+        let blocking = self.crossing(removed);
+        if !blocking && removed <= self.target {
+            return None;
+        }
+        let row = self.api_row(group_version, |r, _| r == resource);
+        Some(Finding {
+            minor: minor_text(removed),
+            what,
+            place,
+            replacement: row.map_or_else(|| GUIDE.to_string(), |r| r.replacement.clone()),
+            source: source.into(),
+            reference: row.map_or_else(|| "api-server".to_string(), |r| r.source.clone()),
+            blocking,
+        })
+    }
+
     fn api_row(&self, group_version: &str, pick: impl Fn(&str, &str) -> bool) -> Option<&Row> {
         self.rows.iter().find(|r| match &r.what {
             What::Api { group_version: gv, resource, kind } => gv == group_version && pick(resource, kind),
@@ -127,21 +154,8 @@ pub(crate) fn metrics(master: &str, text: &str, scope: &Scope<'_>) -> Result<(Ve
                 } else {
                     format!("{group_version} {resource}/{subresource}")
                 };
-                let blocking = scope.crossing(removed);
-                if !blocking && removed <= scope.target {
-                    continue;
-                }
-                let row = scope.api_row(&group_version, |r, _| r == resource);
-                let replacement = row.map_or_else(|| GUIDE.to_string(), |r| r.replacement.clone());
-                found.push(Finding {
-                    reference: row.map_or_else(|| "api-server".to_string(), |r| r.source.clone()),
-                    minor: minor_text(removed),
-                    what,
-                    place: format!("clients of {master}'s API server"),
-                    replacement,
-                    source: "metrics".into(),
-                    blocking,
-                });
+                let place = format!("clients of {master}'s API server");
+                found.extend(scope.requested(removed, &group_version, &resource, what, place, "metrics"));
             }
             _ => {}
         }
@@ -172,23 +186,9 @@ pub(crate) fn audit(master: &str, text: &str, scope: &Scope<'_>) -> Vec<Finding>
     calls
         .into_iter()
         .filter_map(|((removed, what, client, group_version), count)| {
-            let minor = parse_minor(&removed)?;
-            let blocking = scope.crossing(minor);
-            if !blocking && minor <= scope.target {
-                return None;
-            }
             let resource = what.split_whitespace().nth(1).unwrap_or_default().to_string();
-            let row = scope.api_row(&group_version, |r, _| r == resource);
-            let replacement = row.map_or_else(|| GUIDE.to_string(), |r| r.replacement.clone());
-            Some(Finding {
-                reference: row.map_or_else(|| "api-server".to_string(), |r| r.source.clone()),
-                minor: minor_text(minor),
-                what,
-                place: format!("client {client} ({count} calls in {master}'s audit log)"),
-                replacement,
-                source: "audit-log".into(),
-                blocking,
-            })
+            let place = format!("client {client} ({count} calls in {master}'s audit log)");
+            scope.requested(parse_minor(&removed)?, &group_version, &resource, what, place, "audit-log")
         })
         .collect()
 }

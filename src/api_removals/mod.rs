@@ -142,3 +142,43 @@ impl Report {
         lines.join("\n")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(minor: &str, blocking: bool) -> Finding {
+        Finding {
+            minor: minor.into(),
+            what: "policy/v1beta1 podsecuritypolicies".into(),
+            place: "clients of m1's API server".into(),
+            replacement: "-".into(),
+            source: "metrics".into(),
+            reference: "guide".into(),
+            blocking,
+        }
+    }
+
+    #[test]
+    fn a_finding_blocks_its_minor_until_acknowledged_and_a_later_one_blocks_nothing() {
+        let mut report = Report::new((1, 24), (1, 26), &[(1, 25), (1, 26)]);
+        report.findings = vec![finding("1.25", true), finding("1.37", false)];
+        report.decide(&[]);
+        assert_eq!(report.blocked_minors, vec!["1.25"]);
+        assert!(report.render().contains("BLOCKED: 1.25"), "{}", report.render());
+        report.decide(&["v1.25".into()]);
+        assert!(!report.blocked);
+        assert_eq!(report.acknowledged, vec!["1.25"]);
+    }
+
+    #[test]
+    fn an_unreadable_source_blocks_every_crossed_minor_not_acknowledged() {
+        let mut report = Report::new((1, 24), (1, 26), &[(1, 25), (1, 26)]);
+        report.unreadable.push(Unreadable { source: "metrics".into(), place: "m2".into(), why: "Forbidden".into() });
+        report.decide(&["1.25".into()]);
+        assert_eq!(report.blocked_minors, vec!["1.26"]);
+        assert!(report.render().contains("UNREADABLE metrics on m2: Forbidden"));
+        report.decide(&["1.25".into(), "1.26".into()]);
+        assert!(!report.blocked);
+    }
+}

@@ -402,4 +402,13 @@ mod tests {
         assert!(text.contains("state directory: cannot write the journal j: No space left on device"), "{text}");
         assert!(!text.contains("result: success"), "{text}");
     }
+
+    #[test]
+    fn the_summary_lists_the_minors_crossed_on_acknowledgement() {
+        let mut acknowledged = summary(None, &[]);
+        acknowledged.api_removals_acknowledged = vec!["1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)".into()];
+        let lines = summary_lines(&acknowledged).join("\n");
+        assert!(lines.contains("crossed on acknowledgement (upgrade_acknowledge_api_removals): 1"), "{lines}");
+        assert!(lines.contains("  1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)"), "{lines}");
+    }
 }
