@@ -321,7 +321,12 @@ async fn run_hops(
                 earlier.hosts.extend(summary.hosts);
                 earlier.api_removals_acknowledged.extend(summary.api_removals_acknowledged);
                 let acknowledged = earlier.api_removals_acknowledged;
-                Summary { hosts: earlier.hosts, target: target.to_string(), api_removals_acknowledged: acknowledged, ..summary }
+                Summary {
+                    hosts: earlier.hosts,
+                    target: target.to_string(),
+                    api_removals_acknowledged: acknowledged,
+                    ..summary
+                }
             }
         };
         if !ok {

@@ -4,8 +4,8 @@
 //! compiler reports what nothing uses (`unreachable_pub` keeps new items crate-private by default).
 #![warn(unreachable_pub)]
 
-pub mod api_removals;
 pub(crate) mod ansible_compat;
+pub mod api_removals;
 pub(crate) mod builtin_vars;
 pub(crate) mod cli;
 pub(crate) mod cluster;

@@ -33,7 +33,6 @@ fn helm_secret(name: &str, revision: u32, manifest: &str) -> String {
     .to_string()
 }
 
-
 fn found<'a>(report: &'a Value, what: &str, place: &str) -> Option<&'a Value> {
     report["findings"].as_array()?.iter().find(|f| {
         f["what"].as_str().is_some_and(|w| w.contains(what)) && f["where"].as_str().is_some_and(|p| p.contains(place))
@@ -114,8 +113,13 @@ fn check_apis_names_what_the_cluster_stores_applies_is_asked_and_runs_on_and_wha
         .to_string(),
     );
     cluster.api.ok(&[
-        "patch", "crd", "widgets.example.com", "--subresource=status", "--type=merge",
-        "-p", r#"{"status":{"storedVersions":["v1beta1","v1"]}}"#,
+        "patch",
+        "crd",
+        "widgets.example.com",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"storedVersions":["v1beta1","v1"]}}"#,
     ]);
     std::fs::write(
         cluster.path("n1-flags.env"),
@@ -150,11 +154,13 @@ fn check_apis_names_what_the_cluster_stores_applies_is_asked_and_runs_on_and_wha
     let all = serde_json::to_string_pretty(&report).unwrap_or_default();
     assert_eq!(report["minors"], json!(["1.25", "1.26", "1.27"]), "{report}");
 
-    let helm = found(&report, "policy/v1beta1 podsecuritypolicies", "helm release shop").unwrap_or_else(|| panic!("{all}"));
+    let helm =
+        found(&report, "policy/v1beta1 podsecuritypolicies", "helm release shop").unwrap_or_else(|| panic!("{all}"));
     assert_eq!(helm["where"], "helm release shop (namespace default, revision 2): PodSecurityPolicy shop-restricted");
     assert_eq!(helm["minor"], "1.25");
 
-    let hpa = found(&report, "autoscaling/v2beta2 horizontalpodautoscalers", "default/web").unwrap_or_else(|| panic!("{all}"));
+    let hpa = found(&report, "autoscaling/v2beta2 horizontalpodautoscalers", "default/web")
+        .unwrap_or_else(|| panic!("{all}"));
     assert_eq!(hpa["source"], "last-applied");
     assert_eq!(hpa["minor"], "1.26");
     assert_eq!(hpa["replacement"], "autoscaling/v2 (since 1.23)");
@@ -167,7 +173,8 @@ fn check_apis_names_what_the_cluster_stores_applies_is_asked_and_runs_on_and_wha
     assert_eq!(flag["minor"], "1.27");
     assert!(found(&report, "kubelet flag", "n2:").is_none(), "n2 has no removed flag: {all}");
 
-    let counted = found(&report, "networking.k8s.io/v1beta1 servicecidrs", "m1's API server").unwrap_or_else(|| panic!("{all}"));
+    let counted =
+        found(&report, "networking.k8s.io/v1beta1 servicecidrs", "m1's API server").unwrap_or_else(|| panic!("{all}"));
     assert_eq!(counted["source"], "metrics");
     assert_eq!(counted["minor"], "1.37", "the removal release the real API server reports");
     assert_eq!(counted["blocking"], false, "removed after the target: said, not blocking");

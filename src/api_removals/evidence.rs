@@ -215,7 +215,8 @@ fn name_of(object: &Value) -> String {
 pub(crate) fn last_applied(list_json: &str, scope: &Scope<'_>) -> Result<Vec<Finding>, String> {
     let mut found = Vec::new();
     for object in items(list_json)? {
-        let Some(applied) = object["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str()
+        let Some(applied) =
+            object["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str()
         else {
             continue;
         };
@@ -481,9 +482,8 @@ pub(crate) fn host_system(
             if let Some(row) = requirement("cgroup-v2") {
                 match fs {
                     "cgroup2fs" => {}
-                    "tmpfs" if cgroup_v1_allowed => notes.push(format!(
-                        "{host}: cgroup v1, allowed by the kubelet configuration's failCgroupV1: false"
-                    )),
+                    "tmpfs" if cgroup_v1_allowed => notes
+                        .push(format!("{host}: cgroup v1, allowed by the kubelet configuration's failCgroupV1: false")),
                     "tmpfs" => found.extend(scope.finding(row, format!("{host}: cgroup v1"), "host")),
                     other => unreadable.push(Unreadable {
                         source: "cgroup version".into(),
@@ -592,14 +592,16 @@ mod tests {
     fn cgroup_v1_is_refused_from_1_35_unless_the_kubelet_allows_it_and_an_old_runtime_is_named() {
         let (found, ..) = host_system("n1", Ok("tmpfs\n=== swaps\nFilename\n"), None, false, &scope(&[(1, 35)]));
         assert_eq!(found[0].what, "host requirement cgroup-v2");
-        let (found, _, notes) = host_system("n1", Ok("tmpfs\n=== swaps\nFilename\n/swap file\n"), None, true, &scope(&[(1, 35)]));
+        let (found, _, notes) =
+            host_system("n1", Ok("tmpfs\n=== swaps\nFilename\n/swap file\n"), None, true, &scope(&[(1, 35)]));
         assert!(found.is_empty());
         assert!(notes.iter().any(|n| n.contains("swap is on")), "{notes:?}");
         let crictl = "Version:  0.1.0\nRuntimeName:  containerd\nRuntimeVersion:  v1.7.13\nRuntimeApiVersion:  v1\n";
         let (found, ..) = host_system("n1", Ok("cgroup2fs\n"), Some(Ok(crictl)), false, &scope(&[(1, 35), (1, 36)]));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].what, "host requirement containerd>=2.0");
-        let (_, unreadable, _) = host_system("n1", Ok("cgroup2fs\n"), Some(Err("no crictl".into())), false, &scope(&[(1, 36)]));
+        let (_, unreadable, _) =
+            host_system("n1", Ok("cgroup2fs\n"), Some(Err("no crictl".into())), false, &scope(&[(1, 36)]));
         assert_eq!(unreadable[0].source, "container runtime");
     }
 
@@ -624,9 +626,11 @@ mod tests {
             data_encoding::BASE64.encode(inner.as_bytes())
         };
         let psp = "---\n# Source: app/templates/psp.yaml\napiVersion: policy/v1beta1\nkind: PodSecurityPolicy\nmetadata:\n  name: restricted\nspec:\n  privileged: false\n";
-        let secret = |version: &str, data: String| serde_json::json!({"metadata": {"namespace": "apps",
+        let secret = |version: &str, data: String| {
+            serde_json::json!({"metadata": {"namespace": "apps",
             "name": format!("sh.helm.release.v1.app.v{version}"), "labels": {"name": "app", "owner": "helm", "version": version}},
-            "data": {"release": data}});
+            "data": {"release": data}})
+        };
         let list = serde_json::json!({"items": [secret("1", release("")), secret("2", release(psp))]});
         let (found, unreadable) = helm(&list.to_string(), &scope(&[(1, 25)])).expect("list");
         assert!(unreadable.is_empty());

@@ -23,12 +23,19 @@ pub(crate) fn parse_minor(text: &str) -> Option<Minor> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum What {
     /// An API version no longer served: `policy/v1beta1`, `poddisruptionbudgets`, `PodDisruptionBudget`.
-    Api { group_version: String, resource: String, kind: String },
+    Api {
+        group_version: String,
+        resource: String,
+        kind: String,
+    },
     KubeletFlag(String),
     KubeletField(String),
     KubeletGate(String),
     /// A flag of a control-plane component (`kube-apiserver`, `kube-controller-manager`, `kube-scheduler`).
-    ComponentFlag { component: String, flag: String },
+    ComponentFlag {
+        component: String,
+        flag: String,
+    },
     ControlPlaneGate(String),
     AdmissionPlugin(String),
     /// `cgroup-v2`, `cri-v1`, `containerd>=2.0`.
@@ -136,7 +143,10 @@ mod tests {
         let psp = rows.iter().find(|r| r.what.describe() == "policy/v1beta1 podsecuritypolicies").expect("PSP row");
         assert_eq!(psp.minor, (1, 25));
         assert!(rows.iter().any(|r| r.minor == (1, 35) && r.what == What::Host("cgroup-v2".into())));
-        assert!(rows.iter().any(|r| r.minor == (1, 35) && r.what == What::KubeletFlag("--pod-infra-container-image".into())));
+        assert!(
+            rows.iter()
+                .any(|r| r.minor == (1, 35) && r.what == What::KubeletFlag("--pod-infra-container-image".into()))
+        );
     }
 
     #[test]

@@ -26,9 +26,15 @@ pub(crate) fn applies(run: &UpgradeRun) -> bool {
 
 /// The oldest version among the control plane and the hosts to upgrade, as the cluster reported them: the run
 /// crosses every minor after it (a nodes-only run still crosses its kubelets' minors).
-pub(crate) fn oldest_version(run: &UpgradeRun, hosts: &[String], control_plane: Option<&TargetVersion>) -> Option<Minor> {
+pub(crate) fn oldest_version(
+    run: &UpgradeRun,
+    hosts: &[String],
+    control_plane: Option<&TargetVersion>,
+) -> Option<Minor> {
     let cluster = run.cluster_before.lock().map(|c| c.clone()).unwrap_or_default();
-    let kubelets = hosts.iter().filter_map(|h| cluster.get(&run.node_name(h)))
+    let kubelets = hosts
+        .iter()
+        .filter_map(|h| cluster.get(&run.node_name(h)))
         .filter_map(|n| TargetVersion::parse(&n.kubelet_version).ok());
     control_plane.cloned().into_iter().chain(kubelets).map(|v| (v.major, v.minor)).min()
 }
@@ -37,8 +43,9 @@ pub(crate) fn oldest_version(run: &UpgradeRun, hosts: &[String], control_plane: 
 pub(crate) fn acknowledgements(run: &UpgradeRun) -> Result<Vec<String>> {
     let acks = run.host_list(&run.first_master, "upgrade_acknowledge_api_removals");
     if let Some(bad) = acks.iter().find(|a| table::parse_minor(a).is_none()) {
-        return Err(Error::input(format!("upgrade_acknowledge_api_removals: `{bad}` is not a minor"))
-            .hint("list the minors whose removals you have dealt with, e.g. upgrade_acknowledge_api_removals: [\"1.25\"]"));
+        return Err(Error::input(format!("upgrade_acknowledge_api_removals: `{bad}` is not a minor")).hint(
+            "list the minors whose removals you have dealt with, e.g. upgrade_acknowledge_api_removals: [\"1.25\"]",
+        ));
     }
     Ok(acks)
 }
@@ -272,7 +279,12 @@ async fn read_cluster(run: &UpgradeRun, phase: Phase, scope: &Scope<'_>, report:
                 .into(),
         );
     }
-    for name in ["upgrade_api_removals_metrics", "upgrade_api_removals_objects", "upgrade_api_removals_crds", "upgrade_api_removals_helm"] {
+    for name in [
+        "upgrade_api_removals_metrics",
+        "upgrade_api_removals_objects",
+        "upgrade_api_removals_crds",
+        "upgrade_api_removals_helm",
+    ] {
         run.steps.forget(host, name);
     }
 }
@@ -320,12 +332,19 @@ async fn read_host(
         let audit = result("upgrade_api_removals_audit");
         match failed(&audit) {
             None => found.extend(evidence::audit(host, &text(&audit, "stdout"), scope)),
-            Some(why) => unreadable.push(Unreadable { source: "audit-log".into(), place: format!("{host}:{audit_path}"), why }),
+            Some(why) => {
+                unreadable.push(Unreadable { source: "audit-log".into(), place: format!("{host}:{audit_path}"), why })
+            }
         }
     } else if is_master && run.plan.masters.first().map(String::as_str) == Some(host) {
         notes.push("no audit log read: upgrade_audit_log_path names the API server's audit log on the masters".into());
     }
-    for name in ["upgrade_api_removals_files", "upgrade_api_removals_system", "upgrade_api_removals_runtime", "upgrade_api_removals_audit"] {
+    for name in [
+        "upgrade_api_removals_files",
+        "upgrade_api_removals_system",
+        "upgrade_api_removals_runtime",
+        "upgrade_api_removals_audit",
+    ] {
         run.steps.forget(host, name);
     }
     (found, unreadable, notes)

@@ -27,7 +27,12 @@ impl EventSink for Stderr {
     }
 }
 
-pub(crate) fn check_apis(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<Report> {
+pub(crate) fn check_apis(
+    request: &UpgradeRequest,
+    inventory: Inventory,
+    extra: Vars,
+    remote: Remote,
+) -> Result<Report> {
     let session = Session::open(request, inventory, extra, remote, Arc::new(Stderr))?;
     if session.target.is_none() {
         return Err(Error::input("no target version")
@@ -47,7 +52,8 @@ pub(crate) fn check_apis(request: &UpgradeRequest, inventory: Inventory, extra: 
         preflight::read_host_versions(&run).await?;
         let decided = preflight::decide(&run, &by_name)?;
         let hosts = api_removals::hosts_to_upgrade(&decided);
-        let report = api_removals::report(&run, Phase::Preflight, &hosts, decided.control_plane_version.as_ref()).await?;
+        let report =
+            api_removals::report(&run, Phase::Preflight, &hosts, decided.control_plane_version.as_ref()).await?;
         report.ok_or_else(|| {
             Error::input("the gate on removed APIs does not apply to this inventory").hint(
                 "it checks the kubeadm and custom flavours (OpenShift 3.11's target is an OpenShift release), and \

@@ -269,7 +269,9 @@ async fn read_api_removals(
         *before = Arc::new(by_name.clone());
     }
     let hosts = crate::phase::api_removals::hosts_to_upgrade(decided);
-    match crate::phase::api_removals::report(run, Phase::Preflight, &hosts, decided.control_plane_version.as_ref()).await {
+    match crate::phase::api_removals::report(run, Phase::Preflight, &hosts, decided.control_plane_version.as_ref())
+        .await
+    {
         Ok(Some(report)) => {
             if report.blocked {
                 problems.push(format!(

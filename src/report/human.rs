@@ -406,7 +406,8 @@ mod tests {
     #[test]
     fn the_summary_lists_the_minors_crossed_on_acknowledgement() {
         let mut acknowledged = summary(None, &[]);
-        acknowledged.api_removals_acknowledged = vec!["1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)".into()];
+        acknowledged.api_removals_acknowledged =
+            vec!["1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)".into()];
         let lines = summary_lines(&acknowledged).join("\n");
         assert!(lines.contains("crossed on acknowledgement (upgrade_acknowledge_api_removals): 1"), "{lines}");
         assert!(lines.contains("  1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)"), "{lines}");
