@@ -199,3 +199,22 @@ fn check_apis_names_what_the_cluster_stores_applies_is_asked_and_runs_on_and_wha
         .stdout_has("helm release shop")
         .stdout_has("UNREADABLE metrics on m2's API server");
 }
+
+/// On the scripted fake cluster (1.28 -> 1.29, which removes flowcontrol.apiserver.k8s.io/v1beta2): an
+/// acknowledgement that is not a minor is bad input (exit 2, nothing touched); a /metrics the run's credentials may
+/// not read refuses the run as unreadable, never as "nothing found", and the acknowledgement of 1.29 lets it go on.
+#[test]
+fn an_unreadable_metrics_refuses_the_run_until_acknowledged_and_an_acknowledgement_must_be_a_minor() {
+    let cluster = crate::upgrade::TestCluster::new(&[("n1", "region=a")]);
+    std::fs::write(cluster.fake.state_dir().join("metrics_forbidden"), "").expect("cue");
+    let refused = cluster.upgrade(&[]).expect_code(1).stdout_has("UNREADABLE metrics on m1's API server");
+    assert!(refused.output().contains("Forbidden"), "{}", refused.output());
+    assert_eq!(cluster.fake.upgrades("n1") + cluster.fake.upgrades("m1"), 0, "nothing touched\n{}", refused.output());
+
+    let bad = crate::upgrade::TestCluster::new(&[("n1", "region=a")]).var("upgrade_acknowledge_api_removals: [next]");
+    bad.upgrade(&[]).expect_code(2).output_has("upgrade_acknowledge_api_removals: `next` is not a minor");
+    assert_eq!(bad.fake.upgrades("m1"), 0);
+
+    let cluster = cluster.var("upgrade_acknowledge_api_removals: [\"1.29\"]");
+    cluster.upgrade(&[]).expect_code(0).stdout_has("crossed on acknowledgement");
+}

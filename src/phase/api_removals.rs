@@ -43,9 +43,11 @@ pub(crate) fn oldest_version(
 pub(crate) fn acknowledgements(run: &UpgradeRun) -> Result<Vec<String>> {
     let acks = run.host_list(&run.first_master, "upgrade_acknowledge_api_removals");
     if let Some(bad) = acks.iter().find(|a| table::parse_minor(a).is_none()) {
-        return Err(Error::input(format!("upgrade_acknowledge_api_removals: `{bad}` is not a minor")).hint(
-            "list the minors whose removals you have dealt with, e.g. upgrade_acknowledge_api_removals: [\"1.25\"]",
-        ));
+        return Err(Error::input(format!("upgrade_acknowledge_api_removals: `{bad}` is not a minor"))
+            .in_file(&run.inventory.path)
+            .hint(
+                "list the minors whose removals you have dealt with, e.g. upgrade_acknowledge_api_removals: [\"1.25\"]",
+            ));
     }
     Ok(acks)
 }
