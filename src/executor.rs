@@ -311,6 +311,9 @@ async fn run_hops(
             Ok(run) => current.set(run),
             Err(e) => return failed(e),
         };
+        if let Ok(mut through) = run.api_removals_through.lock() {
+            *through = Some(target.clone());
+        }
         run.record(hop.journal_entry(&run, target));
         run.notice(None, format!("update path to {target}: {}", hop.describe()));
         let (summary, error) = manager::run(&run, stop).await;

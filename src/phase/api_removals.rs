@@ -75,7 +75,9 @@ pub(crate) async fn report(
     }
     let acks = acknowledgements(run)?;
     let Some(from) = oldest_version(run, hosts, control_plane) else { return Ok(None) };
-    gather(run, phase, from, (run.target.major, run.target.minor), hosts, &acks).await.map(Some)
+    // On an update path every minor still to cross is weighed before the hop changes anything.
+    let through = run.api_removals_through.lock().ok().and_then(|t| t.clone()).unwrap_or_else(|| run.target.clone());
+    gather(run, phase, from, (through.major, through.minor), hosts, &acks).await.map(Some)
 }
 
 /// Preflight's gate: reads, decides, says the table; refuses (exit 1, nothing touched) what is neither clean nor

@@ -55,6 +55,9 @@ pub(crate) struct UpgradeRun {
     pub poller: super::poller::NodePoller,
     /// What the gate on removed APIs let through on an acknowledgement, for the summary (api_removals.rs).
     pub api_removals_acknowledged: Mutex<Vec<String>>,
+    /// A hop of an update path: the path's final target, through which the gate on removed APIs weighs the minors
+    /// still to cross before this hop changes anything (api_removals.rs).
+    pub api_removals_through: Mutex<Option<TargetVersion>>,
 }
 
 /// Settings of the run that are not in the plan.
@@ -100,6 +103,7 @@ impl UpgradeRun {
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
             api_removals_acknowledged: Mutex::default(),
+            api_removals_through: Mutex::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
