@@ -42,9 +42,38 @@ pub(crate) enum Command {
     Versions(VersionsArgs),
     /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
     Plan(UpgradeArgs),
+    /// Before crossing a minor: what the target removes or requires (APIs, flags, feature gates, host
+    /// prerequisites) against what the cluster serves, is asked and runs on, as preflight's gate reads it; changes
+    /// nothing. Exit 1 when the run would be refused.
+    CheckApis(CheckApisArgs),
     /// Release the cluster-wide lock a dead run left behind (after confirmation; --yes for scripts). A lock renewed
     /// within its lease is refused unless --force.
     Unlock(UnlockArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct CheckApisArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// The version the run would go to ("v1.25.16"). Overrides upgrade_target_version.
+    #[arg(long, value_name = "V")]
+    pub target: Option<String>,
+
+    /// Output format: text for people, json for CI (one JSON document).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+
+    /// How many hosts are read at once, as Ansible's forks. Overrides upgrade_forks. [default: 50]
+    #[arg(short = 'f', long, value_name = "N")]
+    pub forks: Option<String>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Where the journal, lock and per-host logs live (default: .upgrade-state next to the inventory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

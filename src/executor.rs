@@ -312,6 +312,9 @@ async fn run_hops(
             Ok(run) => current.set(run),
             Err(e) => return failed(e),
         };
+        if let Ok(mut through) = run.api_removals_through.lock() {
+            *through = Some(target.clone());
+        }
         run.record(hop.journal_entry(&run, target));
         run.notice(None, format!("update path to {target}: {}", hop.describe()));
         let (summary, error) = manager::run(&run, stop).await;
@@ -320,7 +323,14 @@ async fn run_hops(
             None => summary,
             Some(mut earlier) => {
                 earlier.hosts.extend(summary.hosts);
-                Summary { hosts: earlier.hosts, target: target.to_string(), ..summary }
+                earlier.api_removals_acknowledged.extend(summary.api_removals_acknowledged);
+                let acknowledged = earlier.api_removals_acknowledged;
+                Summary {
+                    hosts: earlier.hosts,
+                    target: target.to_string(),
+                    api_removals_acknowledged: acknowledged,
+                    ..summary
+                }
             }
         };
         if !ok {

@@ -213,6 +213,16 @@ pub(crate) enum JournalEntry {
         target: String,
         final_target: String,
     },
+    /// Preflight's gate on removed APIs and flags let the run cross `minor` because the operator acknowledged it
+    /// (`upgrade_acknowledge_api_removals`): what had been found then, and the sources that could not be read.
+    ApiRemovalsAcknowledged {
+        run: String,
+        time: String,
+        minor: String,
+        found: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unreadable: Vec<String>,
+    },
 }
 
 impl JournalEntry {
@@ -238,6 +248,11 @@ impl JournalEntry {
             }
             JournalEntry::HopStarted { run, time, from, target, final_target, .. } => {
                 vec![run, time, from, target, final_target]
+            }
+            JournalEntry::ApiRemovalsAcknowledged { run, time, minor, found, unreadable } => {
+                let mut texts = vec![run, time, minor];
+                texts.extend(found.iter_mut().chain(unreadable.iter_mut()));
+                texts
             }
         }
     }
@@ -377,7 +392,7 @@ impl History {
                 }
                 h.steps_cut_short.clear();
             }
-            JournalEntry::Backup { .. } => {}
+            JournalEntry::Backup { .. } | JournalEntry::ApiRemovalsAcknowledged { .. } => {}
             JournalEntry::RunFinished { status, .. } => {
                 if let Some(hop) = &mut self.hop {
                     hop.finished |= *status == RunStatus::Success;

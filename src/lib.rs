@@ -5,6 +5,7 @@
 #![warn(unreachable_pub)]
 
 pub(crate) mod ansible_compat;
+pub mod api_removals;
 pub(crate) mod builtin_vars;
 pub(crate) mod cli;
 pub(crate) mod console;

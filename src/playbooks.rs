@@ -35,6 +35,8 @@ const FILES: &[(&str, &str)] = &[
     ("uncordon.yml", include_str!("../playbooks/uncordon.yml")),
     ("wait_ready.yml", include_str!("../playbooks/wait_ready.yml")),
     ("host_version.yml", include_str!("../playbooks/host_version.yml")),
+    ("api_removals_cluster.yml", include_str!("../playbooks/api_removals_cluster.yml")),
+    ("api_removals_host.yml", include_str!("../playbooks/api_removals_host.yml")),
     ("certificate_files.yml", include_str!("../playbooks/certificate_files.yml")),
     // The kubeadm flavour's own steps: package manager, repository, kubeadm.
     ("kubeadm/certificate_expiry.yml", include_str!("../playbooks/kubeadm/certificate_expiry.yml")),

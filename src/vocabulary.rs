@@ -541,6 +541,10 @@ pub struct Summary {
     /// `upgrade_change_id`, the change ticket the run was made under (absent when not set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change_id: Option<String>,
+    /// The minors the gate on removed APIs and flags let the run cross on the operator's acknowledgement
+    /// (`upgrade_acknowledge_api_removals`), each with what had been found: `1.25: policy/v1beta1 ... (metrics)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_removals_acknowledged: Vec<String>,
 }
 
 /// A cluster workload the upgrade does not move, as verify found it.
@@ -576,6 +580,7 @@ impl Summary {
             state_error: None,
             cluster_lock_lost: None,
             change_id: None,
+            api_removals_acknowledged: Vec::new(),
         }
     }
 

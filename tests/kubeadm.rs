@@ -58,6 +58,7 @@ impl KubeadmCluster {
         text.push_str(&format!("    upgrade_kubectl: \"{}\"\n", self.api.kubectl_command()));
         // The per-master probe's default (curl) against the stand-in API server, which every master shares.
         text.push_str(&format!("    upgrade_api_server_url: \"{}\"\n", self.api.url()));
+        text.push_str(&format!("    upgrade_api_removals_metrics_url: \"{}\"\n", self.api.url()));
         text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", etcdctl_binary().display()));
         text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", self.etcd.endpoints()));
         text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");

@@ -36,6 +36,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("plan", 2),
     ("cluster", 2),
     ("drain_blockers", 2),
+    // The table of what each minor removes and the pure reading of the evidence (the gate itself is a phase's).
+    ("api_removals", 2),
     // Masking stays a leaf; finding the secrets renders the hosts' variables with the task engine's templar, and
     // masking the events sits on the event sink.
     ("redact::secrets", 2),
@@ -55,6 +57,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("unlock", 3),
     ("session", 3),
     ("plan::live", 3),
+    ("plan::check_apis", 3),
     // L4: the command line, the only place that knows the user's words for the domain's requests.
     ("commands", 4),
     ("cli", 4),

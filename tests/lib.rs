@@ -2,6 +2,7 @@
 
 mod support;
 
+mod api_removals;
 mod bad_input;
 mod chaos;
 mod cluster_care;

@@ -22,9 +22,9 @@ const OLD: &str = "v1.33.5";
 const TARGET: &str = "v1.34.4";
 
 /// A cluster on the real control plane: kwok nodes for the masters and nodes, the host-side stand-ins, an inventory.
-struct RealCluster {
-    api: KubeControlPlane,
-    dir: tempfile::TempDir,
+pub(crate) struct RealCluster {
+    pub(crate) api: KubeControlPlane,
+    pub(crate) dir: tempfile::TempDir,
     masters: Vec<String>,
     nodes: Vec<String>,
     /// Extra `all: vars:` lines.
@@ -34,10 +34,15 @@ struct RealCluster {
 impl RealCluster {
     /// `None` when the control plane is not built (the start said SKIPPED and why).
     fn new(masters: &[&str], nodes: &[(&str, &str)]) -> Option<RealCluster> {
+        RealCluster::at(OLD, masters, nodes)
+    }
+
+    /// The masters' kubelets report `old` (the API server stays v1.34.4: kwok's nodes report what they are told).
+    pub(crate) fn at(old: &str, masters: &[&str], nodes: &[(&str, &str)]) -> Option<RealCluster> {
         let api = KubeControlPlane::start()?;
         let dir = tempfile::Builder::new().prefix("upgrade-real-api-").tempdir().expect("temp dir");
         for m in masters {
-            api.add_node(m, OLD, &[("node-role.kubernetes.io/control-plane", "")]);
+            api.add_node(m, old, &[("node-role.kubernetes.io/control-plane", "")]);
         }
         for (n, version) in nodes {
             api.add_node(n, version, &[]);
@@ -63,12 +68,12 @@ impl RealCluster {
         Some(cluster)
     }
 
-    fn var(mut self, line: &str) -> RealCluster {
+    pub(crate) fn var(mut self, line: &str) -> RealCluster {
         self.vars.push(line.to_string());
         self
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
@@ -107,7 +112,7 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
         }
     }
 
-    fn inventory(&self, kubectl: &str) -> PathBuf {
+    pub(crate) fn inventory(&self, kubectl: &str) -> PathBuf {
         let mut text = String::from("all:\n  vars:\n    ansible_connection: local\n");
         let vars = [
             format!("upgrade_kubectl: \"{kubectl}\""),
@@ -131,6 +136,8 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
             format!("upgrade_etcd_backup_dir: \"{}/backups/{{{{ inventory_hostname }}}}\"", self.dir.path().display()),
             // Each master's own API server is this one control plane's.
             format!("upgrade_api_server_url: \"{}\"", self.api.url()),
+            // The gate on removed APIs reads each master's own API server's /metrics: this one.
+            format!("upgrade_api_removals_metrics_url: \"{}\"", self.api.url()),
             format!("upgrade_target_version: \"{TARGET}\""),
             "upgrade_node_ready_delay: 1".into(),
             // A drain that cannot finish fails the node instead of holding the test for ever.
@@ -160,16 +167,16 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
         path
     }
 
-    fn upgrade(&self, args: &[&str]) -> Outcome {
+    pub(crate) fn upgrade(&self, args: &[&str]) -> Outcome {
         Scenario::on_cluster(self.dir.path(), &self.inventory(&self.api.kubectl_command())).args(args).run()
     }
 
     /// How many times each node's packages were swapped, from the stand-in's log.
-    fn upgrades(&self, node: &str) -> usize {
+    pub(crate) fn upgrades(&self, node: &str) -> usize {
         std::fs::read_to_string(self.path("upgrades.log")).unwrap_or_default().lines().filter(|l| *l == node).count()
     }
 
-    fn kubelet_version(&self, node: &str) -> String {
+    pub(crate) fn kubelet_version(&self, node: &str) -> String {
         self.api.node(node)["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string()
     }
 

@@ -175,6 +175,20 @@ fn versions_lists_the_targets_the_graph_offers_from_the_cluster_or_from_a_given_
     assert_eq!(doc["targets"], serde_json::json!([{"version": "v1.30.2", "path": ["v1.30.2"]}]));
 }
 
+/// The gate on removed APIs weighs every minor of the path before the first hop changes anything: a client of an API
+/// 1.30 removes (the second hop's minor) refuses the run while the cluster is still all at 1.28.5.
+#[test]
+fn the_first_hop_is_refused_for_what_the_second_hops_minor_removes() {
+    let cluster = graph_cluster();
+    let line = "apiserver_requested_deprecated_apis{group=\"example.io\",removed_release=\"1.30\",resource=\"gadgets\",\
+                subresource=\"\",version=\"v1beta1\"} 1\n";
+    std::fs::write(cluster.fake.state_dir().join("deprecated_apis"), line).expect("cue");
+    let run = cluster.upgrade(&[], 1).stdout_has("example.io/v1beta1 gadgets").stdout_has("BLOCKED: 1.30");
+    for node in ["m1", "n1", "n2"] {
+        assert_eq!(cluster.fake.version(node), "v1.28.5", "{node} untouched\n{}", run.output());
+    }
+}
+
 #[test]
 fn the_plan_shows_the_hops_from_each_version_and_keeps_its_old_keys() {
     let cluster = graph_cluster();

@@ -3,6 +3,7 @@
 //! built here, one way for every command.
 
 mod check;
+mod check_apis;
 mod plan;
 mod restore;
 mod run_tasks;
@@ -28,6 +29,7 @@ use crate::tasks::engine::{EngineOptions, Prompter};
 pub(crate) fn run(cli: &Cli) -> Result<i32> {
     match &cli.command {
         Some(Command::Check(args)) => check::check(args),
+        Some(Command::CheckApis(args)) => check_apis::check_apis(args),
         Some(Command::RunTasks(args)) => run_tasks::run_tasks(args),
         Some(Command::Restore(args)) => restore::restore(args),
         Some(Command::Plan(args)) => plan::plan(args),

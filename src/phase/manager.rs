@@ -237,6 +237,8 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
         }
     }
     state.summary.interrupted = run.was_interrupted();
+    state.summary.api_removals_acknowledged =
+        run.api_removals_acknowledged.lock().map(|a| a.clone()).unwrap_or_default();
     state.summary.cluster_lock_lost = run.fence.reason();
     release_kured_lock(run).await;
     release_cluster_lock(run).await;

@@ -67,6 +67,11 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
                 .map(|h| (h.clone(), Phase::Nodes)),
         )
         .collect();
+    // The gate on what the minors crossed remove or require (api_removals.rs), before anything on a host changes.
+    if !upgrading.is_empty() && !run.stop.is_stopping() {
+        let hosts = super::api_removals::hosts_to_upgrade(&decided);
+        super::api_removals::gate(run, &hosts, decided.control_plane_version.as_ref()).await?;
+    }
     // kured reboots no node while the run works: its lock is held from here (a lock a dead run of ours left is given
     // back even when there is nothing to do).
     super::kured_lock::hold(run, !upgrading.is_empty() && !run.stop.is_stopping()).await?;

@@ -53,6 +53,11 @@ pub(crate) struct UpgradeRun {
     pub kured_lock: super::kured_lock::Slot,
     /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
     pub poller: super::poller::NodePoller,
+    /// What the gate on removed APIs let through on an acknowledgement, for the summary (api_removals.rs).
+    pub api_removals_acknowledged: Mutex<Vec<String>>,
+    /// A hop of an update path: the path's final target, through which the gate on removed APIs weighs the minors
+    /// still to cross before this hop changes anything (api_removals.rs).
+    pub api_removals_through: Mutex<Option<TargetVersion>>,
 }
 
 /// Settings of the run that are not in the plan.
@@ -97,6 +102,8 @@ impl UpgradeRun {
             fence: super::cluster_lock::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
+            api_removals_acknowledged: Mutex::default(),
+            api_removals_through: Mutex::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,

@@ -66,6 +66,8 @@ pub struct LivePlan {
     pub problems: Vec<String>,
     /// What the run would warn about without stopping.
     pub notices: Vec<String>,
+    /// Preflight's gate on what the minors crossed remove or require (null where it does not apply).
+    pub api_removals: Option<crate::api_removals::Report>,
     pub blocked: bool,
 }
 
@@ -135,6 +137,7 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         }
     };
     let facts = read_host_facts(run).await;
+    let api_removals = read_api_removals(run, &by_name, &decided, &mut problems).await;
 
     let mut hosts = Vec::new();
     let mut batches = Vec::new();
@@ -250,8 +253,40 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         batches,
         problems,
         notices,
+        api_removals,
         blocked,
     })
+}
+
+/// The gate's report as preflight would weigh it (phase/api_removals.rs); a refusal is a problem of the plan.
+async fn read_api_removals(
+    run: &UpgradeRun,
+    by_name: &std::collections::HashMap<String, crate::cluster::ClusterNode>,
+    decided: &preflight::Preflight,
+    problems: &mut Vec<String>,
+) -> Option<crate::api_removals::Report> {
+    if let Ok(mut before) = run.cluster_before.lock() {
+        *before = Arc::new(by_name.clone());
+    }
+    let hosts = crate::phase::api_removals::hosts_to_upgrade(decided);
+    match crate::phase::api_removals::report(run, Phase::Preflight, &hosts, decided.control_plane_version.as_ref())
+        .await
+    {
+        Ok(Some(report)) => {
+            if report.blocked {
+                problems.push(format!(
+                    "removed APIs and flags: preflight would refuse the run for {} (see the table)",
+                    report.blocked_minors.join(", ")
+                ));
+            }
+            Some(report)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            problems.push(format!("removed APIs and flags not checked: {}", e.message));
+            None
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -327,6 +362,10 @@ pub fn render(plan: &LivePlan) -> String {
     }
     for notice in &plan.notices {
         out.push_str(&format!("warning: {notice}\n"));
+    }
+    if let Some(report) = &plan.api_removals {
+        out.push_str(&report.render());
+        out.push('\n');
     }
     for host in &plan.hosts {
         let version = host.current_version.as_deref().unwrap_or("not in the cluster");

@@ -55,6 +55,7 @@ pub(crate) fn summary_texts(summary: &mut Summary, f: &mut dyn FnMut(&mut String
         f(&mut node.fix);
     }
     summary.not_ready_untouched.iter_mut().for_each(|n| f(n));
+    summary.api_removals_acknowledged.iter_mut().for_each(|a| f(a));
     if let Some(error) = &mut summary.cluster_read_error {
         f(error);
     }

@@ -269,6 +269,13 @@ fn what_is_left(summary: &Summary) -> Vec<String> {
         lines.push(format!("verify found problems: {}", verify_failures.len()));
         lines.extend(verify_failures);
     }
+    if !summary.api_removals_acknowledged.is_empty() {
+        lines.push(format!(
+            "removed APIs and flags crossed on acknowledgement (upgrade_acknowledge_api_removals): {}",
+            summary.api_removals_acknowledged.len()
+        ));
+        lines.extend(summary.api_removals_acknowledged.iter().map(|a| format!("  {a}")));
+    }
     if !summary.not_ready_untouched.is_empty() {
         lines.push(format!("not Ready, not touched by this run: {}", summary.not_ready_untouched.join(", ")));
     }
@@ -370,6 +377,7 @@ mod tests {
             state_error: None,
             cluster_lock_lost: None,
             change_id: None,
+            api_removals_acknowledged: Vec::new(),
         }
     }
 
@@ -393,5 +401,15 @@ mod tests {
         let text = summary_lines(&s).join("\n");
         assert!(text.contains("state directory: cannot write the journal j: No space left on device"), "{text}");
         assert!(!text.contains("result: success"), "{text}");
+    }
+
+    #[test]
+    fn the_summary_lists_the_minors_crossed_on_acknowledgement() {
+        let mut acknowledged = summary(None, &[]);
+        acknowledged.api_removals_acknowledged =
+            vec!["1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)".into()];
+        let lines = summary_lines(&acknowledged).join("\n");
+        assert!(lines.contains("crossed on acknowledgement (upgrade_acknowledge_api_removals): 1"), "{lines}");
+        assert!(lines.contains("  1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)"), "{lines}");
     }
 }

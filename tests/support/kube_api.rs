@@ -71,6 +71,10 @@ struct State {
     requests: Vec<Request>,
     /// ConfigMaps by (namespace, name), as stored objects (the cluster-wide lock).
     configmaps: HashMap<(String, String), Value>,
+    /// `/metrics`: the apiserver_requested_deprecated_apis lines a test gives, after process_start_time_seconds;
+    /// forbidden (403, as RBAC answers a user without `get /metrics`) when set.
+    deprecated_api_lines: String,
+    metrics_forbidden: bool,
     /// The last resourceVersion given out (every ConfigMap write takes the next, as etcd's revision).
     revision: u64,
 }
@@ -176,6 +180,20 @@ impl KubeApi {
     /// After its kubelet restarts, the node answers NotReady to the first `reads - 1` reads and Ready from then on.
     pub fn ready_at_read(&self, node: &str, reads: u32) {
         self.with_node(node, |n| n.not_ready_reads = reads.saturating_sub(1));
+    }
+
+    /// `/metrics` reports these `apiserver_requested_deprecated_apis` series as requested (value 1).
+    pub fn saw_deprecated_api(&self, group: &str, version: &str, resource: &str, removed_release: &str) {
+        let line = format!(
+            "apiserver_requested_deprecated_apis{{group=\"{group}\",removed_release=\"{removed_release}\",\
+             resource=\"{resource}\",subresource=\"\",version=\"{version}\"}} 1\n"
+        );
+        self.state.lock().unwrap().deprecated_api_lines.push_str(&line);
+    }
+
+    /// `/metrics` answers 403 Forbidden.
+    pub fn forbid_metrics(&self) {
+        self.state.lock().unwrap().metrics_forbidden = true;
     }
 
     /// /readyz fails once this node's kubelet has restarted (a control plane that does not come back).
@@ -351,6 +369,19 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 }
             }
         }
+        ("GET", ["metrics"]) if state.metrics_forbidden => json_response(
+            403,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+                   "message": "forbidden: User \"system:anonymous\" cannot get path \"/metrics\""}),
+        ),
+        ("GET", ["metrics"]) => Response {
+            status: 200,
+            body: format!(
+                "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7e+09\n{}",
+                state.deprecated_api_lines
+            ),
+            content_type: "text/plain; version=0.0.4",
+        },
         ("GET", ["version"]) => {
             json_response(200, json!({"major": "1", "minor": "28", "gitVersion": "v1.28.5", "platform": "linux/amd64"}))
         }

@@ -1,0 +1,168 @@
+//! The table of what each Kubernetes minor removes or requires: `data/api_removals.tsv`, kept as data in the
+//! repository (its header names the sources and how to update it) and compiled into the binary.
+
+use std::sync::OnceLock;
+
+/// A Kubernetes minor release, `(1, 25)`.
+pub(crate) type Minor = (u64, u64);
+
+pub(crate) fn minor_text(minor: Minor) -> String {
+    format!("{}.{}", minor.0, minor.1)
+}
+
+/// `1.25`, `v1.25`, `1.25.3` (the patch is ignored).
+pub(crate) fn parse_minor(text: &str) -> Option<Minor> {
+    let text = text.trim().trim_start_matches('v');
+    let mut parts = text.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// What a row is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum What {
+    /// An API version no longer served: `policy/v1beta1`, `poddisruptionbudgets`, `PodDisruptionBudget`.
+    Api {
+        group_version: String,
+        resource: String,
+        kind: String,
+    },
+    KubeletFlag(String),
+    KubeletField(String),
+    KubeletGate(String),
+    /// A flag of a control-plane component (`kube-apiserver`, `kube-controller-manager`, `kube-scheduler`).
+    ComponentFlag {
+        component: String,
+        flag: String,
+    },
+    ControlPlaneGate(String),
+    AdmissionPlugin(String),
+    /// `cgroup-v2`, `cri-v1`, `containerd>=2.0`.
+    Host(String),
+}
+
+impl What {
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            What::Api { group_version, resource, .. } => format!("{group_version} {resource}"),
+            What::KubeletFlag(flag) => format!("kubelet flag {flag}"),
+            What::KubeletField(field) => format!("KubeletConfiguration field {field}"),
+            What::KubeletGate(gate) => format!("kubelet feature gate {gate}"),
+            What::ComponentFlag { component, flag } => format!("{component} flag {flag}"),
+            What::ControlPlaneGate(gate) => format!("control-plane feature gate {gate}"),
+            What::AdmissionPlugin(plugin) => format!("admission plugin {plugin}"),
+            What::Host(requirement) => format!("host requirement {requirement}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub minor: Minor,
+    pub what: What,
+    pub replacement: String,
+    pub source: String,
+}
+
+const EMBEDDED: &str = include_str!("../../data/api_removals.tsv");
+
+/// The embedded table, parsed once; an error names the line (a unit test keeps it from ever shipping broken).
+pub(crate) fn table() -> Result<&'static [Row], String> {
+    static TABLE: OnceLock<Result<Vec<Row>, String>> = OnceLock::new();
+    TABLE.get_or_init(|| parse(EMBEDDED)).as_ref().map(Vec::as_slice).map_err(Clone::clone)
+}
+
+pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |why: &str| format!("data/api_removals.tsv line {number}: {why}");
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [minor, kind, what, replacement, source] = fields.as_slice() else {
+            return Err(bad("want 5 tab-separated fields: MINOR TYPE WHAT REPLACEMENT SOURCE"));
+        };
+        let minor = parse_minor(minor).ok_or_else(|| bad("the minor is not MAJOR.MINOR"))?;
+        let what = match *kind {
+            "api" => {
+                let parts: Vec<&str> = what.split_whitespace().collect();
+                let [group_version, resource, kind] = parts.as_slice() else {
+                    return Err(bad("an api row's WHAT is `GROUP/VERSION RESOURCE KIND`"));
+                };
+                What::Api {
+                    group_version: group_version.to_string(),
+                    resource: resource.to_string(),
+                    kind: kind.to_string(),
+                }
+            }
+            "kubelet-flag" => What::KubeletFlag(flag(what).ok_or_else(|| bad("a flag starts with --"))?),
+            "kubelet-field" => What::KubeletField(what.to_string()),
+            "kubelet-gate" => What::KubeletGate(what.to_string()),
+            "control-plane-gate" => What::ControlPlaneGate(what.to_string()),
+            "admission-plugin" => What::AdmissionPlugin(what.to_string()),
+            "host" => What::Host(what.to_string()),
+            other => match other.strip_suffix("-flag") {
+                Some(component @ ("kube-apiserver" | "kube-controller-manager" | "kube-scheduler")) => {
+                    What::ComponentFlag {
+                        component: component.to_string(),
+                        flag: flag(what).ok_or_else(|| bad("a flag starts with --"))?,
+                    }
+                }
+                _ => return Err(bad(&format!("unknown TYPE `{other}`"))),
+            },
+        };
+        rows.push(Row { minor, what, replacement: replacement.to_string(), source: source.to_string() });
+    }
+    Ok(rows)
+}
+
+fn flag(text: &str) -> Option<String> {
+    text.starts_with("--").then(|| text.to_string())
+}
+
+/// The minors a run from `current` to `target` crosses: every minor after the current one, up to the target's.
+pub(crate) fn crossed(current: Minor, target: Minor) -> Vec<Minor> {
+    if target.0 != current.0 {
+        return if target > current { vec![target] } else { Vec::new() };
+    }
+    (current.1 + 1..=target.1).map(|m| (current.0, m)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_table_parses_and_names_a_source_for_every_row() {
+        let rows = table().expect("data/api_removals.tsv parses");
+        assert!(rows.len() > 60, "{} rows", rows.len());
+        assert!(rows.iter().all(|r| !r.source.is_empty() && !r.replacement.is_empty()));
+        let psp = rows.iter().find(|r| r.what.describe() == "policy/v1beta1 podsecuritypolicies").expect("PSP row");
+        assert_eq!(psp.minor, (1, 25));
+        assert!(rows.iter().any(|r| r.minor == (1, 35) && r.what == What::Host("cgroup-v2".into())));
+        assert!(
+            rows.iter()
+                .any(|r| r.minor == (1, 35) && r.what == What::KubeletFlag("--pod-infra-container-image".into()))
+        );
+    }
+
+    #[test]
+    fn a_bad_row_is_named_by_its_line() {
+        let err = parse("# header\n1.25\tapi\tpolicy/v1beta1\tx\tguide\n").unwrap_err();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(parse("1.x\thost\tcgroup-v2\tx\ty\n").unwrap_err().contains("MAJOR.MINOR"));
+        assert!(parse("1.2\tnope\tx\tx\ty\n").unwrap_err().contains("unknown TYPE"));
+    }
+
+    #[test]
+    fn a_run_crosses_every_minor_after_the_current_one() {
+        assert_eq!(crossed((1, 24), (1, 25)), vec![(1, 25)]);
+        assert_eq!(crossed((1, 24), (1, 27)), vec![(1, 25), (1, 26), (1, 27)]);
+        assert!(crossed((1, 25), (1, 25)).is_empty());
+        assert_eq!(parse_minor("v1.25.3"), Some((1, 25)));
+        assert_eq!(parse_minor("1.37"), Some((1, 37)));
+    }
+}
