@@ -2,6 +2,7 @@
 //! the hosts as preflight would (changing nothing: the cluster lock is neither read nor taken), and returns the
 //! report: the same table the run would refuse with. `commands` prints it and exits 1 when it blocks.
 
+use crate::console::errln;
 use std::sync::Arc;
 
 use crate::api_removals::Report;
@@ -20,8 +21,8 @@ impl EventSink for Stderr {
         if let Event::Notice { host, message } = event {
             let text = crate::redact::escapes::strip_terminal_escapes(message);
             match host {
-                Some(h) => eprintln!("[{h}] {text}"),
-                None => eprintln!("{text}"),
+                Some(h) => errln!("[{h}] {text}"),
+                None => errln!("{text}"),
             }
         }
     }
