@@ -7,10 +7,10 @@
 pub(crate) mod ansible_compat;
 pub(crate) mod builtin_vars;
 pub(crate) mod cli;
-pub(crate) mod console;
 pub(crate) mod cluster;
 mod commands;
 pub mod connection;
+pub(crate) mod console;
 pub mod drain_blockers;
 pub mod error;
 pub mod events;

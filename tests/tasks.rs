@@ -11,7 +11,7 @@ use upgrade::inventory::{Host, Inventory, Origin, Var, Vars};
 use upgrade::tasks::connect::ConnectOptions;
 use upgrade::tasks::engine::{EngineOptions, HostOutcome};
 use upgrade::tasks::model::load_task_file;
-use upgrade::tasks::{check_task_file, hook_files, run_tasks};
+use upgrade::tasks::{check_task_file, check_task_file_with_notes, hook_files, run_tasks};
 
 /// A scratch directory with an inventory of local hosts, each with its own `host_dir`.
 struct Scenario {
@@ -205,6 +205,59 @@ fn until_retries_and_counts_attempts() {
     assert_eq!((never["failed"].clone(), never["attempts"].clone()), (json!(true), json!(2)));
     let retries = run.log.events().iter().filter(|e| matches!(e, Event::TaskRetry { .. })).count();
     assert_eq!(retries, 2 + 2, "two retries before success, two for the failing task");
+}
+
+#[test]
+fn a_retried_command_with_an_undefined_variable_fails_naming_the_variable() {
+    // openshift-ansible's etcd health check: ansible-core fails the task at once with
+    // "'etcdctlv2' is undefined"; it must not run `until` over a result that has no `rc`.
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        "- name: health\n  command: \"{{ etcdctlv2 }} cluster-health\"\n  register: r\n  until: r.rc == 0\n  retries: 3\n  delay: 0\n",
+    );
+    let msg = run.result("h1", "health")["msg"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("'etcdctlv2' is undefined"), "{msg}");
+    assert!(!msg.contains("has no attribute"), "{msg}");
+    let retries = run.log.events().iter().filter(|e| matches!(e, Event::TaskRetry { .. })).count();
+    assert_eq!(retries, 0, "arguments that cannot be rendered are not retried");
+}
+
+#[test]
+fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
+    let s = Scenario::new(&["h1"]);
+    let file = s.write(
+        "hook.yml",
+        "- name: old style\n  command: echo hi warn=false\n  register: a\n- name: args\n  shell: echo there\n  args:\n    warn: no\n",
+    );
+    let checked = check_task_file_with_notes(&file);
+    assert!(checked.errors.is_empty(), "{:?}", checked.errors);
+    assert_eq!(checked.notes.len(), 2, "{:?}", checked.notes);
+    assert!(
+        checked.notes[0].contains("hook.yml:1") && checked.notes[0].contains("`warn` was removed"),
+        "{:?}",
+        checked.notes
+    );
+    let run = s.run_file(&file);
+    assert_eq!(run.fact("h1", "a")["stdout"], "hi", "the argument is not passed to the command");
+}
+
+#[test]
+fn check_calls_a_keyword_a_keyword_a_module_a_module_and_gives_the_hint_once() {
+    let s = Scenario::new(&["h1"]);
+    let file = s.write(
+        "hook.yml",
+        "- name: restart\n  command: systemctl restart kubelet\n  notify: restart node\n\
+         - name: wait\n  command: sleep 1\n  async: 10\n\
+         - name: scale\n  oc_obj: {name: x}\n\
+         - import_tasks: missing.yml\n",
+    );
+    let errors: Vec<String> = check_task_file(&file).iter().map(|e| e.to_string()).collect();
+    let joined = errors.join("\n");
+    assert!(joined.contains("the keyword `notify` is not supported"), "{joined}");
+    assert!(joined.contains("the keyword `async` is not supported"), "{joined}");
+    assert!(joined.contains("unknown module `oc_obj`"), "{joined}");
+    assert!(joined.contains("task \"import_tasks missing.yml\""), "named as written: {joined}");
+    assert_eq!(joined.matches("supported modules:").count(), 1, "the list is given once per file: {joined}");
 }
 
 #[test]

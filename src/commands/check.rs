@@ -1,14 +1,14 @@
 //! `upgrade check`: validates the inventory, the settings and every hook and playbook task file, without
 //! connecting to any host. Every problem is listed (exit 2 when there is any), not only the first.
 
-use crate::console::{outln, errln};
+use crate::console::{errln, outln};
 use std::path::PathBuf;
 
 use super::{extra_vars, load_inventory};
 use crate::cli::CheckArgs;
 use crate::inventory::{Inventory, Vars};
 use crate::plan::{Plan, PlanRequest};
-use crate::tasks::check_task_file;
+use crate::tasks::{check_task_file, check_task_file_with_notes};
 
 pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
     let mut problems = 0usize;
@@ -38,7 +38,10 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
         }
     }
     for file in &files {
-        let errors = check_task_file(file);
+        let crate::tasks::TaskFileCheck { errors, notes } = check_task_file_with_notes(file);
+        for note in notes {
+            outln!("note: {note}");
+        }
         if errors.is_empty() {
             outln!("ok: {}", file.display());
         } else {

@@ -83,9 +83,25 @@ pub async fn run_tasks(
 
 /// Problems found in one task file: YAML, unknown keys and modules, template syntax, missing includes.
 pub fn check_task_file(path: &Path) -> Vec<Error> {
-    let mut errors = Vec::new();
-    check_file_once(path, &Templar::new(), &mut FilesChecked::default(), &mut errors);
-    errors
+    check_task_file_with_notes(path).errors
+}
+
+/// What checking a task file (and the files it includes) found.
+#[derive(Default)]
+pub struct TaskFileCheck {
+    /// Problems: the file is refused.
+    pub errors: Vec<Error>,
+    /// Things the file does that work, but not as its author may expect (an argument Ansible removed and `upgrade`
+    /// ignores): `path:line: task "x": ...`.
+    pub notes: Vec<String>,
+}
+
+/// Checks a task file and every file it includes, with notes beside the errors.
+pub fn check_task_file_with_notes(path: &Path) -> TaskFileCheck {
+    let mut checker =
+        Checker { templar: Templar::new(), checked: FilesChecked::default(), out: TaskFileCheck::default() };
+    checker.file(path);
+    checker.out
 }
 
 /// The files one check has entered. A file that includes itself (kubespray's drain retries by including its own file
@@ -102,54 +118,75 @@ impl FilesChecked {
     }
 }
 
-fn check_file_once(path: &Path, templar: &Templar, checked: &mut FilesChecked, errors: &mut Vec<Error>) {
-    if !checked.first_visit(path) {
-        return;
-    }
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => return errors.push(Error::read_file(path, e)),
-    };
-    let (tasks, parse_errors) = model::parse_tasks(&text, path);
-    errors.extend(parse_errors);
-    check_tasks(&tasks, templar, checked, errors);
+struct Checker {
+    templar: Templar,
+    checked: FilesChecked,
+    out: TaskFileCheck,
 }
 
-fn check_tasks(tasks: &[Task], templar: &Templar, checked: &mut FilesChecked, errors: &mut Vec<Error>) {
-    for task in tasks {
-        for (text, bare) in task.templated_strings() {
-            let checked = if bare { templar.check_condition_syntax(&text) } else { templar.check_syntax(&text) };
-            if let Err(e) = checked {
-                errors.push(
-                    Error::input(format!("task \"{}\": bad template `{text}`: {}", task.display_name(), e.message))
-                        .at(task.location.clone())
-                        .hint("fix the Jinja syntax (matching braces, filter names, quotes)"),
-                );
-            }
+impl Checker {
+    fn file(&mut self, path: &Path) {
+        if !self.checked.first_visit(path) {
+            return;
         }
-        match &task.action {
-            Action::Block { block, rescue, always } => {
-                check_tasks(block, templar, checked, errors);
-                check_tasks(rescue, templar, checked, errors);
-                check_tasks(always, templar, checked, errors);
-            }
-            Action::Include { file } if !file.contains("{{") => {
-                let target = engine::resolve_local(&task.location.file, file, None);
-                if !target.exists() {
-                    errors.push(
-                        Error::input(format!(
-                            "task \"{}\": included file {} does not exist",
-                            task.display_name(),
-                            target.display()
-                        ))
-                        .at(task.location.clone())
-                        .hint("fix the path; relative paths resolve against the including file's directory"),
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => return self.out.errors.push(Error::read_file(path, e)),
+        };
+        let (tasks, parse_errors) = model::parse_tasks(&text, path);
+        self.out.errors.extend(parse_errors);
+        self.tasks(&tasks);
+    }
+
+    fn tasks(&mut self, tasks: &[Task]) {
+        for task in tasks {
+            for (text, bare) in task.templated_strings() {
+                let templar = &self.templar;
+                let checked = if bare { templar.check_condition_syntax(&text) } else { templar.check_syntax(&text) };
+                if let Err(e) = checked {
+                    self.out.errors.push(
+                        Error::input(format!("task \"{}\": bad template `{text}`: {}", task.display_name(), e.message))
+                            .at(task.location.clone())
+                            .hint("fix the Jinja syntax (matching braces, filter names, quotes)"),
                     );
-                } else {
-                    check_file_once(&target, templar, checked, errors);
                 }
             }
-            _ => {}
+            match &task.action {
+                Action::Block { block, rescue, always } => {
+                    self.tasks(block);
+                    self.tasks(rescue);
+                    self.tasks(always);
+                }
+                Action::Include { file, .. } if !file.contains("{{") => {
+                    let target = engine::resolve_local(&task.location.file, file, None);
+                    if !target.exists() {
+                        self.out.errors.push(
+                            Error::input(format!(
+                                "task \"{}\": included file {} does not exist",
+                                task.display_name(),
+                                target.display()
+                            ))
+                            .at(task.location.clone())
+                            .hint("fix the path; relative paths resolve against the including file's directory"),
+                        );
+                    } else {
+                        self.file(&target);
+                    }
+                }
+                Action::Module(call) => {
+                    for (module, arg, release) in model::REMOVED_ARGS {
+                        if call.module == *module && call.args.contains_key(*arg) {
+                            self.out.notes.push(format!(
+                                "{}: task \"{}\": `{arg}` was removed from `{}` in ansible-core {release}; it is ignored",
+                                task.location,
+                                task.display_name(),
+                                module.name()
+                            ));
+                        }
+                    }
+                }
+                _ => {}
+            }
         }
     }
 }

@@ -54,24 +54,27 @@ impl HostRun<'_> {
                 match render_args(&templar, call, &vars) {
                     Ok(args) => match modules::run(&module_ctx, call.module, &args, &vars).await {
                         Ok(r) => Ok(Ok(r)),
-                        Err(ConnectionError::Timeout(d)) if Some(d) == task_limit => Err(TaskTimedOut),
+                        Err(ConnectionError::Timeout(d)) if Some(d) == task_limit => Err(StopTask::TimedOut),
                         Err(ConnectionError::Timeout(d)) => {
                             Ok(Ok(failed(format!("command timed out after {}s", d.as_secs()))))
                         }
                         Err(e) => Ok(Err(unreachable(e.to_string()))),
                     },
-                    Err(msg) => Ok(Ok(failed(format!("{}: {msg}", Self::place(task))))),
+                    // As Ansible: arguments that cannot be rendered (an undefined variable) fail the task at once,
+                    // before `until` or a retry reads a result that has none of the module's fields.
+                    Err(msg) => Err(StopTask::Failed(failed(format!("{}: {msg}", Self::place(task))))),
                 }
             };
             let outcome = match task_limit {
-                Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or(Err(TaskTimedOut)),
+                Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or(Err(StopTask::TimedOut)),
                 None => run.await,
             };
             result = match outcome {
                 Ok(Ok(r)) => r,
                 Ok(Err(unreachable)) => return unreachable,
                 // As Ansible: the timeout ends the task at once, past failed_when and any retries left.
-                Err(TaskTimedOut) => return timed_out(task_limit.unwrap_or_default()),
+                Err(StopTask::TimedOut) => return timed_out(task_limit.unwrap_or_default()),
+                Err(StopTask::Failed(result)) => return result,
             };
             if !result.contains_key("failed") {
                 let rc_failed = result.get("rc").is_some_and(|rc| rc != &json!(0) && rc != &json!("0"));

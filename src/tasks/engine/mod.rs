@@ -34,7 +34,7 @@ use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 use module_context::render_args;
 use results::{
-    TaskTimedOut, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
+    StopTask, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
 };
 pub use run_once::RunOnce;
 
@@ -217,7 +217,7 @@ impl HostRun<'_> {
         Box::pin(async move {
             match &task.action {
                 Action::Block { block, rescue, always } => self.run_block(task, block, rescue, always, scope).await,
-                Action::Include { file } => self.run_include(task, file, scope).await,
+                Action::Include { file, .. } => self.run_include(task, file, scope).await,
                 Action::Module(call) => self.run_module_task(task, call, scope).await,
             }
         })

@@ -89,6 +89,8 @@ pub enum Action {
     /// `include_tasks` / `import_tasks`: the file (maybe a template), read when the task runs.
     Include {
         file: String,
+        /// Written as `import_tasks` (static in Ansible): messages name it so.
+        import: bool,
     },
 }
 
@@ -195,6 +197,8 @@ impl Module {
             ("strip_empty_ends", Bool),
             ("executable", Str),
             ("expand_argument_vars", Bool),
+            // Removed in ansible-core 2.14 but still in old files: accepted and ignored, with a note from `check`.
+            ("warn", Any),
         ];
         Some(match self {
             Module::Command | Module::Shell => COMMAND,
@@ -261,6 +265,10 @@ impl Module {
     }
 }
 
+/// Arguments Ansible removed from a module that old task files still carry: accepted, ignored, and named by
+/// `upgrade check` (module, argument, the ansible-core release that removed it).
+pub const REMOVED_ARGS: &[(Module, &str, &str)] = &[(Module::Command, "warn", "2.14"), (Module::Shell, "warn", "2.14")];
+
 impl Task {
     /// The name shown to people: the `name:` or, as Ansible does, the action.
     pub fn display_name(&self) -> String {
@@ -270,7 +278,9 @@ impl Task {
         match &self.action {
             Action::Module(call) => call.module.name().to_string(),
             Action::Block { .. } => "block".into(),
-            Action::Include { file } => format!("include_tasks {file}"),
+            Action::Include { file, import } => {
+                format!("{} {file}", if *import { "import_tasks" } else { "include_tasks" })
+            }
         }
     }
 
@@ -329,7 +339,7 @@ impl Task {
                     }
                 }
             }
-            Action::Include { file } => out.push((file.clone(), false)),
+            Action::Include { file, .. } => out.push((file.clone(), false)),
             Action::Block { .. } => {}
         }
         out

@@ -34,6 +34,33 @@ const TASK_KEYS: &[&str] = &[
     "timeout",
 ];
 
+/// Ansible's task keywords (ansible-core 2.19's `Task`, `Block` and `Handler` attributes): a key among them that is not
+/// in `TASK_KEYS` is a keyword we do not support, not a module.
+const ANSIBLE_KEYWORDS: &[&str] = &[
+    "action",
+    "always",
+    "any_errors_fatal",
+    "async",
+    "become_exe",
+    "become_flags",
+    "become_method",
+    "check_mode",
+    "collections",
+    "connection",
+    "debugger",
+    "delegate_facts",
+    "diff",
+    "ignore_unreachable",
+    "listen",
+    "module_defaults",
+    "notify",
+    "poll",
+    "port",
+    "remote_user",
+    "rescue",
+    "throttle",
+];
+
 const BLOCK_KEYS: &[&str] = &[
     "name",
     "block",
@@ -93,7 +120,7 @@ pub fn parse_tasks(text: &str, path: &Path) -> (Vec<Task>, Vec<Error>) {
         Ok(None) => return (Vec::new(), Vec::new()),
         Err(e) => return (Vec::new(), vec![e]),
     };
-    let mut parser = Parser { file: path.to_path_buf(), errors: Vec::new() };
+    let mut parser = Parser { file: path.to_path_buf(), errors: Vec::new(), listed_support: false };
     let Some(items) = root.as_seq() else {
         let err = Error::input(format!("a task file is a list of tasks, found {}", root.type_name()))
             .at(root.location(path))
@@ -117,6 +144,8 @@ type Chosen<'n> = Option<(Action, &'n Node)>;
 struct Parser {
     file: PathBuf,
     errors: Vec<Error>,
+    /// The list of supported modules and keywords has been given in a hint of this file.
+    listed_support: bool,
 }
 
 /// A task's name for messages: its `name:` or, failing that, its position.
@@ -311,7 +340,9 @@ impl Parser {
                 };
                 match file {
                     Some(file) if !file.trim().is_empty() => {
-                        self.set_action(chosen, key_node, label, "actions", |_| Some(Action::Include { file }));
+                        self.set_action(chosen, key_node, label, "actions", |_| {
+                            Some(Action::Include { file, import: key.ends_with("import_tasks") })
+                        });
                     }
                     _ => self.error(
                         value,
@@ -327,17 +358,28 @@ impl Parser {
                     Some(Action::Module(ModuleCall { module, args }))
                 }),
                 None if TASK_KEYS.contains(&other) => {}
-                None => {
-                    let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
-                    self.error(
-                        key_node,
-                        label,
-                        format!("unknown key or module `{other}`"),
-                        format!("supported modules: {known}; task keys: {}", TASK_KEYS.join(", ")),
-                    );
-                }
+                None => self.unsupported(key_node, label, other),
             },
         }
+    }
+
+    /// A key that is neither a keyword nor a module we know. Ansible reads any key that is not one of its task
+    /// keywords as a module name, so that is what the message calls it; the long list of what is supported is
+    /// given once per file, not with every error.
+    fn unsupported(&mut self, key_node: &Node, label: &str, key: &str) {
+        let message = if ANSIBLE_KEYWORDS.contains(&key) || key.starts_with("with_") {
+            format!("the keyword `{key}` is not supported")
+        } else {
+            format!("unknown module `{key}`")
+        };
+        let hint = if self.listed_support {
+            "see the first error of this file for what is supported".to_string()
+        } else {
+            self.listed_support = true;
+            let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+            format!("supported modules: {known}; supported task keywords: {}", TASK_KEYS.join(", "))
+        };
+        self.error(key_node, label, message, hint);
     }
 
     /// The one place a task is given its action, built by `action` (which reports its own errors). A task does one
@@ -728,7 +770,7 @@ mod tests {
         );
         assert_eq!(errors.len(), 3, "{errors:?}");
         let texts: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        assert!(texts[0].starts_with("hook.yml:2:3: task \"first\": unknown key or module `comand`"), "{}", texts[0]);
+        assert!(texts[0].starts_with("hook.yml:2:3: task \"first\": unknown module `comand`"), "{}", texts[0]);
         assert!(texts[1].contains(":5:3: task \"second\": two modules in one task"), "{}", texts[1]);
         assert!(texts[2].contains("task \"third\": `pause` argument `seconds` must be a number"), "{}", texts[2]);
         assert!(errors.iter().all(|e| e.hint.is_some()));
