@@ -223,6 +223,57 @@ fn a_retried_command_with_an_undefined_variable_fails_naming_the_variable() {
 }
 
 #[test]
+fn file_makes_directories_files_links_and_removes_them_reporting_changed_as_ansible() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: dir
+  file: {path: "{{ host_dir }}/a/b", state: directory, mode: "0750"}
+  register: dir
+- name: dir again
+  file: {path: "{{ host_dir }}/a/b", state: directory, mode: "0750"}
+  register: dir_again
+- name: touch
+  file: {path: "{{ host_dir }}/a/b/f", state: touch}
+- name: mode
+  file: {path: "{{ host_dir }}/a/b/f", mode: "0600"}
+  register: mode
+- name: link
+  file: {src: "{{ host_dir }}/a/b/f", dest: "{{ host_dir }}/l", state: link}
+  register: link
+- name: missing
+  file: {path: "{{ host_dir }}/none", state: file}
+  register: missing
+  ignore_errors: true
+- name: absent
+  file: {path: "{{ host_dir }}/a", state: absent}
+  register: absent
+"#,
+    );
+    assert_eq!(
+        (run.fact("h1", "dir")["changed"].clone(), run.fact("h1", "dir")["mode"].clone()),
+        (json!(true), json!("0750"))
+    );
+    assert_eq!(run.fact("h1", "dir_again")["changed"], false);
+    assert_eq!(
+        (run.fact("h1", "mode")["changed"].clone(), run.fact("h1", "mode")["mode"].clone()),
+        (json!(true), json!("0600"))
+    );
+    assert_eq!(run.fact("h1", "link")["state"], "link");
+    assert_eq!(std::fs::read_link(s.host_dir("h1").join("l")).expect("a symlink"), s.host_dir("h1").join("a/b/f"));
+    let missing = run.fact("h1", "missing");
+    assert_eq!(
+        missing["msg"],
+        format!("file ({}) is absent, cannot continue", s.host_dir("h1").join("none").display())
+    );
+    assert_eq!(
+        (run.fact("h1", "absent")["changed"].clone(), run.fact("h1", "absent")["state"].clone()),
+        (json!(true), json!("absent"))
+    );
+    assert!(!s.host_dir("h1").join("a").exists());
+}
+
+#[test]
 fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(

@@ -118,6 +118,7 @@ pub enum Module {
     Stat,
     Reboot,
     WaitForConnection,
+    File,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -132,7 +133,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 15] = [
+    pub const ALL: [Module; 16] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -148,6 +149,7 @@ impl Module {
         Module::Stat,
         Module::Reboot,
         Module::WaitForConnection,
+        Module::File,
     ];
 
     pub fn name(self) -> &'static str {
@@ -167,6 +169,7 @@ impl Module {
             Module::Stat => "stat",
             Module::Reboot => "reboot",
             Module::WaitForConnection => "wait_for_connection",
+            Module::File => "file",
         }
     }
 
@@ -261,6 +264,19 @@ impl Module {
                 ("test_command", Str),
             ],
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
+            Module::File => &[
+                ("path", Str),
+                ("dest", Str),
+                ("name", Str),
+                ("state", Str),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+                ("recurse", Bool),
+                ("src", Str),
+                ("force", Bool),
+                ("follow", Bool),
+            ],
         })
     }
 }

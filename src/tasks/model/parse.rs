@@ -674,6 +674,20 @@ impl Parser {
             Module::Fetch if !has("src") || !has("dest") => Some("`src` and `dest`"),
             Module::Assert if !has("that") => Some("`that`"),
             Module::Stat if !has("path") => Some("`path`"),
+            Module::File if !has("path") && !has("dest") && !has("name") => Some("`path`"),
+            Module::File => {
+                let state = args.get("state").and_then(Value::as_str).unwrap_or("file");
+                const STATES: &[&str] = &["absent", "directory", "file", "link", "touch"];
+                if !state.contains("{{") && !STATES.contains(&state) {
+                    self.error(
+                        node,
+                        label,
+                        format!("`file` argument `state` must be one of {}, found `{state}`", STATES.join(", ")),
+                        "write `state: directory`",
+                    );
+                }
+                None
+            }
             Module::WaitFor if has("port") && has("path") => {
                 self.error(node, label, "`wait_for` takes `port` or `path`, not both", "split it into two tasks");
                 None

@@ -9,6 +9,7 @@
 mod command;
 mod context;
 mod facts;
+mod file;
 mod files;
 mod wait;
 
@@ -130,6 +131,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::Stat => stat(ctx, args).await,
         Module::Reboot => reboot(ctx, args).await,
         Module::WaitForConnection => wait_for_connection(ctx, args).await,
+        Module::File => file::file(ctx, args).await,
     }
 }
 
