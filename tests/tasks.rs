@@ -274,6 +274,48 @@ fn file_makes_directories_files_links_and_removes_them_reporting_changed_as_ansi
 }
 
 #[test]
+fn service_and_systemd_start_enable_and_restart_through_systemctl() {
+    // The host runs no systemd: scripts/compare's stand-in systemctl keeps the units' state in files.
+    let s = Scenario::new(&["h1"]);
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare/files/bin");
+    std::fs::create_dir_all(s.host_dir("h1").join("systemd/units")).expect("dir");
+    std::fs::write(s.host_dir("h1").join("systemd/units/kubelet"), "inactive\n").expect("unit");
+    let run = s.run(&format!(
+        r#"
+- environment:
+    PATH: "{}:/usr/sbin:/usr/bin:/sbin:/bin"
+    FAKE_SYSTEMD: "{{{{ host_dir }}}}/systemd"
+  block:
+    - name: start
+      service: {{name: kubelet, state: started, enabled: true}}
+      register: start
+    - name: again
+      service: {{name: kubelet, state: started, enabled: true}}
+      register: again
+    - name: restart
+      systemd: {{name: kubelet, state: restarted, daemon_reload: true}}
+      register: restart
+    - name: missing
+      systemd: {{name: nothing, state: started}}
+      register: missing
+      ignore_errors: true
+"#,
+        bin.display()
+    ));
+    let start = run.fact("h1", "start");
+    assert_eq!(
+        (start["changed"].clone(), start["enabled"].clone(), start["state"].clone()),
+        (json!(true), json!(true), json!("started"))
+    );
+    assert_eq!(start["status"]["ActiveState"], "inactive", "status is the unit as it was found, as in Ansible");
+    assert_eq!(run.fact("h1", "again")["changed"], false);
+    assert_eq!(run.fact("h1", "restart")["changed"], true);
+    assert_eq!(run.fact("h1", "missing")["msg"], "Could not find the requested service nothing: host");
+    let log = std::fs::read_to_string(s.host_dir("h1").join("systemd/log")).expect("log");
+    assert_eq!(log, "enable kubelet\nstart kubelet\ndaemon-reload\nrestart kubelet\n");
+}
+
+#[test]
 fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(

@@ -119,6 +119,9 @@ pub enum Module {
     Reboot,
     WaitForConnection,
     File,
+    Service,
+    Systemd,
+    SystemdService,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -133,7 +136,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 16] = [
+    pub const ALL: [Module; 19] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -150,6 +153,9 @@ impl Module {
         Module::Reboot,
         Module::WaitForConnection,
         Module::File,
+        Module::Service,
+        Module::Systemd,
+        Module::SystemdService,
     ];
 
     pub fn name(self) -> &'static str {
@@ -170,6 +176,9 @@ impl Module {
             Module::Reboot => "reboot",
             Module::WaitForConnection => "wait_for_connection",
             Module::File => "file",
+            Module::Service => "service",
+            Module::Systemd => "systemd",
+            Module::SystemdService => "systemd_service",
         }
     }
 
@@ -264,6 +273,33 @@ impl Module {
                 ("test_command", Str),
             ],
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
+            Module::Service => &[
+                ("name", Str),
+                ("state", Str),
+                ("enabled", Bool),
+                // SysV init's arguments: on a systemd host Ansible drops them with a warning, and so do we.
+                ("sleep", Int),
+                ("pattern", Str),
+                ("runlevel", Str),
+                ("arguments", Str),
+                ("args", Str),
+                ("use", Str),
+            ],
+            Module::Systemd | Module::SystemdService => &[
+                ("name", Str),
+                ("service", Str),
+                ("unit", Str),
+                ("state", Str),
+                ("enabled", Bool),
+                ("force", Bool),
+                ("masked", Bool),
+                ("daemon_reload", Bool),
+                ("daemon-reload", Bool),
+                ("daemon_reexec", Bool),
+                ("daemon-reexec", Bool),
+                ("scope", Str),
+                ("no_block", Bool),
+            ],
             Module::File => &[
                 ("path", Str),
                 ("dest", Str),

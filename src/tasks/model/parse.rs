@@ -674,6 +674,24 @@ impl Parser {
             Module::Fetch if !has("src") || !has("dest") => Some("`src` and `dest`"),
             Module::Assert if !has("that") => Some("`that`"),
             Module::Stat if !has("path") => Some("`path`"),
+            Module::Service if !has("name") => Some("`name`"),
+            Module::Service | Module::Systemd | Module::SystemdService => {
+                let state = args.get("state").and_then(Value::as_str).unwrap_or("started");
+                const STATES: &[&str] = &["reloaded", "restarted", "started", "stopped"];
+                if !state.contains("{{") && !STATES.contains(&state) {
+                    self.error(
+                        node,
+                        label,
+                        format!(
+                            "`{}` argument `state` must be one of {}, found `{state}`",
+                            module.name(),
+                            STATES.join(", ")
+                        ),
+                        "write `state: restarted`",
+                    );
+                }
+                None
+            }
             Module::File if !has("path") && !has("dest") && !has("name") => Some("`path`"),
             Module::File => {
                 let state = args.get("state").and_then(Value::as_str).unwrap_or("file");

@@ -11,6 +11,7 @@ mod context;
 mod facts;
 mod file;
 mod files;
+mod service;
 mod wait;
 
 use std::path::{Path, PathBuf};
@@ -132,6 +133,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::Reboot => reboot(ctx, args).await,
         Module::WaitForConnection => wait_for_connection(ctx, args).await,
         Module::File => file::file(ctx, args).await,
+        Module::Service | Module::Systemd | Module::SystemdService => service::systemd(ctx, args).await,
     }
 }
 
