@@ -316,6 +316,33 @@ fn service_and_systemd_start_enable_and_restart_through_systemctl() {
 }
 
 #[test]
+fn notified_handlers_run_once_per_host_in_definition_order_at_the_end_of_the_file() {
+    let s = Scenario::new(&["h1"]);
+    s.write(
+        "role/handlers/main.yml",
+        "- name: restart a\n  shell: echo a >> {{ host_dir }}/log\n\
+         - name: restart b\n  shell: echo b >> {{ host_dir }}/log\n  listen: restart things\n",
+    );
+    let file = s.write(
+        "role/tasks/main.yml",
+        "- name: one\n  command: \"true\"\n  notify: restart things\n\
+         - name: two\n  command: \"true\"\n  notify: [restart a, restart things]\n\
+         - name: three\n  shell: echo tasks done >> {{ host_dir }}/log\n",
+    );
+    assert!(check_task_file(&file).is_empty(), "{:?}", check_task_file(&file));
+    let run = s.run_file(&file);
+    assert!(!run.outcome("h1").failed);
+    let log = std::fs::read_to_string(s.host_dir("h1").join("log")).expect("log");
+    assert_eq!(log, "tasks done\na\nb\n", "each handler once, after the tasks, in the order they are defined");
+
+    // A notify that names no handler is refused by check with Ansible's message.
+    let bad = s.write("role/tasks/bad.yml", "- name: x\n  command: \"true\"\n  notify: restart nothing\n");
+    let errors: Vec<String> = check_task_file(&bad).iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("The requested handler 'restart nothing' was not found"), "{}", errors[0]);
+}
+
+#[test]
 fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(
@@ -339,14 +366,14 @@ fn check_calls_a_keyword_a_keyword_a_module_a_module_and_gives_the_hint_once() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(
         "hook.yml",
-        "- name: restart\n  command: systemctl restart kubelet\n  notify: restart node\n\
+        "- name: restart\n  command: systemctl restart kubelet\n  check_mode: false\n\
          - name: wait\n  command: sleep 1\n  async: 10\n\
          - name: scale\n  oc_obj: {name: x}\n\
          - import_tasks: missing.yml\n",
     );
     let errors: Vec<String> = check_task_file(&file).iter().map(|e| e.to_string()).collect();
     let joined = errors.join("\n");
-    assert!(joined.contains("the keyword `notify` is not supported"), "{joined}");
+    assert!(joined.contains("the keyword `check_mode` is not supported"), "{joined}");
     assert!(joined.contains("the keyword `async` is not supported"), "{joined}");
     assert!(joined.contains("unknown module `oc_obj`"), "{joined}");
     assert!(joined.contains("task \"import_tasks missing.yml\""), "named as written: {joined}");

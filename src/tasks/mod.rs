@@ -125,6 +125,34 @@ struct Checker {
 }
 
 impl Checker {
+    /// A task's `notify` names handlers of its handlers file (checked too), as Ansible requires.
+    fn notified_handlers(&mut self, task: &Task) {
+        let Some(file) = engine::handlers_file(&task.location.file) else {
+            self.out.errors.push(
+                Error::input(format!(
+                    "task \"{}\": notifies `{}` but there are no handlers for this file",
+                    task.display_name(),
+                    task.notify[0]
+                ))
+                .at(task.location.clone())
+                .hint("put the handlers in handlers/main.yml beside the role's tasks/ (or beside this file)"),
+            );
+            return;
+        };
+        self.file(&file);
+        let Ok(text) = std::fs::read_to_string(&file) else { return };
+        let (handlers, _) = model::parse_tasks(&text, &file);
+        for name in &task.notify {
+            if !name.contains("{{") && !handlers.iter().any(|h| engine::answers_to(h, name)) {
+                self.out.errors.push(
+                    Error::input(format!("task \"{}\": {}", task.display_name(), engine::handler_not_found(name)))
+                        .at(task.location.clone())
+                        .hint(format!("name a handler of {} (its `name` or a `listen` topic)", file.display())),
+                );
+            }
+        }
+    }
+
     fn file(&mut self, path: &Path) {
         if !self.checked.first_visit(path) {
             return;
@@ -174,6 +202,9 @@ impl Checker {
                     }
                 }
                 Action::Module(call) => {
+                    if !task.notify.is_empty() {
+                        self.notified_handlers(task);
+                    }
                     for (module, arg, release) in model::REMOVED_ARGS {
                         if call.module == *module && call.args.contains_key(*arg) {
                             self.out.notes.push(format!(

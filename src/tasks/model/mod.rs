@@ -44,6 +44,10 @@ pub struct Task {
     pub no_log: Option<Value>,
     /// `timeout:` seconds for one run of the module (Ansible's task keyword); 0 or unset: no limit.
     pub timeout: Option<Value>,
+    /// `notify:`: the handlers (by name or `listen` topic) this task runs when it reports changed.
+    pub notify: Vec<String>,
+    /// `listen:` (a handler's): the topics it also answers to.
+    pub listen: Vec<String>,
 }
 
 /// An empty task: no keywords, and an empty block for its action until one is set.
@@ -74,6 +78,8 @@ impl Default for Task {
             index_var: None,
             no_log: None,
             timeout: None,
+            notify: Vec::new(),
+            listen: Vec::new(),
         }
     }
 }
@@ -122,6 +128,8 @@ pub enum Module {
     Service,
     Systemd,
     SystemdService,
+    /// `meta`: run by the engine itself (flush_handlers, end_host, end_play, noop), never on a host.
+    Meta,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -136,7 +144,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 19] = [
+    pub const ALL: [Module; 20] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -156,6 +164,7 @@ impl Module {
         Module::Service,
         Module::Systemd,
         Module::SystemdService,
+        Module::Meta,
     ];
 
     pub fn name(self) -> &'static str {
@@ -179,6 +188,7 @@ impl Module {
             Module::Service => "service",
             Module::Systemd => "systemd",
             Module::SystemdService => "systemd_service",
+            Module::Meta => "meta",
         }
     }
 
@@ -273,6 +283,7 @@ impl Module {
                 ("test_command", Str),
             ],
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
+            Module::Meta => &[("_raw_params", Str)],
             Module::Service => &[
                 ("name", Str),
                 ("state", Str),

@@ -32,6 +32,8 @@ const TASK_KEYS: &[&str] = &[
     "tags",
     "args",
     "timeout",
+    "notify",
+    "listen",
 ];
 
 /// Ansible's task keywords (ansible-core 2.19's `Task`, `Block` and `Handler` attributes): a key among them that is not
@@ -51,15 +53,16 @@ const ANSIBLE_KEYWORDS: &[&str] = &[
     "delegate_facts",
     "diff",
     "ignore_unreachable",
-    "listen",
     "module_defaults",
-    "notify",
     "poll",
     "port",
     "remote_user",
     "rescue",
     "throttle",
 ];
+
+/// The `meta` actions the engine runs.
+const META_ACTIONS: &[&str] = &["flush_handlers", "end_host", "end_play", "noop"];
 
 const BLOCK_KEYS: &[&str] = &[
     "name",
@@ -301,6 +304,8 @@ impl Parser {
                 task.loop_flatten = key == "with_items";
             }
             "loop_control" => self.loop_control(value, label, task),
+            "notify" => task.notify = self.names(value, label, "notify"),
+            "listen" => task.listen = self.names(value, label, "listen"),
             "tags" | "rescue" | "always" => {}
             _ => return false,
         }
@@ -425,6 +430,14 @@ impl Parser {
                 );
                 None
             }
+        }
+    }
+
+    /// A name or a list of names (`notify: restart kubelet`, `notify: [a, b]`).
+    fn names(&mut self, node: &Node, label: &str, key: &str) -> Vec<String> {
+        match &node.value {
+            NodeValue::Seq(items) => items.iter().filter_map(|i| self.string(i, label, key)).collect(),
+            _ => self.string(node, label, key).into_iter().collect(),
         }
     }
 
@@ -674,6 +687,18 @@ impl Parser {
             Module::Fetch if !has("src") || !has("dest") => Some("`src` and `dest`"),
             Module::Assert if !has("that") => Some("`that`"),
             Module::Stat if !has("path") => Some("`path`"),
+            Module::Meta => {
+                let action = args.get("_raw_params").and_then(Value::as_str).unwrap_or_default().trim();
+                if !META_ACTIONS.contains(&action) {
+                    self.error(
+                        node,
+                        label,
+                        format!("`meta: {action}` is not supported"),
+                        format!("supported: meta: {}", META_ACTIONS.join(", ")),
+                    );
+                }
+                None
+            }
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {
                 let state = args.get("state").and_then(Value::as_str).unwrap_or("started");

@@ -134,6 +134,8 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::WaitForConnection => wait_for_connection(ctx, args).await,
         Module::File => file::file(ctx, args).await,
         Module::Service | Module::Systemd | Module::SystemdService => service::systemd(ctx, args).await,
+        // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
+        Module::Meta => Ok(failed("meta is run by the engine")),
     }
 }
 
