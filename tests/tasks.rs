@@ -343,13 +343,42 @@ fn notified_handlers_run_once_per_host_in_definition_order_at_the_end_of_the_fil
 }
 
 #[test]
+fn roles_are_found_beside_the_hook_with_their_defaults_vars_and_tasks_from() {
+    let mut s = Scenario::new(&["h1"]);
+    s.set_host_var("h1", "colour", json!("inventory-blue"));
+    s.write("roles/paint/defaults/main.yml", "colour: default-red\nshade: light\n");
+    s.write("roles/paint/vars/main.yml", "brush: role-brush\n");
+    s.write("roles/paint/tasks/main.yml", "- set_fact:\n    painted: \"{{ colour }} {{ shade }} {{ brush }}\"\n");
+    s.write("roles/paint/tasks/other.yml", "- set_fact:\n    other: \"{{ shade }}\"\n");
+    let hook = s.write(
+        "hook.yml",
+        "- import_role:\n    name: paint\n- include_role:\n    name: paint\n    tasks_from: other\n  vars:\n    shade: dark\n",
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    let run = s.run_file(&hook);
+    assert_eq!(
+        run.fact("h1", "painted"),
+        json!("inventory-blue light role-brush"),
+        "defaults rank below the inventory"
+    );
+    assert_eq!(run.fact("h1", "other"), json!("dark"), "the task's vars rank above the role's defaults");
+
+    let missing = s.write("missing.yml", "- include_role:\n    name: nowhere\n");
+    let errors: Vec<String> = check_task_file(&missing).iter().map(|e| e.to_string()).collect();
+    assert!(errors.len() == 1 && errors[0].contains("the role 'nowhere' was not found"), "{errors:?}");
+    // A roles directory named by upgrade_roles_path (as `upgrade check` passes it) is searched too.
+    s.write("elsewhere/nowhere/tasks/main.yml", "- debug: msg=found\n");
+    assert!(check_task_file_with_notes(&missing, &[s.path().join("elsewhere")]).errors.is_empty());
+}
+
+#[test]
 fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(
         "hook.yml",
         "- name: old style\n  command: echo hi warn=false\n  register: a\n- name: args\n  shell: echo there\n  args:\n    warn: no\n",
     );
-    let checked = check_task_file_with_notes(&file);
+    let checked = check_task_file_with_notes(&file, &[]);
     assert!(checked.errors.is_empty(), "{:?}", checked.errors);
     assert_eq!(checked.notes.len(), 2, "{:?}", checked.notes);
     assert!(

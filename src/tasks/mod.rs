@@ -83,7 +83,7 @@ pub async fn run_tasks(
 
 /// Problems found in one task file: YAML, unknown keys and modules, template syntax, missing includes.
 pub fn check_task_file(path: &Path) -> Vec<Error> {
-    check_task_file_with_notes(path).errors
+    check_task_file_with_notes(path, &[]).errors
 }
 
 /// What checking a task file (and the files it includes) found.
@@ -96,10 +96,15 @@ pub struct TaskFileCheck {
     pub notes: Vec<String>,
 }
 
-/// Checks a task file and every file it includes, with notes beside the errors.
-pub fn check_task_file_with_notes(path: &Path) -> TaskFileCheck {
-    let mut checker =
-        Checker { templar: Templar::new(), checked: FilesChecked::default(), out: TaskFileCheck::default() };
+/// Checks a task file and every file it includes, with notes beside the errors. `roles_path`: the directories of
+/// the inventory's `upgrade_roles_path`, searched for roles after those beside the file.
+pub fn check_task_file_with_notes(path: &Path, roles_path: &[std::path::PathBuf]) -> TaskFileCheck {
+    let mut checker = Checker {
+        templar: Templar::new(),
+        checked: FilesChecked::default(),
+        out: TaskFileCheck::default(),
+        roles_path: roles_path.to_vec(),
+    };
     checker.file(path);
     checker.out
 }
@@ -122,9 +127,45 @@ struct Checker {
     templar: Templar,
     checked: FilesChecked,
     out: TaskFileCheck,
+    roles_path: Vec<std::path::PathBuf>,
 }
 
 impl Checker {
+    /// A role a task imports or includes: found where a run finds it (beside the hook, `roles/`,
+    /// `ANSIBLE_ROLES_PATH`), its tasks file and handlers checked.
+    fn role(&mut self, task: &Task, role: &engine::RoleCall) {
+        if role.name.contains("{{") || role.tasks_from.as_deref().is_some_and(|t| t.contains("{{")) {
+            return;
+        }
+        let refuse = |what: String, hint: &str| {
+            Error::input(format!("task \"{}\": {what}", task.display_name())).at(task.location.clone()).hint(hint)
+        };
+        let mut search = self.roles_path.clone();
+        search.extend(engine::roles_path(None));
+        let Some(dir) = engine::find_role(&task.location.file, &role.name, &search) else {
+            self.out.errors.push(refuse(
+                format!("the role '{}' was not found", role.name),
+                "put it in roles/ beside the hook file or beside it, or name its parent directory in \
+                 upgrade_roles_path or ANSIBLE_ROLES_PATH",
+            ));
+            return;
+        };
+        match engine::role_file(&dir, "tasks", role.tasks_from.as_deref()) {
+            Some(tasks) => self.file(&tasks),
+            None => self.out.errors.push(refuse(
+                format!(
+                    "Could not find specified file in role: tasks/{} (role {})",
+                    role.tasks_from.as_deref().unwrap_or("main"),
+                    dir.display()
+                ),
+                "name a file of the role's tasks/ in tasks_from",
+            )),
+        }
+        if let Some(handlers) = engine::role_file(&dir, "handlers", None) {
+            self.file(&handlers);
+        }
+    }
+
     /// A task's `notify` names handlers of its handlers file (checked too), as Ansible requires.
     fn notified_handlers(&mut self, task: &Task) {
         let Some(file) = engine::handlers_file(&task.location.file) else {
@@ -204,6 +245,9 @@ impl Checker {
                 Action::Module(call) => {
                     if !task.notify.is_empty() {
                         self.notified_handlers(task);
+                    }
+                    if matches!(call.module, model::Module::ImportRole | model::Module::IncludeRole) {
+                        self.role(task, &engine::RoleCall::from_args(&call.args));
                     }
                     for (module, arg, release) in model::REMOVED_ARGS {
                         if call.module == *module && call.args.contains_key(*arg) {

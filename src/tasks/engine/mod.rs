@@ -13,6 +13,7 @@ mod handlers;
 mod loops;
 mod module_context;
 mod results;
+mod roles;
 mod run_once;
 
 use std::collections::HashMap;
@@ -38,6 +39,7 @@ use module_context::render_args;
 use results::{
     StopTask, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
 };
+pub use roles::{RoleCall, find_role, role_file, roles_path};
 pub use run_once::RunOnce;
 
 pub const NO_LOG_MESSAGE: &str =
@@ -234,6 +236,9 @@ impl HostRun<'_> {
             }
             match &task.action {
                 Action::Module(call) if call.module == Module::Meta => self.run_meta(task, call, scope).await,
+                Action::Module(call) if matches!(call.module, Module::ImportRole | Module::IncludeRole) => {
+                    self.run_role(task, call, scope).await
+                }
                 Action::Block { block, rescue, always } => self.run_block(task, block, rescue, always, scope).await,
                 Action::Include { file, .. } => self.run_include(task, file, scope).await,
                 Action::Module(call) => self.run_module_task(task, call, scope).await,

@@ -130,6 +130,9 @@ pub enum Module {
     SystemdService,
     /// `meta`: run by the engine itself (flush_handlers, end_host, end_play, noop), never on a host.
     Meta,
+    /// `import_role` / `include_role`: run by the engine, which reads the role's tasks and variables.
+    ImportRole,
+    IncludeRole,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -144,7 +147,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 20] = [
+    pub const ALL: [Module; 22] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -165,6 +168,8 @@ impl Module {
         Module::Systemd,
         Module::SystemdService,
         Module::Meta,
+        Module::ImportRole,
+        Module::IncludeRole,
     ];
 
     pub fn name(self) -> &'static str {
@@ -189,6 +194,8 @@ impl Module {
             Module::Systemd => "systemd",
             Module::SystemdService => "systemd_service",
             Module::Meta => "meta",
+            Module::ImportRole => "import_role",
+            Module::IncludeRole => "include_role",
         }
     }
 
@@ -284,6 +291,16 @@ impl Module {
             ],
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
             Module::Meta => &[("_raw_params", Str)],
+            Module::ImportRole | Module::IncludeRole => &[
+                ("name", Str),
+                ("tasks_from", Str),
+                ("vars_from", Str),
+                ("defaults_from", Str),
+                ("handlers_from", Str),
+                ("allow_duplicates", Bool),
+                ("public", Bool),
+                ("rolespec_validate", Bool),
+            ],
             Module::Service => &[
                 ("name", Str),
                 ("state", Str),

@@ -699,6 +699,7 @@ impl Parser {
                 }
                 None
             }
+            Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {
                 let state = args.get("state").and_then(Value::as_str).unwrap_or("started");

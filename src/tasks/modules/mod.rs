@@ -135,7 +135,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::File => file::file(ctx, args).await,
         Module::Service | Module::Systemd | Module::SystemdService => service::systemd(ctx, args).await,
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
-        Module::Meta => Ok(failed("meta is run by the engine")),
+        Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }
 }
 
