@@ -133,6 +133,7 @@ pub enum Module {
     /// `import_role` / `include_role`: run by the engine, which reads the role's tasks and variables.
     ImportRole,
     IncludeRole,
+    Uri,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -147,7 +148,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 22] = [
+    pub const ALL: [Module; 23] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -170,6 +171,7 @@ impl Module {
         Module::Meta,
         Module::ImportRole,
         Module::IncludeRole,
+        Module::Uri,
     ];
 
     pub fn name(self) -> &'static str {
@@ -196,6 +198,7 @@ impl Module {
             Module::Meta => "meta",
             Module::ImportRole => "import_role",
             Module::IncludeRole => "include_role",
+            Module::Uri => "uri",
         }
     }
 
@@ -291,6 +294,24 @@ impl Module {
             ],
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
             Module::Meta => &[("_raw_params", Str)],
+            Module::Uri => &[
+                ("url", Str),
+                ("method", Str),
+                ("body", Any),
+                ("body_format", Str),
+                ("status_code", Any),
+                ("return_content", Bool),
+                ("validate_certs", Bool),
+                ("headers", Any),
+                ("timeout", Int),
+                ("follow_redirects", Str),
+                ("url_username", Str),
+                ("url_password", Str),
+                ("user", Str),
+                ("password", Str),
+                ("force_basic_auth", Bool),
+                ("ca_path", Str),
+            ],
             Module::ImportRole | Module::IncludeRole => &[
                 ("name", Str),
                 ("tasks_from", Str),

@@ -700,6 +700,7 @@ impl Parser {
                 None
             }
             Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
+            Module::Uri if !has("url") => Some("`url`"),
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {
                 let state = args.get("state").and_then(Value::as_str).unwrap_or("started");

@@ -12,6 +12,7 @@ mod facts;
 mod file;
 mod files;
 mod service;
+mod uri;
 mod wait;
 
 use std::path::{Path, PathBuf};
@@ -134,6 +135,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::WaitForConnection => wait_for_connection(ctx, args).await,
         Module::File => file::file(ctx, args).await,
         Module::Service | Module::Systemd | Module::SystemdService => service::systemd(ctx, args).await,
+        Module::Uri => uri::uri(ctx, args).await,
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
         Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }
