@@ -311,6 +311,8 @@ impl Module {
                 ("password", Str),
                 ("force_basic_auth", Bool),
                 ("ca_path", Str),
+                ("client_cert", Str),
+                ("client_key", Str),
             ],
             Module::ImportRole | Module::IncludeRole => &[
                 ("name", Str),

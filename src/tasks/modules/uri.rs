@@ -1,5 +1,6 @@
 //! `uri`: an HTTP request made from the host, as ansible-core 2.19's `ansible.builtin.uri` makes it (method, body
-//! and body_format, headers, status_code, return_content, validate_certs, timeout, basic auth, follow_redirects)
+//! and body_format, headers, status_code, return_content, validate_certs, ca_path, client_cert/client_key, timeout,
+//! basic auth, follow_redirects)
 //! and with its result: `status`, `url`, `msg` (`OK (N bytes)`), every response header as a key (lower case, `-` as
 //! `_`), `json` for a JSON body, `content` with return_content, `redirected`, `elapsed`, `cookies`. Ansible's module
 //! runs Python's urllib on the host; here `curl` on the host makes the request (a host without curl fails the task
@@ -102,8 +103,10 @@ pub(super) async fn uri(ctx: &ModuleContext, args: &Map<String, Value>) -> Modul
     if !arg_bool(args, "validate_certs", true) {
         curl.push_str(" -k");
     }
-    if let Some(ca) = arg_str(args, "ca_path") {
-        curl.push_str(&format!(" --cacert {}", shell_quote(&ca)));
+    for (arg, flag) in [("ca_path", "--cacert"), ("client_cert", "--cert"), ("client_key", "--key")] {
+        if let Some(path) = arg_str(args, arg) {
+            curl.push_str(&format!(" {flag} {}", shell_quote(&path)));
+        }
     }
     // Ansible's default `safe` follows redirects of GET and HEAD only; `all`/`yes` any; `no`/`none` none.
     let follow = arg_str(args, "follow_redirects").unwrap_or_else(|| "safe".into());
