@@ -372,6 +372,37 @@ fn roles_are_found_beside_the_hook_with_their_defaults_vars_and_tasks_from() {
 }
 
 #[test]
+fn an_async_job_left_running_is_followed_with_async_status() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: start
+  shell: sleep 1; echo done
+  async: 30
+  poll: 0
+  register: job
+- name: follow
+  async_status: {jid: "{{ job.ansible_job_id }}"}
+  register: status
+  until: status.finished
+  retries: 10
+  delay: 1
+- name: waited for
+  command: echo waited
+  async: 10
+  poll: 1
+  register: waited
+"#,
+    );
+    let job = run.fact("h1", "job");
+    assert_eq!((job["finished"].clone(), job["started"].clone()), (json!(false), json!(true)));
+    let status = run.fact("h1", "status");
+    assert_eq!((status["finished"].clone(), status["stdout"].clone()), (json!(true), json!("done")));
+    assert!(status["attempts"].as_i64().unwrap_or(0) >= 1);
+    assert_eq!(run.fact("h1", "waited")["stdout"], "waited");
+}
+
+#[test]
 fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(
@@ -396,14 +427,14 @@ fn check_calls_a_keyword_a_keyword_a_module_a_module_and_gives_the_hint_once() {
     let file = s.write(
         "hook.yml",
         "- name: restart\n  command: systemctl restart kubelet\n  check_mode: false\n\
-         - name: wait\n  command: sleep 1\n  async: 10\n\
+         - name: wait\n  command: sleep 1\n  throttle: 1\n\
          - name: scale\n  oc_obj: {name: x}\n\
          - import_tasks: missing.yml\n",
     );
     let errors: Vec<String> = check_task_file(&file).iter().map(|e| e.to_string()).collect();
     let joined = errors.join("\n");
     assert!(joined.contains("the keyword `check_mode` is not supported"), "{joined}");
-    assert!(joined.contains("the keyword `async` is not supported"), "{joined}");
+    assert!(joined.contains("the keyword `throttle` is not supported"), "{joined}");
     assert!(joined.contains("unknown module `oc_obj`"), "{joined}");
     assert!(joined.contains("task \"import_tasks missing.yml\""), "named as written: {joined}");
     assert_eq!(joined.matches("supported modules:").count(), 1, "the list is given once per file: {joined}");

@@ -31,6 +31,7 @@ impl HostRun<'_> {
                     | Module::Meta
                     | Module::ImportRole
                     | Module::IncludeRole
+                    | Module::AsyncStatus
             )
         );
         let connection = if needs_host {

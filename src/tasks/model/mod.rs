@@ -48,6 +48,9 @@ pub struct Task {
     pub notify: Vec<String>,
     /// `listen:` (a handler's): the topics it also answers to.
     pub listen: Vec<String>,
+    /// `async:` seconds the module may run as a job, and `poll:` seconds between looks at it (0: do not wait).
+    pub async_: Option<Value>,
+    pub poll: Option<Value>,
 }
 
 /// An empty task: no keywords, and an empty block for its action until one is set.
@@ -80,6 +83,8 @@ impl Default for Task {
             timeout: None,
             notify: Vec::new(),
             listen: Vec::new(),
+            async_: None,
+            poll: None,
         }
     }
 }
@@ -134,6 +139,7 @@ pub enum Module {
     ImportRole,
     IncludeRole,
     Uri,
+    AsyncStatus,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -148,7 +154,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 23] = [
+    pub const ALL: [Module; 24] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -172,6 +178,7 @@ impl Module {
         Module::ImportRole,
         Module::IncludeRole,
         Module::Uri,
+        Module::AsyncStatus,
     ];
 
     pub fn name(self) -> &'static str {
@@ -199,6 +206,7 @@ impl Module {
             Module::ImportRole => "import_role",
             Module::IncludeRole => "include_role",
             Module::Uri => "uri",
+            Module::AsyncStatus => "async_status",
         }
     }
 
@@ -294,6 +302,7 @@ impl Module {
             ],
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
             Module::Meta => &[("_raw_params", Str)],
+            Module::AsyncStatus => &[("jid", Str), ("mode", Str)],
             Module::Uri => &[
                 ("url", Str),
                 ("method", Str),
@@ -417,6 +426,8 @@ impl Task {
             &self.loop_items,
             &self.no_log,
             &self.timeout,
+            &self.async_,
+            &self.poll,
         ]
         .into_iter()
         .flatten()

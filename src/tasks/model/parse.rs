@@ -34,6 +34,8 @@ const TASK_KEYS: &[&str] = &[
     "timeout",
     "notify",
     "listen",
+    "async",
+    "poll",
 ];
 
 /// Ansible's task keywords (ansible-core 2.19's `Task`, `Block` and `Handler` attributes): a key among them that is not
@@ -42,7 +44,6 @@ const ANSIBLE_KEYWORDS: &[&str] = &[
     "action",
     "always",
     "any_errors_fatal",
-    "async",
     "become_exe",
     "become_flags",
     "become_method",
@@ -54,7 +55,6 @@ const ANSIBLE_KEYWORDS: &[&str] = &[
     "diff",
     "ignore_unreachable",
     "module_defaults",
-    "poll",
     "port",
     "remote_user",
     "rescue",
@@ -305,6 +305,8 @@ impl Parser {
             }
             "loop_control" => self.loop_control(value, label, task),
             "notify" => task.notify = self.names(value, label, "notify"),
+            "async" => task.async_ = self.intish(value, label, "async"),
+            "poll" => task.poll = self.intish(value, label, "poll"),
             "listen" => task.listen = self.names(value, label, "listen"),
             "tags" | "rescue" | "always" => {}
             _ => return false,
@@ -701,6 +703,7 @@ impl Parser {
             }
             Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
             Module::Uri if !has("url") => Some("`url`"),
+            Module::AsyncStatus if !has("jid") => Some("`jid`"),
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {
                 let state = args.get("state").and_then(Value::as_str).unwrap_or("started");

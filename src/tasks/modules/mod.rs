@@ -6,6 +6,7 @@
 //! so the connection below only moves bytes. The layers: `model` below, `modules` here, `engine` above; nothing
 //! here imports the engine.
 
+mod async_jobs;
 mod command;
 mod context;
 mod facts;
@@ -26,6 +27,7 @@ use super::model::Module;
 use super::{Templar, Vars};
 use crate::ansible_compat::boolean;
 use crate::connection::ConnectionError;
+pub use async_jobs::{AsyncJobs, run_async};
 use command::{command, script};
 pub use context::{BECOME_PROMPT, BecomePassword, ModuleContext};
 use facts::{assert, debug, fail, set_fact};
@@ -49,6 +51,8 @@ pub struct EngineOptions {
     /// Commands' stdout is read whole instead of within the bound of command output: for the run's own reads of
     /// the cluster (`get nodes -o json` of a 5,000-node cluster is tens of MB, and a cut one does not parse).
     pub whole_stdout: bool,
+    /// The run's `async` jobs, for `async_status`.
+    pub async_jobs: AsyncJobs,
 }
 
 /// A failed result with Ansible's `msg`.
@@ -136,6 +140,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::File => file::file(ctx, args).await,
         Module::Service | Module::Systemd | Module::SystemdService => service::systemd(ctx, args).await,
         Module::Uri => uri::uri(ctx, args).await,
+        Module::AsyncStatus => Ok(async_jobs::async_status(ctx, args)),
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
         Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }
