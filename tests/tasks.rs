@@ -403,6 +403,32 @@ fn an_async_job_left_running_is_followed_with_async_status() {
 }
 
 #[test]
+fn lineinfile_replaces_adds_and_removes_lines_as_ansible() {
+    let s = Scenario::new(&["h1"]);
+    std::fs::write(s.host_dir("h1").join("f.conf"), "a=1\n[s]\nkey=2\n").expect("file");
+    let run = s.run(
+        r#"
+- name: replace
+  lineinfile: {path: "{{ host_dir }}/f.conf", regexp: '^key=(\d)$', line: 'key=\1\1', backrefs: true}
+  register: replace
+- name: after
+  lineinfile: {path: "{{ host_dir }}/f.conf", line: 'b=2', insertafter: '^\[s\]'}
+- name: again
+  lineinfile: {path: "{{ host_dir }}/f.conf", line: 'b=2', insertafter: '^\[s\]'}
+  register: again
+- name: remove
+  lineinfile: {path: "{{ host_dir }}/f.conf", regexp: '^a=', state: absent}
+  register: remove
+"#,
+    );
+    assert_eq!(run.fact("h1", "replace")["msg"], "line replaced");
+    assert_eq!(run.fact("h1", "again")["changed"], false);
+    assert_eq!(run.fact("h1", "remove")["msg"], "1 line(s) removed");
+    let text = std::fs::read_to_string(s.host_dir("h1").join("f.conf")).expect("file");
+    assert_eq!(text, "[s]\nb=2\nkey=22\n");
+}
+
+#[test]
 fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(

@@ -140,6 +140,7 @@ pub enum Module {
     IncludeRole,
     Uri,
     AsyncStatus,
+    Lineinfile,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -154,7 +155,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 24] = [
+    pub const ALL: [Module; 25] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -179,6 +180,7 @@ impl Module {
         Module::IncludeRole,
         Module::Uri,
         Module::AsyncStatus,
+        Module::Lineinfile,
     ];
 
     pub fn name(self) -> &'static str {
@@ -207,6 +209,7 @@ impl Module {
             Module::IncludeRole => "include_role",
             Module::Uri => "uri",
             Module::AsyncStatus => "async_status",
+            Module::Lineinfile => "lineinfile",
         }
     }
 
@@ -303,6 +306,29 @@ impl Module {
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
             Module::Meta => &[("_raw_params", Str)],
             Module::AsyncStatus => &[("jid", Str), ("mode", Str)],
+            Module::Lineinfile => &[
+                ("path", Str),
+                ("dest", Str),
+                ("destfile", Str),
+                ("name", Str),
+                ("regexp", Str),
+                ("regex", Str),
+                ("search_string", Str),
+                ("state", Str),
+                ("line", Str),
+                ("value", Str),
+                ("backrefs", Bool),
+                ("insertafter", Str),
+                ("insertbefore", Str),
+                ("create", Bool),
+                ("backup", Bool),
+                ("firstmatch", Bool),
+                ("validate", Str),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+                ("unsafe_writes", Bool),
+            ],
             Module::Uri => &[
                 ("url", Str),
                 ("method", Str),

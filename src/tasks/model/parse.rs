@@ -704,6 +704,7 @@ impl Parser {
             Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
             Module::Uri if !has("url") => Some("`url`"),
             Module::AsyncStatus if !has("jid") => Some("`jid`"),
+            Module::Lineinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {
                 let state = args.get("state").and_then(Value::as_str).unwrap_or("started");

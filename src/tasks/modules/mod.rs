@@ -12,6 +12,7 @@ mod context;
 mod facts;
 mod file;
 mod files;
+mod lineinfile;
 mod service;
 mod uri;
 mod wait;
@@ -141,6 +142,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::Service | Module::Systemd | Module::SystemdService => service::systemd(ctx, args).await,
         Module::Uri => uri::uri(ctx, args).await,
         Module::AsyncStatus => Ok(async_jobs::async_status(ctx, args)),
+        Module::Lineinfile => lineinfile::lineinfile(ctx, args).await,
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
         Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }
