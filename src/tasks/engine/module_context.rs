@@ -32,6 +32,7 @@ impl HostRun<'_> {
                     | Module::ImportRole
                     | Module::IncludeRole
                     | Module::AsyncStatus
+                    | Module::IncludeVars
             )
         );
         let connection = if needs_host {

@@ -141,6 +141,8 @@ pub enum Module {
     Uri,
     AsyncStatus,
     Lineinfile,
+    Slurp,
+    IncludeVars,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -155,7 +157,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 25] = [
+    pub const ALL: [Module; 27] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -181,6 +183,8 @@ impl Module {
         Module::Uri,
         Module::AsyncStatus,
         Module::Lineinfile,
+        Module::Slurp,
+        Module::IncludeVars,
     ];
 
     pub fn name(self) -> &'static str {
@@ -210,6 +214,8 @@ impl Module {
             Module::Uri => "uri",
             Module::AsyncStatus => "async_status",
             Module::Lineinfile => "lineinfile",
+            Module::Slurp => "slurp",
+            Module::IncludeVars => "include_vars",
         }
     }
 
@@ -306,6 +312,8 @@ impl Module {
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
             Module::Meta => &[("_raw_params", Str)],
             Module::AsyncStatus => &[("jid", Str), ("mode", Str)],
+            Module::Slurp => &[("src", Str), ("path", Str)],
+            Module::IncludeVars => &[("_raw_params", Str), ("file", Str), ("name", Str)],
             Module::Lineinfile => &[
                 ("path", Str),
                 ("dest", Str),

@@ -704,6 +704,8 @@ impl Parser {
             Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
             Module::Uri if !has("url") => Some("`url`"),
             Module::AsyncStatus if !has("jid") => Some("`jid`"),
+            Module::Slurp if !has("src") && !has("path") => Some("`src`"),
+            Module::IncludeVars if !has("file") && !has("_raw_params") => Some("a file"),
             Module::Lineinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {

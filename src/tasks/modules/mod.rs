@@ -15,6 +15,7 @@ mod files;
 mod lineinfile;
 mod service;
 mod uri;
+mod vars_files;
 mod wait;
 
 use std::path::{Path, PathBuf};
@@ -143,6 +144,8 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::Uri => uri::uri(ctx, args).await,
         Module::AsyncStatus => Ok(async_jobs::async_status(ctx, args)),
         Module::Lineinfile => lineinfile::lineinfile(ctx, args).await,
+        Module::Slurp => vars_files::slurp(ctx, args).await,
+        Module::IncludeVars => Ok(vars_files::include_vars(ctx, args)),
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
         Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }
