@@ -429,6 +429,28 @@ fn lineinfile_replaces_adds_and_removes_lines_as_ansible() {
 }
 
 #[test]
+fn blockinfile_keeps_one_block_between_its_markers() {
+    let s = Scenario::new(&["h1"]);
+    std::fs::write(s.host_dir("h1").join("f.conf"), "a=1\n").expect("file");
+    let run = s.run(
+        r#"
+- name: add
+  blockinfile: {path: "{{ host_dir }}/f.conf", block: "b=2"}
+  register: add
+- name: replace
+  blockinfile: {path: "{{ host_dir }}/f.conf", block: "b=3"}
+- name: again
+  blockinfile: {path: "{{ host_dir }}/f.conf", block: "b=3"}
+  register: again
+"#,
+    );
+    assert_eq!(run.fact("h1", "add")["msg"], "Block inserted");
+    assert_eq!(run.fact("h1", "again")["changed"], false);
+    let text = std::fs::read_to_string(s.host_dir("h1").join("f.conf")).expect("file");
+    assert_eq!(text, "a=1\n# BEGIN ANSIBLE MANAGED BLOCK\nb=3\n# END ANSIBLE MANAGED BLOCK\n");
+}
+
+#[test]
 fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(

@@ -143,6 +143,7 @@ pub enum Module {
     Lineinfile,
     Slurp,
     IncludeVars,
+    Blockinfile,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -157,7 +158,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 27] = [
+    pub const ALL: [Module; 28] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -185,6 +186,7 @@ impl Module {
         Module::Lineinfile,
         Module::Slurp,
         Module::IncludeVars,
+        Module::Blockinfile,
     ];
 
     pub fn name(self) -> &'static str {
@@ -216,6 +218,7 @@ impl Module {
             Module::Lineinfile => "lineinfile",
             Module::Slurp => "slurp",
             Module::IncludeVars => "include_vars",
+            Module::Blockinfile => "blockinfile",
         }
     }
 
@@ -313,6 +316,27 @@ impl Module {
             Module::Meta => &[("_raw_params", Str)],
             Module::AsyncStatus => &[("jid", Str), ("mode", Str)],
             Module::Slurp => &[("src", Str), ("path", Str)],
+            Module::Blockinfile => &[
+                ("path", Str),
+                ("dest", Str),
+                ("destfile", Str),
+                ("name", Str),
+                ("block", Str),
+                ("content", Str),
+                ("marker", Str),
+                ("marker_begin", Str),
+                ("marker_end", Str),
+                ("state", Str),
+                ("insertafter", Str),
+                ("insertbefore", Str),
+                ("create", Bool),
+                ("backup", Bool),
+                ("validate", Str),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+                ("unsafe_writes", Bool),
+            ],
             Module::IncludeVars => &[("_raw_params", Str), ("file", Str), ("name", Str)],
             Module::Lineinfile => &[
                 ("path", Str),

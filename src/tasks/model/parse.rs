@@ -706,6 +706,7 @@ impl Parser {
             Module::AsyncStatus if !has("jid") => Some("`jid`"),
             Module::Slurp if !has("src") && !has("path") => Some("`src`"),
             Module::IncludeVars if !has("file") && !has("_raw_params") => Some("a file"),
+            Module::Blockinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
             Module::Lineinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {

@@ -219,7 +219,7 @@ pub(super) async fn lineinfile(ctx: &ModuleContext, args: &Map<String, Value>) -
         _ => (false, String::new()),
     };
     let mut result = Map::new();
-    let (new_lines, mut msg, found) = if state == "absent" {
+    let (new_lines, msg, found) = if state == "absent" {
         if !exists {
             return Ok(obj(json!({"changed": false, "msg": "file not present"})));
         }
@@ -261,42 +261,76 @@ pub(super) async fn lineinfile(ctx: &ModuleContext, args: &Map<String, Value>) -
     let changed = !msg.is_empty();
     let mut backup = String::new();
     if changed {
-        let tmp = shell_quote(&format!("{path}.upgrade-tmp"));
-        let dir = std::path::Path::new(&path).parent().map(|d| d.display().to_string()).unwrap_or_default();
-        let mut script = String::new();
-        if !exists && !dir.is_empty() {
-            script.push_str(&format!("mkdir -p {} && ", shell_quote(&dir)));
-        }
-        if arg_bool(args, "backup", false) && exists {
-            // Ansible's backup name: the file's, then the process id and the time.
-            let stamp = crate::tasks::modules::timestamp(std::time::SystemTime::now()).replace([' ', ':'], "@");
-            backup = format!("{path}.{}.{stamp}~", std::process::id());
-            script.push_str(&format!("cp -p {q} {} && ", shell_quote(&backup)));
-        }
-        script.push_str(&format!("cat > {tmp}"));
-        if let Some(validate) = arg_str(args, "validate") {
-            if !validate.contains("%s") {
-                return Ok(fail_json(format!("validate must contain %s: {validate}")));
-            }
-            script.push_str(&format!(" && {{ {} || {{ rm -f {tmp}; exit 97; }}; }}", validate.replace("%s", &tmp)));
-        }
-        if exists {
-            script.push_str(&format!(
-                " && chmod --reference={q} {tmp} 2>/dev/null; chown --reference={q} {tmp} 2>/dev/null;"
-            ));
-            script.push_str(&format!(" mv -f {tmp} {q}"));
-        } else {
-            script.push_str(&format!(" && mv -f {tmp} {q}"));
-        }
-        let out = ctx.exec(&script, Some(new_content.as_bytes())).await?;
-        if out.status == 97 {
-            return Ok(fail_json(format!("failed to validate: {}", String::from_utf8_lossy(&out.stderr).trim())));
-        }
-        if out.status != 0 {
-            return Ok(fail_json(format!("cannot write {path}: {}", String::from_utf8_lossy(&out.stderr).trim())));
+        match write_back(ctx, args, &path, exists, new_content.as_bytes()).await? {
+            Ok(b) => backup = b,
+            Err(failure) => return Ok(failure),
         }
     }
-    // mode, owner, group: as check_file_attrs, appended to the message when they change anything.
+    let (msg, changed) = apply_attributes(ctx, args, &path, msg, changed).await?;
+    result.insert("changed".into(), json!(changed));
+    if let Some(found) = found {
+        result.insert("found".into(), json!(found));
+    }
+    result.insert("msg".into(), json!(msg));
+    result.insert("backup".into(), json!(backup));
+    Ok(result)
+}
+
+/// Writes a file's new content through a temporary file beside it (checked with `validate` first when given, the
+/// old file's mode and owner kept), after a `backup` copy when asked; `Ok(Ok(backup file or ""))`, or the failure.
+pub(super) async fn write_back(
+    ctx: &ModuleContext,
+    args: &Map<String, Value>,
+    path: &str,
+    exists: bool,
+    content: &[u8],
+) -> Result<Result<String, Map<String, Value>>, ConnectionError> {
+    let q = shell_quote(path);
+    let tmp = shell_quote(&format!("{path}.upgrade-tmp"));
+    let dir = std::path::Path::new(path).parent().map(|d| d.display().to_string()).unwrap_or_default();
+    let mut script = String::new();
+    let mut backup = String::new();
+    if !exists && !dir.is_empty() {
+        script.push_str(&format!("mkdir -p {} && ", shell_quote(&dir)));
+    }
+    if arg_bool(args, "backup", false) && exists {
+        // Ansible's backup name: the file's, then the process id and the time.
+        let stamp = crate::tasks::modules::timestamp(std::time::SystemTime::now()).replace([' ', ':'], "@");
+        backup = format!("{path}.{}.{stamp}~", std::process::id());
+        script.push_str(&format!("cp -p {q} {} && ", shell_quote(&backup)));
+    }
+    script.push_str(&format!("cat > {tmp}"));
+    if let Some(validate) = arg_str(args, "validate") {
+        if !validate.contains("%s") {
+            return Ok(Err(fail_json(format!("validate must contain %s: {validate}"))));
+        }
+        script.push_str(&format!(" && {{ {} || {{ rm -f {tmp}; exit 97; }}; }}", validate.replace("%s", &tmp)));
+    }
+    if exists {
+        script.push_str(&format!(
+            " && chmod --reference={q} {tmp} 2>/dev/null; chown --reference={q} {tmp} 2>/dev/null; mv -f {tmp} {q}"
+        ));
+    } else {
+        script.push_str(&format!(" && mv -f {tmp} {q}"));
+    }
+    let out = ctx.exec(&script, Some(content)).await?;
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    Ok(match out.status {
+        0 => Ok(backup),
+        97 => Err(fail_json(format!("failed to validate: {stderr}"))),
+        _ => Err(fail_json(format!("cannot write {path}: {stderr}"))),
+    })
+}
+
+/// `mode`, `owner`, `group` applied as Ansible's `check_file_attrs`: a change of them is named in the message.
+pub(super) async fn apply_attributes(
+    ctx: &ModuleContext,
+    args: &Map<String, Value>,
+    path: &str,
+    msg: String,
+    changed: bool,
+) -> Result<(String, bool), ConnectionError> {
+    let q = shell_quote(path);
     let mut attrs = String::new();
     if let Some(owner) = arg_str(args, "owner") {
         attrs.push_str(&format!("chown {} {q} && ", shell_quote(&owner)));
@@ -307,25 +341,14 @@ pub(super) async fn lineinfile(ctx: &ModuleContext, args: &Map<String, Value>) -
     if let Some(mode) = args.get("mode").and_then(mode_text) {
         attrs.push_str(&format!("chmod {} {q} && ", shell_quote(&mode)));
     }
-    let mut changed = changed;
-    if !attrs.is_empty() {
-        let stat = format!("stat -c '%a %u %g' {q}");
-        let script = format!("a=$({stat}); {attrs}true; b=$({stat}); [ \"$a\" = \"$b\" ]");
-        let out = ctx.exec(&script, None).await?;
-        if out.status != 0 {
-            msg = if msg.is_empty() {
-                "ownership, perms or SE linux context changed".into()
-            } else {
-                format!("{msg} and ownership, perms or SE linux context changed")
-            };
-            changed = true;
-        }
+    if attrs.is_empty() {
+        return Ok((msg, changed));
     }
-    result.insert("changed".into(), json!(changed));
-    if let Some(found) = found {
-        result.insert("found".into(), json!(found));
+    let stat = format!("stat -c '%a %u %g' {q}");
+    let script = format!("a=$({stat}); {attrs}true; b=$({stat}); [ \"$a\" = \"$b\" ]");
+    if ctx.exec(&script, None).await?.status == 0 {
+        return Ok((msg, changed));
     }
-    result.insert("msg".into(), json!(msg));
-    result.insert("backup".into(), json!(backup));
-    Ok(result)
+    let what = "ownership, perms or SE linux context changed";
+    Ok((if msg.is_empty() { what.to_string() } else { format!("{msg} and {what}") }, true))
 }

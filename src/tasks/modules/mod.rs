@@ -7,6 +7,7 @@
 //! here imports the engine.
 
 mod async_jobs;
+mod blockinfile;
 mod command;
 mod context;
 mod facts;
@@ -144,6 +145,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::Uri => uri::uri(ctx, args).await,
         Module::AsyncStatus => Ok(async_jobs::async_status(ctx, args)),
         Module::Lineinfile => lineinfile::lineinfile(ctx, args).await,
+        Module::Blockinfile => blockinfile::blockinfile(ctx, args).await,
         Module::Slurp => vars_files::slurp(ctx, args).await,
         Module::IncludeVars => Ok(vars_files::include_vars(ctx, args)),
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
