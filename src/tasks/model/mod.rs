@@ -144,6 +144,7 @@ pub enum Module {
     Slurp,
     IncludeVars,
     Blockinfile,
+    GetUrl,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -158,7 +159,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 28] = [
+    pub const ALL: [Module; 29] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -187,6 +188,7 @@ impl Module {
         Module::Slurp,
         Module::IncludeVars,
         Module::Blockinfile,
+        Module::GetUrl,
     ];
 
     pub fn name(self) -> &'static str {
@@ -219,6 +221,7 @@ impl Module {
             Module::Slurp => "slurp",
             Module::IncludeVars => "include_vars",
             Module::Blockinfile => "blockinfile",
+            Module::GetUrl => "get_url",
         }
     }
 
@@ -316,6 +319,24 @@ impl Module {
             Module::Meta => &[("_raw_params", Str)],
             Module::AsyncStatus => &[("jid", Str), ("mode", Str)],
             Module::Slurp => &[("src", Str), ("path", Str)],
+            Module::GetUrl => &[
+                ("url", Str),
+                ("dest", Str),
+                ("checksum", Str),
+                ("force", Bool),
+                ("backup", Bool),
+                ("timeout", Int),
+                ("headers", Any),
+                ("validate_certs", Bool),
+                ("url_username", Str),
+                ("url_password", Str),
+                ("username", Str),
+                ("password", Str),
+                ("force_basic_auth", Bool),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+            ],
             Module::Blockinfile => &[
                 ("path", Str),
                 ("dest", Str),

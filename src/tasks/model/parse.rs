@@ -707,6 +707,7 @@ impl Parser {
             Module::Slurp if !has("src") && !has("path") => Some("`src`"),
             Module::IncludeVars if !has("file") && !has("_raw_params") => Some("a file"),
             Module::Blockinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
+            Module::GetUrl if !has("url") || !has("dest") => Some("`url` and `dest`"),
             Module::Lineinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
             Module::Service if !has("name") => Some("`name`"),
             Module::Service | Module::Systemd | Module::SystemdService => {

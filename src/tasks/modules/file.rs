@@ -11,9 +11,9 @@ use crate::ansible_compat::shell_quote;
 
 /// What `stat` says of a path (not following a final symlink unless asked).
 #[derive(Debug, Clone, PartialEq)]
-struct PathInfo {
+pub(super) struct PathInfo {
     /// Ansible's name for the kind: `file`, `directory`, `link`, `hard` (a file with more than one link).
-    state: &'static str,
+    pub(super) state: &'static str,
     mode: u32,
     uid: u64,
     gid: u64,
@@ -25,7 +25,7 @@ struct PathInfo {
 }
 
 /// `stat` of `path` (following symlinks with `follow`), `None` when nothing is there.
-async fn probe(ctx: &ModuleContext, path: &str, follow: bool) -> Result<Option<PathInfo>, ConnectionError> {
+pub(super) async fn probe(ctx: &ModuleContext, path: &str, follow: bool) -> Result<Option<PathInfo>, ConnectionError> {
     let q = shell_quote(path);
     let flag = if follow { "-L " } else { "" };
     let script = format!(
@@ -63,7 +63,7 @@ async fn probe(ctx: &ModuleContext, path: &str, follow: bool) -> Result<Option<P
 }
 
 /// The path's fields Ansible adds to a result (`add_path_info`).
-fn add_path_info(result: &mut Map<String, Value>, info: Option<&PathInfo>) {
+pub(super) fn add_path_info(result: &mut Map<String, Value>, info: Option<&PathInfo>) {
     let Some(info) = info else {
         result.insert("state".into(), json!("absent"));
         return;

@@ -13,6 +13,7 @@ mod context;
 mod facts;
 mod file;
 mod files;
+mod get_url;
 mod lineinfile;
 mod service;
 mod uri;
@@ -146,6 +147,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::AsyncStatus => Ok(async_jobs::async_status(ctx, args)),
         Module::Lineinfile => lineinfile::lineinfile(ctx, args).await,
         Module::Blockinfile => blockinfile::blockinfile(ctx, args).await,
+        Module::GetUrl => get_url::get_url(ctx, args).await,
         Module::Slurp => vars_files::slurp(ctx, args).await,
         Module::IncludeVars => Ok(vars_files::include_vars(ctx, args)),
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
