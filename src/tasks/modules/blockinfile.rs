@@ -9,12 +9,6 @@ use super::lineinfile::{apply_attributes, write_back};
 use super::*;
 use crate::ansible_compat::shell_quote;
 
-fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
-    let mut r = failed(msg);
-    r.insert("exception".into(), json!(NO_TRACEBACK));
-    r
-}
-
 /// Puts the block where ansible-core does: in place of the old one (between its markers), else after the last line
 /// `insertafter` matches (before the one `insertbefore` matches), at the start or the end.
 fn place(lines: &mut Vec<String>, block: Vec<String>, markers: (&str, &str), ins: Insert<'_>) -> Result<(), String> {

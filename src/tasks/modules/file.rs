@@ -78,7 +78,7 @@ pub(super) fn add_path_info(result: &mut Map<String, Value>, info: Option<&PathI
 }
 
 /// The commands that give a path the task's mode, owner and group (recursively with `recurse`).
-fn attributes(args: &Map<String, Value>, q: &str, recurse: bool, link: bool) -> String {
+pub(super) fn attributes(args: &Map<String, Value>, q: &str, recurse: bool, link: bool) -> String {
     let r = if recurse { "-R " } else { "" };
     // A symlink's own owner is set with -h; its mode cannot be (Linux has no lchmod), as in Ansible.
     let h = if link { "-h " } else { "" };
@@ -126,9 +126,8 @@ pub(super) async fn file(ctx: &ModuleContext, args: &Map<String, Value>) -> Modu
         return Ok(failed("recurse option requires state to be 'directory'"));
     }
     let fail_with_path = |msg: String| {
-        let mut r = failed(msg);
+        let mut r = fail_json(msg);
         r.insert("path".into(), json!(path));
-        r.insert("exception".into(), json!(NO_TRACEBACK));
         r
     };
     let (script, link) = match state.as_str() {

@@ -11,9 +11,9 @@ use super::lineinfile::apply_attributes;
 use super::*;
 use crate::ansible_compat::shell_quote;
 
-fn fail_json(msg: impl Into<String>, base: &Map<String, Value>) -> Map<String, Value> {
-    let mut r = failed(msg);
-    r.insert("exception".into(), json!(NO_TRACEBACK));
+/// `fail_json` with the fields the result has gathered so far.
+fn fail_with(msg: impl Into<String>, base: &Map<String, Value>) -> Map<String, Value> {
+    let mut r = fail_json(msg);
     for (k, v) in base {
         r.entry(k.clone()).or_insert(v.clone());
     }
@@ -41,7 +41,7 @@ async fn digest(ctx: &ModuleContext, tool: &str, path: &str) -> Result<String, C
 pub(super) async fn get_url(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResult {
     let mut result = Map::new();
     let (Some(url), Some(mut dest)) = (arg_str(args, "url"), arg_str(args, "dest")) else {
-        return Ok(fail_json("missing required arguments: url, dest", &result));
+        return Ok(fail_with("missing required arguments: url, dest", &result));
     };
     result.insert("changed".into(), json!(false));
     result.insert("checksum_dest".into(), Value::Null);
@@ -54,15 +54,15 @@ pub(super) async fn get_url(ctx: &ModuleContext, args: &Map<String, Value>) -> M
         None => None,
         Some(c) => {
             let Some((algorithm, hex)) = c.split_once(':') else {
-                return Ok(fail_json("The checksum parameter has to be in format <algorithm>:<checksum>", &result));
+                return Ok(fail_with("The checksum parameter has to be in format <algorithm>:<checksum>", &result));
             };
             let hex: String =
                 hex.chars().filter(|c| c.is_alphanumeric() || *c == '_').collect::<String>().to_lowercase();
             if hex.is_empty() || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-                return Ok(fail_json("The checksum format is invalid", &result));
+                return Ok(fail_with("The checksum format is invalid", &result));
             }
             let Some(tool) = digest_tool(algorithm) else {
-                return Ok(fail_json(format!("Could not hash file with algorithm '{algorithm}'"), &result));
+                return Ok(fail_with(format!("Could not hash file with algorithm '{algorithm}'"), &result));
             };
             Some((tool, hex))
         }
@@ -119,12 +119,12 @@ pub(super) async fn get_url(ctx: &ModuleContext, args: &Map<String, Value>) -> M
     curl.push_str(&format!(" {}", shell_quote(&url)));
     let started = std::time::Instant::now();
     if ctx.exec(&format!("[ -d {} ]", shell_quote(&parent)), None).await?.status != 0 {
-        return Ok(fail_json(format!("Destination {parent} does not exist"), &result));
+        return Ok(fail_with(format!("Destination {parent} does not exist"), &result));
     }
     let out = ctx.exec(&format!("command -v curl >/dev/null || exit 127; {curl}"), None).await?;
     result.insert("elapsed".into(), json!(started.elapsed().as_secs()));
     if out.status == 127 {
-        return Ok(fail_json("get_url needs curl on the host: install curl there", &result));
+        return Ok(fail_with("get_url needs curl on the host: install curl there", &result));
     }
     let written = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut written = written.split_whitespace();
@@ -139,7 +139,7 @@ pub(super) async fn get_url(ctx: &ModuleContext, args: &Map<String, Value>) -> M
     }
     if code != 200 {
         ctx.exec(&cleanup, None).await?;
-        let mut r = fail_json("Request failed", &result);
+        let mut r = fail_with("Request failed", &result);
         r.insert("status_code".into(), json!(code));
         let response = if code < 0 || out.status != 0 {
             format!("Request failed: {}", String::from_utf8_lossy(&out.stderr).trim())
@@ -159,7 +159,7 @@ pub(super) async fn get_url(ctx: &ModuleContext, args: &Map<String, Value>) -> M
         let got = digest(ctx, tool, &tmp).await?;
         if got != *hex {
             ctx.exec(&cleanup, None).await?;
-            return Ok(fail_json(format!("The checksum for {tmp} did not match {hex}; it was {got}."), &result));
+            return Ok(fail_with(format!("The checksum for {tmp} did not match {hex}; it was {got}."), &result));
         }
     }
     let changed = result.get("checksum_dest").and_then(Value::as_str) != Some(checksum_src.as_str());
@@ -177,7 +177,7 @@ pub(super) async fn get_url(ctx: &ModuleContext, args: &Map<String, Value>) -> M
         if moved.status != 0 {
             ctx.exec(&cleanup, None).await?;
             let err = String::from_utf8_lossy(&moved.stderr).trim().to_string();
-            return Ok(fail_json(format!("failed to copy {tmp} to {dest}: {err}"), &result));
+            return Ok(fail_with(format!("failed to copy {tmp} to {dest}: {err}"), &result));
         }
     } else {
         ctx.exec(&cleanup, None).await?;

@@ -7,15 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::files::mode_text;
 use super::*;
 use crate::ansible_compat::shell_quote;
-
-fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
-    let mut r = failed(msg);
-    r.insert("exception".into(), json!(NO_TRACEBACK));
-    r
-}
 
 /// Lines with their endings, as Python's `readlines()`.
 fn read_lines(text: &str) -> Vec<String> {
@@ -331,21 +324,12 @@ pub(super) async fn apply_attributes(
     changed: bool,
 ) -> Result<(String, bool), ConnectionError> {
     let q = shell_quote(path);
-    let mut attrs = String::new();
-    if let Some(owner) = arg_str(args, "owner") {
-        attrs.push_str(&format!("chown {} {q} && ", shell_quote(&owner)));
-    }
-    if let Some(group) = arg_str(args, "group") {
-        attrs.push_str(&format!("chgrp {} {q} && ", shell_quote(&group)));
-    }
-    if let Some(mode) = args.get("mode").and_then(mode_text) {
-        attrs.push_str(&format!("chmod {} {q} && ", shell_quote(&mode)));
-    }
+    let attrs = super::file::attributes(args, &q, false, false);
     if attrs.is_empty() {
         return Ok((msg, changed));
     }
     let stat = format!("stat -c '%a %u %g' {q}");
-    let script = format!("a=$({stat}); {attrs}true; b=$({stat}); [ \"$a\" = \"$b\" ]");
+    let script = format!("a=$({stat}); true{attrs}; b=$({stat}); [ \"$a\" = \"$b\" ]");
     if ctx.exec(&script, None).await?.status == 0 {
         return Ok((msg, changed));
     }

@@ -68,6 +68,13 @@ pub(crate) fn failed(msg: impl Into<String>) -> Map<String, Value> {
     m
 }
 
+/// A module's own failure, as ansible-core 2.19 reports `fail_json`: with its `exception` placeholder.
+pub(crate) fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
+    let mut r = failed(msg);
+    r.insert("exception".into(), Value::String(NO_TRACEBACK.into()));
+    r
+}
+
 /// A controller-side file a task names (`script`, `copy: src`, `template: src`, `include_tasks`): absolute as given,
 /// else in the `sub` directory (`files/`, `templates/`) beside the task file or its parent, beside the task file,
 /// or under the current directory.

@@ -39,13 +39,6 @@ fn parse_show(text: &str) -> Map<String, Value> {
     parsed
 }
 
-/// A module's own failure, as ansible-core 2.19 reports `fail_json` (with its `exception` placeholder).
-fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
-    let mut r = failed(msg);
-    r.insert("exception".into(), json!(NO_TRACEBACK));
-    r
-}
-
 fn request_was_ignored(out: &str) -> bool {
     !out.contains('=') && (out.contains("ignoring request") || out.contains("ignoring command"))
 }

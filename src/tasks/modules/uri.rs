@@ -14,12 +14,6 @@ use crate::ansible_compat::shell_quote;
 const MARK: &str = "\n--upgrade-uri-headers--\n";
 const BODY_MARK: &str = "\n--upgrade-uri-body--\n";
 
-fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
-    let mut r = failed(msg);
-    r.insert("exception".into(), json!(NO_TRACEBACK));
-    r
-}
-
 /// `status_code: 200`, `[200, 201]`, `"200,201"`.
 fn status_codes(v: Option<&Value>) -> Result<Vec<i64>, String> {
     let items: Vec<Value> = match v {

@@ -6,12 +6,6 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::ansible_compat::shell_quote;
 
-fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
-    let mut r = failed(msg);
-    r.insert("exception".into(), json!(NO_TRACEBACK));
-    r
-}
-
 /// `slurp: src=PATH`: `content` (base64), `encoding`, `source`.
 pub(super) async fn slurp(ctx: &ModuleContext, args: &Map<String, Value>) -> ModuleResult {
     let Some(src) = arg_str(args, "src").or_else(|| arg_str(args, "path")) else {
