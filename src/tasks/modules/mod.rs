@@ -1,6 +1,9 @@
 //! The modules: each turns its (templated) arguments into commands on the host and returns Ansible's result fields.
 //! One file per family: `command` (command, shell, script), `files` (copy, template, fetch, stat), `facts` (debug,
-//! assert, fail, set_fact), `wait` (pause, wait_for, reboot, wait_for_connection); `context` is what they run with.
+//! assert, fail, set_fact), `wait` (pause, wait_for, reboot, wait_for_connection), `file`, `service` (service,
+//! systemd, systemd_service), `lineinfile` (and the write-back `blockinfile` shares), `blockinfile`, `uri`,
+//! `get_url`, `vars_files` (slurp, include_vars), `async_jobs` (async/poll, async_status); `context` is what they
+//! run with. `meta` and `import_role`/`include_role` are run by the engine (they act on the run, not on a host).
 //!
 //! Every command goes through `ModuleContext::exec`, which adds the task's `environment` and wraps it for `become`,
 //! so the connection below only moves bytes. The layers: `model` below, `modules` here, `engine` above; nothing
