@@ -14,10 +14,12 @@ use std::sync::atomic::Ordering;
 use super::*;
 
 /// The handlers file for tasks read from `task_file`, when there is one: the role's, for a file anywhere under a
-/// role's `tasks/` (`tasks/upgrade/x.yml` too), else `handlers/main.yml` beside the file.
+/// role's `tasks/` (`tasks/upgrade/x.yml` too) or in its `handlers/`, else `handlers/main.yml` beside the file.
 pub fn handlers_file(task_file: &Path) -> Option<PathBuf> {
     let dir = task_file.parent()?;
-    let base = dir.ancestors().find(|a| a.file_name().is_some_and(|n| n == "tasks")).and_then(Path::parent);
+    // A handler that notifies another (`restart master` -> `verify API server`) is read from `handlers/` itself.
+    let role_part = |a: &Path| a.file_name().is_some_and(|n| n == "tasks" || n == "handlers");
+    let base = dir.ancestors().find(|a| role_part(a)).and_then(Path::parent);
     let base = base.unwrap_or(dir);
     ["main.yml", "main.yaml"].iter().map(|name| base.join("handlers").join(name)).find(|p| p.is_file())
 }
