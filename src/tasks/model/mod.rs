@@ -273,6 +273,7 @@ impl Module {
                 ("force", Bool),
                 ("owner", Str),
                 ("group", Str),
+                ("backup", Bool),
             ],
             Module::Fetch => {
                 &[("src", Str), ("dest", Str), ("flat", Bool), ("fail_on_missing", Bool), ("validate_checksum", Bool)]

@@ -167,8 +167,7 @@ pub(super) async fn get_url(ctx: &ModuleContext, args: &Map<String, Value>) -> M
         let q = shell_quote(&dest);
         let mut script = String::new();
         if arg_bool(args, "backup", false) && result.get("checksum_dest").is_some_and(|v| !v.is_null()) {
-            let stamp = timestamp(std::time::SystemTime::now()).replace([' ', ':'], "@");
-            let backup = format!("{dest}.{}.{stamp}~", std::process::id());
+            let backup = backup_name(&dest);
             script.push_str(&format!("cp -p {q} {} && ", shell_quote(&backup)));
             result.insert("backup_file".into(), json!(backup));
         }

@@ -287,9 +287,7 @@ pub(super) async fn write_back(
         script.push_str(&format!("mkdir -p {} && ", shell_quote(&dir)));
     }
     if arg_bool(args, "backup", false) && exists {
-        // Ansible's backup name: the file's, then the process id and the time.
-        let stamp = crate::tasks::modules::timestamp(std::time::SystemTime::now()).replace([' ', ':'], "@");
-        backup = format!("{path}.{}.{stamp}~", std::process::id());
+        backup = backup_name(path);
         script.push_str(&format!("cp -p {q} {} && ", shell_quote(&backup)));
     }
     script.push_str(&format!("cat > {tmp}"));

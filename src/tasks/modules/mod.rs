@@ -78,6 +78,12 @@ pub(crate) fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
     r
 }
 
+/// The name Ansible's `backup_local` gives a file's backup: the file's, the process id and the time.
+pub(crate) fn backup_name(path: &str) -> String {
+    let stamp = timestamp(SystemTime::now()).replace([' ', ':'], "@");
+    format!("{path}.{}.{stamp}~", std::process::id())
+}
+
 /// A controller-side file a task names (`script`, `copy: src`, `template: src`, `include_tasks`): absolute as given,
 /// else in the `sub` directory (`files/`, `templates/`) beside the task file or its parent, beside the task file,
 /// or under the current directory.
