@@ -38,12 +38,17 @@ compare_one() {
             echo "site_version=v1.29.1"
         } > "$work/$tool/hosts"
     done
+    # Handlers: `upgrade` takes a task file's handlers from handlers/main.yml beside it, as a role's tasks/ take
+    # its handlers/; the play gives ansible-playbook the same file.
+    local handlers=""
+    [ -f "$work/ansible/handlers/main.yml" ] && handlers=$'  handlers:\n    - import_tasks: handlers/main.yml'
     cat > "$work/ansible/play.yml" <<PLAY
 - hosts: all
   gather_facts: false
   connection: local
   tasks:
     - import_tasks: tasks.yml
+$handlers
 PLAY
     (cd "$work/ansible" && ANSIBLE_NOCOLOR=1 ANSIBLE_HOST_KEY_CHECKING=0 ANSIBLE_LOCALHOST_WARNING=0 \
         ANSIBLE_PYTHON_INTERPRETER="$venv/bin/python" "$venv/bin/ansible-playbook" -i hosts play.yml) \

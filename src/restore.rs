@@ -549,7 +549,7 @@ fn settled_facts(
         }
         for task in tasks {
             match &task.action {
-                Action::Include { file: included } if !included.contains("{{") => {
+                Action::Include { file: included, .. } if !included.contains("{{") => {
                     let dir = Path::new(file).parent().unwrap_or(Path::new(""));
                     walk(&built_in_name(&dir.join(included)), host, table, templar, facts, depth + 1)?;
                 }

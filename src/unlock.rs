@@ -2,7 +2,7 @@
 //! showing who held it and how long ago it was renewed, and asking (`--yes` answers for scripts; without a terminal
 //! and without --yes it refuses). A lock renewed within its lease may belong to a live run: refused unless `--force`.
 
-use crate::console::{outln, errln};
+use crate::console::{errln, outln};
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;

@@ -214,3 +214,84 @@ fn unsafe_inventory_values_are_never_templated_as_in_ansible() {
     assert_eq!(read("uses"), "pw is p{{x}}%{% if %}");
     assert_eq!(read("hv"), "p{{x}}%{% if %}");
 }
+
+/// A one-route HTTP server on loopback, as a node's health endpoint: `/healthz` answers JSON, after `not_before`
+/// requests have been answered 503 (so `until` has something to wait for).
+fn health_endpoint(not_before: usize) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let (status, body) =
+                if n < not_before { ("503 Service Unavailable", "{}") } else { ("200 OK", "{\"ok\": true}") };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn a_hook_with_a_role_service_file_uri_and_handlers_runs_over_ssh() {
+    // The hosts run no systemd: systemctl is scripts/compare's stand-in, which keeps each host's units in files
+    // under its root and logs what it was asked to do. Everything else is real: sshd, curl, the file system.
+    let dir = tempfile::tempdir().expect("dir");
+    let sshd = TestSshd::start();
+    let port = health_endpoint(2);
+    let stand_in = repo("scripts/compare/files/bin");
+    let role = dir.path().join("roles/kubelet-config");
+    std::fs::create_dir_all(role.join("tasks")).expect("role");
+    std::fs::create_dir_all(role.join("handlers")).expect("role");
+    std::fs::create_dir_all(role.join("defaults")).expect("role");
+    std::fs::write(role.join("defaults/main.yml"), "max_pods: 110\n").expect("defaults");
+    std::fs::write(
+        role.join("tasks/main.yml"),
+        "- name: the drop-in directory\n  file:\n    path: \"{{ host_root }}/kubelet.d\"\n    state: directory\n    mode: \"0750\"\n\
+         - name: the setting\n  copy:\n    content: \"maxPods: {{ max_pods }}\\n\"\n    dest: \"{{ host_root }}/kubelet.d/pods.yaml\"\n  notify: restart kubelet\n",
+    )
+    .expect("tasks");
+    // A handler does not inherit the notifying task's block (as in Ansible): it names the stand-in itself.
+    std::fs::write(
+        role.join("handlers/main.yml"),
+        format!(
+            "- name: restart kubelet\n  service:\n    name: kubelet\n    state: restarted\n  environment:\n    PATH: \"{}:/usr/bin:/bin\"\n    FAKE_SYSTEMD: \"{{{{ host_root }}}}/systemd\"\n",
+            stand_in.display()
+        ),
+    )
+    .expect("handlers");
+    let hook = dir.path().join("maintenance.yml");
+    std::fs::write(
+        &hook,
+        format!(
+            "- environment:\n    PATH: \"{bin}:/usr/sbin:/usr/bin:/sbin:/bin\"\n    FAKE_SYSTEMD: \"{{{{ host_root }}}}/systemd\"\n  block:\n\
+             \x20   - name: the unit the stand-in knows\n      shell: mkdir -p {{{{ host_root }}}}/systemd/units && echo active > {{{{ host_root }}}}/systemd/units/kubelet\n\
+             \x20   - name: configure the kubelet\n      include_role:\n        name: kubelet-config\n      vars:\n        max_pods: 250\n\
+             \x20   - meta: flush_handlers\n\
+             \x20   - name: the kubelet is healthy again\n      uri:\n        url: http://127.0.0.1:{port}/healthz\n      register: health\n      until: health.status == 200 and health.json.ok\n      retries: 5\n      delay: 0\n\
+             \x20   - name: it stays enabled\n      service:\n        name: kubelet\n        enabled: true\n",
+            bin = stand_in.display()
+        ),
+    )
+    .expect("hook");
+    let inv = inventory(dir.path(), &sshd, "upgrade_node_pre_hook=maintenance.yml");
+    let out = upgrade(&["check"], &inv);
+    assert_eq!(out.code, 0, "check accepts the hook, its role and its handlers: {out}");
+    let out = upgrade(&["run-tasks", hook.to_str().expect("utf-8"), "--limit", "h2"], &inv);
+    assert_eq!(out.code, 0, "{out}");
+    let root = sshd.host_root("h2");
+    assert_eq!(std::fs::read_to_string(root.join("kubelet.d/pods.yaml")).expect("written"), "maxPods: 250\n");
+    let log = std::fs::read_to_string(root.join("systemd/log")).expect("systemctl was asked");
+    assert_eq!(log, "restart kubelet\nenable kubelet\n", "the handler ran once, at the flush, before the rest");
+    // Run again: nothing changes, so nothing is notified and the kubelet is not restarted.
+    let out = upgrade(&["run-tasks", hook.to_str().expect("utf-8"), "--limit", "h2"], &inv);
+    assert_eq!(out.code, 0, "{out}");
+    let log = std::fs::read_to_string(root.join("systemd/log")).expect("log");
+    assert_eq!(log, "restart kubelet\nenable kubelet\n", "an unchanged file notifies nothing: {out}");
+}

@@ -11,7 +11,7 @@ use upgrade::inventory::{Host, Inventory, Origin, Var, Vars};
 use upgrade::tasks::connect::ConnectOptions;
 use upgrade::tasks::engine::{EngineOptions, HostOutcome};
 use upgrade::tasks::model::load_task_file;
-use upgrade::tasks::{check_task_file, hook_files, run_tasks};
+use upgrade::tasks::{check_task_file, check_task_file_with_notes, hook_files, run_tasks};
 
 /// A scratch directory with an inventory of local hosts, each with its own `host_dir`.
 struct Scenario {
@@ -205,6 +205,287 @@ fn until_retries_and_counts_attempts() {
     assert_eq!((never["failed"].clone(), never["attempts"].clone()), (json!(true), json!(2)));
     let retries = run.log.events().iter().filter(|e| matches!(e, Event::TaskRetry { .. })).count();
     assert_eq!(retries, 2 + 2, "two retries before success, two for the failing task");
+}
+
+#[test]
+fn a_retried_command_with_an_undefined_variable_fails_naming_the_variable() {
+    // openshift-ansible's etcd health check: ansible-core fails the task at once with
+    // "'etcdctlv2' is undefined"; it must not run `until` over a result that has no `rc`.
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        "- name: health\n  command: \"{{ etcdctlv2 }} cluster-health\"\n  register: r\n  until: r.rc == 0\n  retries: 3\n  delay: 0\n",
+    );
+    let msg = run.result("h1", "health")["msg"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("'etcdctlv2' is undefined"), "{msg}");
+    assert!(!msg.contains("has no attribute"), "{msg}");
+    let retries = run.log.events().iter().filter(|e| matches!(e, Event::TaskRetry { .. })).count();
+    assert_eq!(retries, 0, "arguments that cannot be rendered are not retried");
+}
+
+#[test]
+fn file_makes_directories_files_links_and_removes_them_reporting_changed_as_ansible() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: dir
+  file: {path: "{{ host_dir }}/a/b", state: directory, mode: "0750"}
+  register: dir
+- name: dir again
+  file: {path: "{{ host_dir }}/a/b", state: directory, mode: "0750"}
+  register: dir_again
+- name: touch
+  file: {path: "{{ host_dir }}/a/b/f", state: touch}
+- name: mode
+  file: {path: "{{ host_dir }}/a/b/f", mode: "0600"}
+  register: mode
+- name: link
+  file: {src: "{{ host_dir }}/a/b/f", dest: "{{ host_dir }}/l", state: link}
+  register: link
+- name: missing
+  file: {path: "{{ host_dir }}/none", state: file}
+  register: missing
+  ignore_errors: true
+- name: absent
+  file: {path: "{{ host_dir }}/a", state: absent}
+  register: absent
+"#,
+    );
+    assert_eq!(
+        (run.fact("h1", "dir")["changed"].clone(), run.fact("h1", "dir")["mode"].clone()),
+        (json!(true), json!("0750"))
+    );
+    assert_eq!(run.fact("h1", "dir_again")["changed"], false);
+    assert_eq!(
+        (run.fact("h1", "mode")["changed"].clone(), run.fact("h1", "mode")["mode"].clone()),
+        (json!(true), json!("0600"))
+    );
+    assert_eq!(run.fact("h1", "link")["state"], "link");
+    assert_eq!(std::fs::read_link(s.host_dir("h1").join("l")).expect("a symlink"), s.host_dir("h1").join("a/b/f"));
+    let missing = run.fact("h1", "missing");
+    assert_eq!(
+        missing["msg"],
+        format!("file ({}) is absent, cannot continue", s.host_dir("h1").join("none").display())
+    );
+    assert_eq!(
+        (run.fact("h1", "absent")["changed"].clone(), run.fact("h1", "absent")["state"].clone()),
+        (json!(true), json!("absent"))
+    );
+    assert!(!s.host_dir("h1").join("a").exists());
+}
+
+#[test]
+fn service_and_systemd_start_enable_and_restart_through_systemctl() {
+    // The host runs no systemd: scripts/compare's stand-in systemctl keeps the units' state in files.
+    let s = Scenario::new(&["h1"]);
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare/files/bin");
+    std::fs::create_dir_all(s.host_dir("h1").join("systemd/units")).expect("dir");
+    std::fs::write(s.host_dir("h1").join("systemd/units/kubelet"), "inactive\n").expect("unit");
+    let run = s.run(&format!(
+        r#"
+- environment:
+    PATH: "{}:/usr/sbin:/usr/bin:/sbin:/bin"
+    FAKE_SYSTEMD: "{{{{ host_dir }}}}/systemd"
+  block:
+    - name: start
+      service: {{name: kubelet, state: started, enabled: true}}
+      register: start
+    - name: again
+      service: {{name: kubelet, state: started, enabled: true}}
+      register: again
+    - name: restart
+      systemd: {{name: kubelet, state: restarted, daemon_reload: true}}
+      register: restart
+    - name: missing
+      systemd: {{name: nothing, state: started}}
+      register: missing
+      ignore_errors: true
+"#,
+        bin.display()
+    ));
+    let start = run.fact("h1", "start");
+    assert_eq!(
+        (start["changed"].clone(), start["enabled"].clone(), start["state"].clone()),
+        (json!(true), json!(true), json!("started"))
+    );
+    assert_eq!(start["status"]["ActiveState"], "inactive", "status is the unit as it was found, as in Ansible");
+    assert_eq!(run.fact("h1", "again")["changed"], false);
+    assert_eq!(run.fact("h1", "restart")["changed"], true);
+    assert_eq!(run.fact("h1", "missing")["msg"], "Could not find the requested service nothing: host");
+    let log = std::fs::read_to_string(s.host_dir("h1").join("systemd/log")).expect("log");
+    assert_eq!(log, "enable kubelet\nstart kubelet\ndaemon-reload\nrestart kubelet\n");
+}
+
+#[test]
+fn notified_handlers_run_once_per_host_in_definition_order_at_the_end_of_the_file() {
+    let s = Scenario::new(&["h1"]);
+    s.write(
+        "role/handlers/main.yml",
+        "- name: restart a\n  shell: echo a >> {{ host_dir }}/log\n\
+         - name: restart b\n  shell: echo b >> {{ host_dir }}/log\n  listen: restart things\n",
+    );
+    let file = s.write(
+        "role/tasks/main.yml",
+        "- name: one\n  command: \"true\"\n  notify: restart things\n\
+         - name: two\n  command: \"true\"\n  notify: [restart a, restart things]\n\
+         - name: three\n  shell: echo tasks done >> {{ host_dir }}/log\n",
+    );
+    assert!(check_task_file(&file).is_empty(), "{:?}", check_task_file(&file));
+    let run = s.run_file(&file);
+    assert!(!run.outcome("h1").failed);
+    let log = std::fs::read_to_string(s.host_dir("h1").join("log")).expect("log");
+    assert_eq!(log, "tasks done\na\nb\n", "each handler once, after the tasks, in the order they are defined");
+
+    // A notify that names no handler is refused by check with Ansible's message.
+    let bad = s.write("role/tasks/bad.yml", "- name: x\n  command: \"true\"\n  notify: restart nothing\n");
+    let errors: Vec<String> = check_task_file(&bad).iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("The requested handler 'restart nothing' was not found"), "{}", errors[0]);
+}
+
+#[test]
+fn roles_are_found_beside_the_hook_with_their_defaults_vars_and_tasks_from() {
+    let mut s = Scenario::new(&["h1"]);
+    s.set_host_var("h1", "colour", json!("inventory-blue"));
+    s.write("roles/paint/defaults/main.yml", "colour: default-red\nshade: light\n");
+    s.write("roles/paint/vars/main.yml", "brush: role-brush\n");
+    s.write("roles/paint/tasks/main.yml", "- set_fact:\n    painted: \"{{ colour }} {{ shade }} {{ brush }}\"\n");
+    s.write("roles/paint/tasks/other.yml", "- set_fact:\n    other: \"{{ shade }}\"\n");
+    let hook = s.write(
+        "hook.yml",
+        "- import_role:\n    name: paint\n- include_role:\n    name: paint\n    tasks_from: other\n  vars:\n    shade: dark\n",
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    let run = s.run_file(&hook);
+    assert_eq!(
+        run.fact("h1", "painted"),
+        json!("inventory-blue light role-brush"),
+        "defaults rank below the inventory"
+    );
+    assert_eq!(run.fact("h1", "other"), json!("dark"), "the task's vars rank above the role's defaults");
+
+    let missing = s.write("missing.yml", "- include_role:\n    name: nowhere\n");
+    let errors: Vec<String> = check_task_file(&missing).iter().map(|e| e.to_string()).collect();
+    assert!(errors.len() == 1 && errors[0].contains("the role 'nowhere' was not found"), "{errors:?}");
+    // A roles directory named by upgrade_roles_path (as `upgrade check` passes it) is searched too.
+    s.write("elsewhere/nowhere/tasks/main.yml", "- debug: msg=found\n");
+    assert!(check_task_file_with_notes(&missing, &[s.path().join("elsewhere")]).errors.is_empty());
+}
+
+#[test]
+fn an_async_job_left_running_is_followed_with_async_status() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run(
+        r#"
+- name: start
+  shell: sleep 1; echo done
+  async: 30
+  poll: 0
+  register: job
+- name: follow
+  async_status: {jid: "{{ job.ansible_job_id }}"}
+  register: status
+  until: status.finished
+  retries: 10
+  delay: 1
+- name: waited for
+  command: echo waited
+  async: 10
+  poll: 1
+  register: waited
+"#,
+    );
+    let job = run.fact("h1", "job");
+    assert_eq!((job["finished"].clone(), job["started"].clone()), (json!(false), json!(true)));
+    let status = run.fact("h1", "status");
+    assert_eq!((status["finished"].clone(), status["stdout"].clone()), (json!(true), json!("done")));
+    assert!(status["attempts"].as_i64().unwrap_or(0) >= 1);
+    assert_eq!(run.fact("h1", "waited")["stdout"], "waited");
+}
+
+#[test]
+fn lineinfile_replaces_adds_and_removes_lines_as_ansible() {
+    let s = Scenario::new(&["h1"]);
+    std::fs::write(s.host_dir("h1").join("f.conf"), "a=1\n[s]\nkey=2\n").expect("file");
+    let run = s.run(
+        r#"
+- name: replace
+  lineinfile: {path: "{{ host_dir }}/f.conf", regexp: '^key=(\d)$', line: 'key=\1\1', backrefs: true}
+  register: replace
+- name: after
+  lineinfile: {path: "{{ host_dir }}/f.conf", line: 'b=2', insertafter: '^\[s\]'}
+- name: again
+  lineinfile: {path: "{{ host_dir }}/f.conf", line: 'b=2', insertafter: '^\[s\]'}
+  register: again
+- name: remove
+  lineinfile: {path: "{{ host_dir }}/f.conf", regexp: '^a=', state: absent}
+  register: remove
+"#,
+    );
+    assert_eq!(run.fact("h1", "replace")["msg"], "line replaced");
+    assert_eq!(run.fact("h1", "again")["changed"], false);
+    assert_eq!(run.fact("h1", "remove")["msg"], "1 line(s) removed");
+    let text = std::fs::read_to_string(s.host_dir("h1").join("f.conf")).expect("file");
+    assert_eq!(text, "[s]\nb=2\nkey=22\n");
+}
+
+#[test]
+fn blockinfile_keeps_one_block_between_its_markers() {
+    let s = Scenario::new(&["h1"]);
+    std::fs::write(s.host_dir("h1").join("f.conf"), "a=1\n").expect("file");
+    let run = s.run(
+        r#"
+- name: add
+  blockinfile: {path: "{{ host_dir }}/f.conf", block: "b=2"}
+  register: add
+- name: replace
+  blockinfile: {path: "{{ host_dir }}/f.conf", block: "b=3"}
+- name: again
+  blockinfile: {path: "{{ host_dir }}/f.conf", block: "b=3"}
+  register: again
+"#,
+    );
+    assert_eq!(run.fact("h1", "add")["msg"], "Block inserted");
+    assert_eq!(run.fact("h1", "again")["changed"], false);
+    let text = std::fs::read_to_string(s.host_dir("h1").join("f.conf")).expect("file");
+    assert_eq!(text, "a=1\n# BEGIN ANSIBLE MANAGED BLOCK\nb=3\n# END ANSIBLE MANAGED BLOCK\n");
+}
+
+#[test]
+fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
+    let s = Scenario::new(&["h1"]);
+    let file = s.write(
+        "hook.yml",
+        "- name: old style\n  command: echo hi warn=false\n  register: a\n- name: args\n  shell: echo there\n  args:\n    warn: no\n",
+    );
+    let checked = check_task_file_with_notes(&file, &[]);
+    assert!(checked.errors.is_empty(), "{:?}", checked.errors);
+    assert_eq!(checked.notes.len(), 2, "{:?}", checked.notes);
+    assert!(
+        checked.notes[0].contains("hook.yml:1") && checked.notes[0].contains("`warn` was removed"),
+        "{:?}",
+        checked.notes
+    );
+    let run = s.run_file(&file);
+    assert_eq!(run.fact("h1", "a")["stdout"], "hi", "the argument is not passed to the command");
+}
+
+#[test]
+fn check_calls_a_keyword_a_keyword_a_module_a_module_and_gives_the_hint_once() {
+    let s = Scenario::new(&["h1"]);
+    let file = s.write(
+        "hook.yml",
+        "- name: restart\n  command: systemctl restart kubelet\n  check_mode: false\n\
+         - name: wait\n  command: sleep 1\n  throttle: 1\n\
+         - name: scale\n  oc_obj: {name: x}\n\
+         - import_tasks: missing.yml\n",
+    );
+    let errors: Vec<String> = check_task_file(&file).iter().map(|e| e.to_string()).collect();
+    let joined = errors.join("\n");
+    assert!(joined.contains("the keyword `check_mode` is not supported"), "{joined}");
+    assert!(joined.contains("the keyword `throttle` is not supported"), "{joined}");
+    assert!(joined.contains("unknown module `oc_obj`"), "{joined}");
+    assert!(joined.contains("task \"import_tasks missing.yml\""), "named as written: {joined}");
+    assert_eq!(joined.matches("supported modules:").count(), 1, "the list is given once per file: {joined}");
 }
 
 #[test]

@@ -1,18 +1,19 @@
 //! `upgrade check`: validates the inventory, the settings and every hook and playbook task file, without
 //! connecting to any host. Every problem is listed (exit 2 when there is any), not only the first.
 
-use crate::console::{outln, errln};
+use crate::console::{errln, outln};
 use std::path::PathBuf;
 
 use super::{extra_vars, load_inventory};
 use crate::cli::CheckArgs;
 use crate::inventory::{Inventory, Vars};
 use crate::plan::{Plan, PlanRequest};
-use crate::tasks::check_task_file;
+use crate::tasks::{check_task_file, check_task_file_with_notes};
 
 pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
     let mut problems = 0usize;
     let mut files: Vec<PathBuf> = Vec::new();
+    let mut roles_path: Vec<PathBuf> = Vec::new();
     let mut say = |e: crate::error::Error| {
         errln!("error: {e}");
         problems += 1;
@@ -26,6 +27,7 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
                     Err(e) => say(e),
                 }
                 files.extend(crate::settings::hook_files(&inventory, &extra));
+                roles_path = configured_roles_path(&inventory, &extra);
             }
             Err(e) => say(e),
         },
@@ -38,7 +40,10 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
         }
     }
     for file in &files {
-        let errors = check_task_file(file);
+        let crate::tasks::TaskFileCheck { errors, notes } = check_task_file_with_notes(file, &roles_path);
+        for note in notes {
+            outln!("note: {note}");
+        }
         if errors.is_empty() {
             outln!("ok: {}", file.display());
         } else {
@@ -49,6 +54,22 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
         }
     }
     Ok(if problems > 0 { 2 } else { 0 })
+}
+
+/// Every host's `upgrade_roles_path` directories (relative ones against the inventory's directory), where a run
+/// looks for the roles hooks import.
+fn configured_roles_path(inventory: &Inventory, extra: &Vars) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for host in inventory.hosts.keys() {
+        let vars = inventory.host_vars(host, extra);
+        for dir in crate::tasks::engine::roles_path(vars.get("upgrade_roles_path").map(|v| &v.value)) {
+            let dir = if dir.is_absolute() { dir } else { inventory.dir.join(dir) };
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+    dirs
 }
 
 /// The settings and the plan of an upgrade with this inventory, `-e` and `--limit`, as a run would build them.

@@ -96,6 +96,7 @@ fn remote(args: &RunArgs) -> Result<Remote> {
             command_timeout: None,
             prompter: terminal_prompter(),
             whole_stdout: false,
+            async_jobs: Default::default(),
         },
     })
 }

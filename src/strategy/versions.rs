@@ -114,26 +114,23 @@ fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> 
     let all_vars: Vec<(&str, &Vars)> = host_vars.iter().map(|(h, v)| (h.as_str(), v)).collect();
     let flavor = crate::flavor::choose(inventory, &all_vars)?.flavor;
     let Remote { runtime, connect, .. } = remote;
-    let run_file = |name: &str,
-                    hosts: &[String],
-                    extra: &Vars|
-     -> Result<Vec<(String, crate::tasks::engine::HostOutcome)>> {
-        let file = playbooks.join(crate::playbooks::for_flavor(flavor, name));
-        let tasks = crate::tasks::model::load_task_file(&file)?;
-        // The node list is parsed whole: read whole too (see EngineOptions::whole_stdout).
-        let options =
-            EngineOptions { assume_yes: true, verbosity: 0, command_timeout: None, prompter: None, whole_stdout: true };
-        Ok(runtime.block_on(crate::tasks::run_tasks(
-            inventory,
-            extra,
-            hosts,
-            &tasks,
-            hosts.len().max(1),
-            options,
-            connect.clone(),
-            Arc::new(Quiet),
-        )))
-    };
+    let run_file =
+        |name: &str, hosts: &[String], extra: &Vars| -> Result<Vec<(String, crate::tasks::engine::HostOutcome)>> {
+            let file = playbooks.join(crate::playbooks::for_flavor(flavor, name));
+            let tasks = crate::tasks::model::load_task_file(&file)?;
+            // The node list is parsed whole: read whole too (see EngineOptions::whole_stdout).
+            let options = EngineOptions { assume_yes: true, whole_stdout: true, ..EngineOptions::default() };
+            Ok(runtime.block_on(crate::tasks::run_tasks(
+                inventory,
+                extra,
+                hosts,
+                &tasks,
+                hosts.len().max(1),
+                options,
+                connect.clone(),
+                Arc::new(Quiet),
+            )))
+        };
     let stdout_of = |facts: &crate::tasks::host_vars::HostFacts, register: &str| {
         facts.get(register).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
     };

@@ -83,9 +83,30 @@ pub async fn run_tasks(
 
 /// Problems found in one task file: YAML, unknown keys and modules, template syntax, missing includes.
 pub fn check_task_file(path: &Path) -> Vec<Error> {
-    let mut errors = Vec::new();
-    check_file_once(path, &Templar::new(), &mut FilesChecked::default(), &mut errors);
-    errors
+    check_task_file_with_notes(path, &[]).errors
+}
+
+/// What checking a task file (and the files it includes) found.
+#[derive(Default)]
+pub struct TaskFileCheck {
+    /// Problems: the file is refused.
+    pub errors: Vec<Error>,
+    /// Things the file does that work, but not as its author may expect (an argument Ansible removed and `upgrade`
+    /// ignores): `path:line: task "x": ...`.
+    pub notes: Vec<String>,
+}
+
+/// Checks a task file and every file it includes, with notes beside the errors. `roles_path`: the directories of
+/// the inventory's `upgrade_roles_path`, searched for roles after those beside the file.
+pub fn check_task_file_with_notes(path: &Path, roles_path: &[std::path::PathBuf]) -> TaskFileCheck {
+    let mut checker = Checker {
+        templar: Templar::new(),
+        checked: FilesChecked::default(),
+        out: TaskFileCheck::default(),
+        roles_path: roles_path.to_vec(),
+    };
+    checker.file(path);
+    checker.out
 }
 
 /// The files one check has entered. A file that includes itself (kubespray's drain retries by including its own file
@@ -102,54 +123,145 @@ impl FilesChecked {
     }
 }
 
-fn check_file_once(path: &Path, templar: &Templar, checked: &mut FilesChecked, errors: &mut Vec<Error>) {
-    if !checked.first_visit(path) {
-        return;
-    }
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => return errors.push(Error::read_file(path, e)),
-    };
-    let (tasks, parse_errors) = model::parse_tasks(&text, path);
-    errors.extend(parse_errors);
-    check_tasks(&tasks, templar, checked, errors);
+struct Checker {
+    templar: Templar,
+    checked: FilesChecked,
+    out: TaskFileCheck,
+    roles_path: Vec<std::path::PathBuf>,
 }
 
-fn check_tasks(tasks: &[Task], templar: &Templar, checked: &mut FilesChecked, errors: &mut Vec<Error>) {
-    for task in tasks {
-        for (text, bare) in task.templated_strings() {
-            let checked = if bare { templar.check_condition_syntax(&text) } else { templar.check_syntax(&text) };
-            if let Err(e) = checked {
-                errors.push(
-                    Error::input(format!("task \"{}\": bad template `{text}`: {}", task.display_name(), e.message))
+impl Checker {
+    /// A role a task imports or includes: found where a run finds it (beside the hook, `roles/`,
+    /// `ANSIBLE_ROLES_PATH`), its tasks file and handlers checked.
+    fn role(&mut self, task: &Task, role: &engine::RoleCall) {
+        if role.name.contains("{{") || role.tasks_from.as_deref().is_some_and(|t| t.contains("{{")) {
+            return;
+        }
+        let refuse = |what: String, hint: &str| {
+            Error::input(format!("task \"{}\": {what}", task.display_name())).at(task.location.clone()).hint(hint)
+        };
+        let mut search = self.roles_path.clone();
+        search.extend(engine::roles_path(None));
+        let Some(dir) = engine::find_role(&task.location.file, &role.name, &search) else {
+            self.out.errors.push(refuse(
+                format!("the role '{}' was not found", role.name),
+                "put it in roles/ beside the hook file or beside it, or name its parent directory in \
+                 upgrade_roles_path or ANSIBLE_ROLES_PATH",
+            ));
+            return;
+        };
+        match engine::role_file(&dir, "tasks", role.tasks_from.as_deref()) {
+            Some(tasks) => self.file(&tasks),
+            None => self.out.errors.push(refuse(
+                format!(
+                    "Could not find specified file in role: tasks/{} (role {})",
+                    role.tasks_from.as_deref().unwrap_or("main"),
+                    dir.display()
+                ),
+                "name a file of the role's tasks/ in tasks_from",
+            )),
+        }
+        if let Some(handlers) = engine::role_file(&dir, "handlers", None) {
+            self.file(&handlers);
+        }
+    }
+
+    /// A task's `notify` names handlers of its handlers file (checked too), as Ansible requires.
+    fn notified_handlers(&mut self, task: &Task) {
+        let Some(file) = engine::handlers_file(&task.location.file) else {
+            self.out.errors.push(
+                Error::input(format!(
+                    "task \"{}\": notifies `{}` but there are no handlers for this file",
+                    task.display_name(),
+                    task.notify[0]
+                ))
+                .at(task.location.clone())
+                .hint("put the handlers in handlers/main.yml beside the role's tasks/ (or beside this file)"),
+            );
+            return;
+        };
+        self.file(&file);
+        let Ok(text) = std::fs::read_to_string(&file) else { return };
+        let (handlers, _) = model::parse_tasks(&text, &file);
+        for name in &task.notify {
+            if !name.contains("{{") && !handlers.iter().any(|h| engine::answers_to(h, name)) {
+                self.out.errors.push(
+                    Error::input(format!("task \"{}\": {}", task.display_name(), engine::handler_not_found(name)))
                         .at(task.location.clone())
-                        .hint("fix the Jinja syntax (matching braces, filter names, quotes)"),
+                        .hint(format!("name a handler of {} (its `name` or a `listen` topic)", file.display())),
                 );
             }
         }
-        match &task.action {
-            Action::Block { block, rescue, always } => {
-                check_tasks(block, templar, checked, errors);
-                check_tasks(rescue, templar, checked, errors);
-                check_tasks(always, templar, checked, errors);
-            }
-            Action::Include { file } if !file.contains("{{") => {
-                let target = engine::resolve_local(&task.location.file, file, None);
-                if !target.exists() {
-                    errors.push(
-                        Error::input(format!(
-                            "task \"{}\": included file {} does not exist",
-                            task.display_name(),
-                            target.display()
-                        ))
-                        .at(task.location.clone())
-                        .hint("fix the path; relative paths resolve against the including file's directory"),
+    }
+
+    fn file(&mut self, path: &Path) {
+        if !self.checked.first_visit(path) {
+            return;
+        }
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => return self.out.errors.push(Error::read_file(path, e)),
+        };
+        let (tasks, parse_errors) = model::parse_tasks(&text, path);
+        self.out.errors.extend(parse_errors);
+        self.tasks(&tasks);
+    }
+
+    fn tasks(&mut self, tasks: &[Task]) {
+        for task in tasks {
+            for (text, bare) in task.templated_strings() {
+                let templar = &self.templar;
+                let checked = if bare { templar.check_condition_syntax(&text) } else { templar.check_syntax(&text) };
+                if let Err(e) = checked {
+                    self.out.errors.push(
+                        Error::input(format!("task \"{}\": bad template `{text}`: {}", task.display_name(), e.message))
+                            .at(task.location.clone())
+                            .hint("fix the Jinja syntax (matching braces, filter names, quotes)"),
                     );
-                } else {
-                    check_file_once(&target, templar, checked, errors);
                 }
             }
-            _ => {}
+            match &task.action {
+                Action::Block { block, rescue, always } => {
+                    self.tasks(block);
+                    self.tasks(rescue);
+                    self.tasks(always);
+                }
+                Action::Include { file, .. } if !file.contains("{{") => {
+                    let target = engine::resolve_local(&task.location.file, file, None);
+                    if !target.exists() {
+                        self.out.errors.push(
+                            Error::input(format!(
+                                "task \"{}\": included file {} does not exist",
+                                task.display_name(),
+                                target.display()
+                            ))
+                            .at(task.location.clone())
+                            .hint("fix the path; relative paths resolve against the including file's directory"),
+                        );
+                    } else {
+                        self.file(&target);
+                    }
+                }
+                Action::Module(call) => {
+                    if !task.notify.is_empty() {
+                        self.notified_handlers(task);
+                    }
+                    if matches!(call.module, model::Module::ImportRole | model::Module::IncludeRole) {
+                        self.role(task, &engine::RoleCall::from_args(&call.args));
+                    }
+                    for (module, arg, release) in model::REMOVED_ARGS {
+                        if call.module == *module && call.args.contains_key(*arg) {
+                            self.out.notes.push(format!(
+                                "{}: task \"{}\": `{arg}` was removed from `{}` in ansible-core {release}; it is ignored",
+                                task.location,
+                                task.display_name(),
+                                module.name()
+                            ));
+                        }
+                    }
+                }
+                _ => {}
+            }
         }
     }
 }

@@ -54,7 +54,7 @@ mod pyyaml;
 use filters::py_type;
 use pyfmt::py_str;
 
-pub use filters::OMIT;
+pub use filters::{OMIT, python_replacement};
 
 /// What went wrong while templating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -46,32 +46,39 @@ impl HostRun<'_> {
         if let Some(limit) = task_limit {
             module_ctx.timeout = Some(module_ctx.timeout.map_or(limit, |t| t.min(limit)));
         }
+        let job = match self.async_settings(task, &ctx) {
+            Ok(job) => job,
+            Err(e) => return failed(format!("{}: {e}", Self::place(task))),
+        };
         let mut vars = ctx;
         let mut result = Map::new();
         let mut exhausted = true;
         for attempt in 1..=retries {
             let run = async {
                 match render_args(&templar, call, &vars) {
-                    Ok(args) => match modules::run(&module_ctx, call.module, &args, &vars).await {
+                    Ok(args) => match run_module(&module_ctx, call.module, &args, &vars, job).await {
                         Ok(r) => Ok(Ok(r)),
-                        Err(ConnectionError::Timeout(d)) if Some(d) == task_limit => Err(TaskTimedOut),
+                        Err(ConnectionError::Timeout(d)) if Some(d) == task_limit => Err(StopTask::TimedOut),
                         Err(ConnectionError::Timeout(d)) => {
                             Ok(Ok(failed(format!("command timed out after {}s", d.as_secs()))))
                         }
                         Err(e) => Ok(Err(unreachable(e.to_string()))),
                     },
-                    Err(msg) => Ok(Ok(failed(format!("{}: {msg}", Self::place(task))))),
+                    // As Ansible: arguments that cannot be rendered (an undefined variable) fail the task at once,
+                    // before `until` or a retry reads a result that has none of the module's fields.
+                    Err(msg) => Err(StopTask::Failed(failed(format!("{}: {msg}", Self::place(task))))),
                 }
             };
             let outcome = match task_limit {
-                Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or(Err(TaskTimedOut)),
+                Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or(Err(StopTask::TimedOut)),
                 None => run.await,
             };
             result = match outcome {
                 Ok(Ok(r)) => r,
                 Ok(Err(unreachable)) => return unreachable,
                 // As Ansible: the timeout ends the task at once, past failed_when and any retries left.
-                Err(TaskTimedOut) => return timed_out(task_limit.unwrap_or_default()),
+                Err(StopTask::TimedOut) => return timed_out(task_limit.unwrap_or_default()),
+                Err(StopTask::Failed(result)) => return result,
             };
             if !result.contains_key("failed") {
                 let rc_failed = result.get("rc").is_some_and(|rc| rc != &json!(0) && rc != &json!("0"));
@@ -178,6 +185,24 @@ impl HostRun<'_> {
 
     /// How often and how long the module may run: Ansible runs it once plus `retries` more (`until` alone allows 3
     /// retries), `delay` seconds apart (5 by default), each run bounded by the task's `timeout:`.
+    /// `async` and `poll` seconds, when the task runs its module as a job (poll 15 by default, as in Ansible).
+    fn async_settings(&self, task: &Task, ctx: &Vars) -> Result<Option<(u64, u64)>, String> {
+        let Some(limit) = &task.async_ else { return Ok(None) };
+        let num = |v: &Value| -> Result<i64, String> {
+            let r = self.engine.templar.render_value(v, ctx).map_err(|e| e.message)?;
+            r.as_i64()
+                .or_else(|| r.as_str().and_then(|s| s.trim().parse().ok()))
+                .ok_or_else(|| format!("`{r}` is not a number"))
+        };
+        let limit = num(limit)?;
+        let poll = match &task.poll {
+            Some(p) => num(p)?,
+            None => 15,
+        };
+        // `async: 0` runs the module as any other task, as in Ansible.
+        Ok((limit > 0).then(|| (limit as u64, poll.max(0) as u64)))
+    }
+
     fn attempts(&self, task: &Task, ctx: &Vars) -> Result<Attempts, String> {
         let templar = &self.engine.templar;
         let render_num = |v: &Option<Value>, default: i64| -> Result<i64, String> {
@@ -211,5 +236,19 @@ impl HostRun<'_> {
 
     pub(super) fn all_true(&self, conditions: &[Value], vars: &Vars) -> Result<bool, String> {
         self.conditions_hold(conditions, vars).map(|first_false| first_false.is_none())
+    }
+}
+
+/// The module, run in place or as an `async` job.
+async fn run_module(
+    ctx: &ModuleContext,
+    module: Module,
+    args: &Map<String, Value>,
+    vars: &Vars,
+    job: Option<(u64, u64)>,
+) -> Result<Map<String, Value>, ConnectionError> {
+    match job {
+        Some((limit, poll)) => modules::run_async(ctx, module, args, vars, limit, poll).await,
+        None => modules::run(ctx, module, args, vars).await,
     }
 }

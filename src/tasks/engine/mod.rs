@@ -9,9 +9,11 @@
 //! `results` (Ansible's result shapes). The engine sits on `modules`, which sits on `model`.
 
 mod attempts;
+mod handlers;
 mod loops;
 mod module_context;
 mod results;
+mod roles;
 mod run_once;
 
 use std::collections::HashMap;
@@ -32,10 +34,12 @@ use super::{Templar, Vars};
 use crate::ansible_compat::{boolean, python_type_name};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
+pub use handlers::{answers_to, handler_not_found, handlers_file};
 use module_context::render_args;
 use results::{
-    TaskTimedOut, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
+    StopTask, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
 };
+pub use roles::{RoleCall, find_role, role_file, roles_path};
 pub use run_once::RunOnce;
 
 pub const NO_LOG_MESSAGE: &str =
@@ -55,6 +59,8 @@ pub struct Engine {
     pub task_files: Arc<TaskFileCache>,
     /// Serialises `pause` prompts, so hosts do not ask at once.
     prompt_lock: Arc<tokio::sync::Mutex<()>>,
+    /// A host ran `meta: end_play`: the others run no further task.
+    play_ended: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -68,6 +74,7 @@ impl Engine {
             facts: FactStore::new(),
             task_files: Arc::default(),
             prompt_lock: Default::default(),
+            play_ended: Default::default(),
         }
     }
 
@@ -101,9 +108,14 @@ impl Engine {
             extra: Value::Object(extra_vars),
             seen: HashMap::new(),
             last_failure: None,
+            notified: Vec::new(),
         };
         self.run_once.mark(host, false);
-        let flow = run.run_list(tasks, Scope::default()).await;
+        let mut flow = run.run_list(tasks, Scope::default()).await;
+        // The end of a hook's task list is its play's end: the handlers still notified run now.
+        if matches!(flow, Flow::Continue) {
+            flow = run.flush_handlers().await;
+        }
         self.run_once.mark(host, true);
         let outcome = HostOutcome {
             failed: matches!(flow, Flow::Failed),
@@ -132,6 +144,8 @@ enum Flow {
     Continue,
     Failed,
     Unreachable,
+    /// `meta: end_host` / `end_play`: the host's task list ends here, not failed.
+    Ended,
 }
 
 /// What blocks pass down to their tasks.
@@ -159,6 +173,8 @@ struct HostRun<'e> {
     seen: HashMap<(PathBuf, usize, usize), u32>,
     /// `ansible_failed_task` and `ansible_failed_result` of the last failure, for `rescue`.
     last_failure: Option<Map<String, Value>>,
+    /// Handlers notified and not yet run: their file and position in it.
+    notified: Vec<(PathBuf, usize)>,
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -215,9 +231,16 @@ impl HostRun<'_> {
     }
     pub(super) fn run_task<'a>(&'a mut self, task: &'a Task, scope: &'a Scope) -> BoxFuture<'a, Flow> {
         Box::pin(async move {
+            if self.engine.play_ended.load(std::sync::atomic::Ordering::SeqCst) {
+                return Flow::Ended;
+            }
             match &task.action {
+                Action::Module(call) if call.module == Module::Meta => self.run_meta(task, call, scope).await,
+                Action::Module(call) if matches!(call.module, Module::ImportRole | Module::IncludeRole) => {
+                    self.run_role(task, call, scope).await
+                }
                 Action::Block { block, rescue, always } => self.run_block(task, block, rescue, always, scope).await,
-                Action::Include { file } => self.run_include(task, file, scope).await,
+                Action::Include { file, .. } => self.run_include(task, file, scope).await,
                 Action::Module(call) => self.run_module_task(task, call, scope).await,
             }
         })
@@ -262,7 +285,7 @@ impl HostRun<'_> {
                 always_scope.vars.extend(last);
             }
             // Unreachable hosts stop at once; failed ones still run `always`.
-            if !matches!(flow, Flow::Unreachable) {
+            if !matches!(flow, Flow::Unreachable | Flow::Ended) {
                 let after = self.run_list(always, always_scope).await;
                 if matches!(flow, Flow::Continue) {
                     flow = after;
@@ -448,6 +471,13 @@ impl HostRun<'_> {
         } else {
             self.execute(task, call, scope, &ctx).await
         };
+        let mut result = result;
+        // A changed task notifies its handlers; one that names no handler fails, as the play does in Ansible.
+        if status_of(&result) == TaskStatus::Changed && !task.notify.is_empty() {
+            if let Err(msg) = self.notify(task) {
+                result = failed(format!("{}: {msg}", Self::place(task)));
+            }
+        }
         let ignore = self.ignore_errors(task, scope, &ctx);
         let status = self.finish(&tref, task, &result, started, scope, ignore);
         match status {

@@ -22,7 +22,18 @@ impl HostRun<'_> {
         let environment = self.environment(task, scope, ctx)?;
         let needs_host = !matches!(
             call_module(task),
-            Some(Module::Debug | Module::SetFact | Module::Assert | Module::Fail | Module::Pause)
+            Some(
+                Module::Debug
+                    | Module::SetFact
+                    | Module::Assert
+                    | Module::Fail
+                    | Module::Pause
+                    | Module::Meta
+                    | Module::ImportRole
+                    | Module::IncludeRole
+                    | Module::AsyncStatus
+                    | Module::IncludeVars
+            )
         );
         let connection = if needs_host {
             match self.engine.pool.get(&target).await {

@@ -65,8 +65,13 @@ pub(super) fn unreachable(msg: String) -> Map<String, Value> {
     r
 }
 
-/// A module run cut by the task's `timeout:`.
-pub(super) struct TaskTimedOut;
+/// Why a task's attempts end before a module result is judged.
+pub(super) enum StopTask {
+    /// The task's `timeout:` passed.
+    TimedOut,
+    /// The task failed before its module ran (its arguments could not be rendered): this is its result.
+    Failed(Map<String, Value>),
+}
 
 /// Ansible's (2.19) result for a task that outlasted its `timeout:`.
 pub(super) fn timed_out(limit: Duration) -> Map<String, Value> {

@@ -44,6 +44,13 @@ pub struct Task {
     pub no_log: Option<Value>,
     /// `timeout:` seconds for one run of the module (Ansible's task keyword); 0 or unset: no limit.
     pub timeout: Option<Value>,
+    /// `notify:`: the handlers (by name or `listen` topic) this task runs when it reports changed.
+    pub notify: Vec<String>,
+    /// `listen:` (a handler's): the topics it also answers to.
+    pub listen: Vec<String>,
+    /// `async:` seconds the module may run as a job, and `poll:` seconds between looks at it (0: do not wait).
+    pub async_: Option<Value>,
+    pub poll: Option<Value>,
 }
 
 /// An empty task: no keywords, and an empty block for its action until one is set.
@@ -74,6 +81,10 @@ impl Default for Task {
             index_var: None,
             no_log: None,
             timeout: None,
+            notify: Vec::new(),
+            listen: Vec::new(),
+            async_: None,
+            poll: None,
         }
     }
 }
@@ -89,6 +100,8 @@ pub enum Action {
     /// `include_tasks` / `import_tasks`: the file (maybe a template), read when the task runs.
     Include {
         file: String,
+        /// Written as `import_tasks` (static in Ansible): messages name it so.
+        import: bool,
     },
 }
 
@@ -116,6 +129,22 @@ pub enum Module {
     Stat,
     Reboot,
     WaitForConnection,
+    File,
+    Service,
+    Systemd,
+    SystemdService,
+    /// `meta`: run by the engine itself (flush_handlers, end_host, end_play, noop), never on a host.
+    Meta,
+    /// `import_role` / `include_role`: run by the engine, which reads the role's tasks and variables.
+    ImportRole,
+    IncludeRole,
+    Uri,
+    AsyncStatus,
+    Lineinfile,
+    Slurp,
+    IncludeVars,
+    Blockinfile,
+    GetUrl,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -130,7 +159,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 15] = [
+    pub const ALL: [Module; 29] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -146,6 +175,20 @@ impl Module {
         Module::Stat,
         Module::Reboot,
         Module::WaitForConnection,
+        Module::File,
+        Module::Service,
+        Module::Systemd,
+        Module::SystemdService,
+        Module::Meta,
+        Module::ImportRole,
+        Module::IncludeRole,
+        Module::Uri,
+        Module::AsyncStatus,
+        Module::Lineinfile,
+        Module::Slurp,
+        Module::IncludeVars,
+        Module::Blockinfile,
+        Module::GetUrl,
     ];
 
     pub fn name(self) -> &'static str {
@@ -165,6 +208,20 @@ impl Module {
             Module::Stat => "stat",
             Module::Reboot => "reboot",
             Module::WaitForConnection => "wait_for_connection",
+            Module::File => "file",
+            Module::Service => "service",
+            Module::Systemd => "systemd",
+            Module::SystemdService => "systemd_service",
+            Module::Meta => "meta",
+            Module::ImportRole => "import_role",
+            Module::IncludeRole => "include_role",
+            Module::Uri => "uri",
+            Module::AsyncStatus => "async_status",
+            Module::Lineinfile => "lineinfile",
+            Module::Slurp => "slurp",
+            Module::IncludeVars => "include_vars",
+            Module::Blockinfile => "blockinfile",
+            Module::GetUrl => "get_url",
         }
     }
 
@@ -195,6 +252,8 @@ impl Module {
             ("strip_empty_ends", Bool),
             ("executable", Str),
             ("expand_argument_vars", Bool),
+            // Removed in ansible-core 2.14 but still in old files: accepted and ignored, with a note from `check`.
+            ("warn", Any),
         ];
         Some(match self {
             Module::Command | Module::Shell => COMMAND,
@@ -214,6 +273,7 @@ impl Module {
                 ("force", Bool),
                 ("owner", Str),
                 ("group", Str),
+                ("backup", Bool),
             ],
             Module::Fetch => {
                 &[("src", Str), ("dest", Str), ("flat", Bool), ("fail_on_missing", Bool), ("validate_checksum", Bool)]
@@ -257,9 +317,149 @@ impl Module {
                 ("test_command", Str),
             ],
             Module::WaitForConnection => &[("connect_timeout", Int), ("delay", Int), ("sleep", Int), ("timeout", Int)],
+            Module::Meta => &[("_raw_params", Str)],
+            Module::AsyncStatus => &[("jid", Str), ("mode", Str)],
+            Module::Slurp => &[("src", Str), ("path", Str)],
+            Module::GetUrl => &[
+                ("url", Str),
+                ("dest", Str),
+                ("checksum", Str),
+                ("force", Bool),
+                ("backup", Bool),
+                ("timeout", Int),
+                ("headers", Any),
+                ("validate_certs", Bool),
+                ("url_username", Str),
+                ("url_password", Str),
+                ("username", Str),
+                ("password", Str),
+                ("force_basic_auth", Bool),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+            ],
+            Module::Blockinfile => &[
+                ("path", Str),
+                ("dest", Str),
+                ("destfile", Str),
+                ("name", Str),
+                ("block", Str),
+                ("content", Str),
+                ("marker", Str),
+                ("marker_begin", Str),
+                ("marker_end", Str),
+                ("state", Str),
+                ("insertafter", Str),
+                ("insertbefore", Str),
+                ("create", Bool),
+                ("backup", Bool),
+                ("validate", Str),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+                ("unsafe_writes", Bool),
+            ],
+            Module::IncludeVars => &[("_raw_params", Str), ("file", Str), ("name", Str)],
+            Module::Lineinfile => &[
+                ("path", Str),
+                ("dest", Str),
+                ("destfile", Str),
+                ("name", Str),
+                ("regexp", Str),
+                ("regex", Str),
+                ("search_string", Str),
+                ("state", Str),
+                ("line", Str),
+                ("value", Str),
+                ("backrefs", Bool),
+                ("insertafter", Str),
+                ("insertbefore", Str),
+                ("create", Bool),
+                ("backup", Bool),
+                ("firstmatch", Bool),
+                ("validate", Str),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+                ("unsafe_writes", Bool),
+            ],
+            Module::Uri => &[
+                ("url", Str),
+                ("method", Str),
+                ("body", Any),
+                ("body_format", Str),
+                ("status_code", Any),
+                ("return_content", Bool),
+                ("validate_certs", Bool),
+                ("headers", Any),
+                ("timeout", Int),
+                ("follow_redirects", Str),
+                ("url_username", Str),
+                ("url_password", Str),
+                ("user", Str),
+                ("password", Str),
+                ("force_basic_auth", Bool),
+                ("ca_path", Str),
+                ("client_cert", Str),
+                ("client_key", Str),
+            ],
+            Module::ImportRole | Module::IncludeRole => &[
+                ("name", Str),
+                ("tasks_from", Str),
+                ("vars_from", Str),
+                ("defaults_from", Str),
+                ("handlers_from", Str),
+                ("allow_duplicates", Bool),
+                ("public", Bool),
+                ("rolespec_validate", Bool),
+            ],
+            Module::Service => &[
+                ("name", Str),
+                ("state", Str),
+                ("enabled", Bool),
+                // SysV init's arguments: on a systemd host Ansible drops them with a warning, and so do we.
+                ("sleep", Int),
+                ("pattern", Str),
+                ("runlevel", Str),
+                ("arguments", Str),
+                ("args", Str),
+                ("use", Str),
+            ],
+            Module::Systemd | Module::SystemdService => &[
+                ("name", Str),
+                ("service", Str),
+                ("unit", Str),
+                ("state", Str),
+                ("enabled", Bool),
+                ("force", Bool),
+                ("masked", Bool),
+                ("daemon_reload", Bool),
+                ("daemon-reload", Bool),
+                ("daemon_reexec", Bool),
+                ("daemon-reexec", Bool),
+                ("scope", Str),
+                ("no_block", Bool),
+            ],
+            Module::File => &[
+                ("path", Str),
+                ("dest", Str),
+                ("name", Str),
+                ("state", Str),
+                ("mode", Any),
+                ("owner", Str),
+                ("group", Str),
+                ("recurse", Bool),
+                ("src", Str),
+                ("force", Bool),
+                ("follow", Bool),
+            ],
         })
     }
 }
+
+/// Arguments Ansible removed from a module that old task files still carry: accepted, ignored, and named by
+/// `upgrade check` (module, argument, the ansible-core release that removed it).
+pub const REMOVED_ARGS: &[(Module, &str, &str)] = &[(Module::Command, "warn", "2.14"), (Module::Shell, "warn", "2.14")];
 
 impl Task {
     /// The name shown to people: the `name:` or, as Ansible does, the action.
@@ -270,7 +470,9 @@ impl Task {
         match &self.action {
             Action::Module(call) => call.module.name().to_string(),
             Action::Block { .. } => "block".into(),
-            Action::Include { file } => format!("include_tasks {file}"),
+            Action::Include { file, import } => {
+                format!("{} {file}", if *import { "import_tasks" } else { "include_tasks" })
+            }
         }
     }
 
@@ -304,6 +506,8 @@ impl Task {
             &self.loop_items,
             &self.no_log,
             &self.timeout,
+            &self.async_,
+            &self.poll,
         ]
         .into_iter()
         .flatten()
@@ -329,7 +533,7 @@ impl Task {
                     }
                 }
             }
-            Action::Include { file } => out.push((file.clone(), false)),
+            Action::Include { file, .. } => out.push((file.clone(), false)),
             Action::Block { .. } => {}
         }
         out

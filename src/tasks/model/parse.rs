@@ -32,7 +32,37 @@ const TASK_KEYS: &[&str] = &[
     "tags",
     "args",
     "timeout",
+    "notify",
+    "listen",
+    "async",
+    "poll",
 ];
+
+/// Ansible's task keywords (ansible-core 2.19's `Task`, `Block` and `Handler` attributes): a key among them that is not
+/// in `TASK_KEYS` is a keyword we do not support, not a module.
+const ANSIBLE_KEYWORDS: &[&str] = &[
+    "action",
+    "always",
+    "any_errors_fatal",
+    "become_exe",
+    "become_flags",
+    "become_method",
+    "check_mode",
+    "collections",
+    "connection",
+    "debugger",
+    "delegate_facts",
+    "diff",
+    "ignore_unreachable",
+    "module_defaults",
+    "port",
+    "remote_user",
+    "rescue",
+    "throttle",
+];
+
+/// The `meta` actions the engine runs.
+const META_ACTIONS: &[&str] = &["flush_handlers", "end_host", "end_play", "noop"];
 
 const BLOCK_KEYS: &[&str] = &[
     "name",
@@ -93,7 +123,7 @@ pub fn parse_tasks(text: &str, path: &Path) -> (Vec<Task>, Vec<Error>) {
         Ok(None) => return (Vec::new(), Vec::new()),
         Err(e) => return (Vec::new(), vec![e]),
     };
-    let mut parser = Parser { file: path.to_path_buf(), errors: Vec::new() };
+    let mut parser = Parser { file: path.to_path_buf(), errors: Vec::new(), listed_support: false };
     let Some(items) = root.as_seq() else {
         let err = Error::input(format!("a task file is a list of tasks, found {}", root.type_name()))
             .at(root.location(path))
@@ -117,6 +147,8 @@ type Chosen<'n> = Option<(Action, &'n Node)>;
 struct Parser {
     file: PathBuf,
     errors: Vec<Error>,
+    /// The list of supported modules and keywords has been given in a hint of this file.
+    listed_support: bool,
 }
 
 /// A task's name for messages: its `name:` or, failing that, its position.
@@ -272,6 +304,10 @@ impl Parser {
                 task.loop_flatten = key == "with_items";
             }
             "loop_control" => self.loop_control(value, label, task),
+            "notify" => task.notify = self.names(value, label, "notify"),
+            "async" => task.async_ = self.intish(value, label, "async"),
+            "poll" => task.poll = self.intish(value, label, "poll"),
+            "listen" => task.listen = self.names(value, label, "listen"),
             "tags" | "rescue" | "always" => {}
             _ => return false,
         }
@@ -311,7 +347,9 @@ impl Parser {
                 };
                 match file {
                     Some(file) if !file.trim().is_empty() => {
-                        self.set_action(chosen, key_node, label, "actions", |_| Some(Action::Include { file }));
+                        self.set_action(chosen, key_node, label, "actions", |_| {
+                            Some(Action::Include { file, import: key.ends_with("import_tasks") })
+                        });
                     }
                     _ => self.error(
                         value,
@@ -327,17 +365,28 @@ impl Parser {
                     Some(Action::Module(ModuleCall { module, args }))
                 }),
                 None if TASK_KEYS.contains(&other) => {}
-                None => {
-                    let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
-                    self.error(
-                        key_node,
-                        label,
-                        format!("unknown key or module `{other}`"),
-                        format!("supported modules: {known}; task keys: {}", TASK_KEYS.join(", ")),
-                    );
-                }
+                None => self.unsupported(key_node, label, other),
             },
         }
+    }
+
+    /// A key that is neither a keyword nor a module we know. Ansible reads any key that is not one of its task
+    /// keywords as a module name, so that is what the message calls it; the long list of what is supported is
+    /// given once per file, not with every error.
+    fn unsupported(&mut self, key_node: &Node, label: &str, key: &str) {
+        let message = if ANSIBLE_KEYWORDS.contains(&key) || key.starts_with("with_") {
+            format!("the keyword `{key}` is not supported")
+        } else {
+            format!("unknown module `{key}`")
+        };
+        let hint = if self.listed_support {
+            "see the first error of this file for what is supported".to_string()
+        } else {
+            self.listed_support = true;
+            let known = Module::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+            format!("supported modules: {known}; supported task keywords: {}", TASK_KEYS.join(", "))
+        };
+        self.error(key_node, label, message, hint);
     }
 
     /// The one place a task is given its action, built by `action` (which reports its own errors). A task does one
@@ -383,6 +432,14 @@ impl Parser {
                 );
                 None
             }
+        }
+    }
+
+    /// A name or a list of names (`notify: restart kubelet`, `notify: [a, b]`).
+    fn names(&mut self, node: &Node, label: &str, key: &str) -> Vec<String> {
+        match &node.value {
+            NodeValue::Seq(items) => items.iter().filter_map(|i| self.string(i, label, key)).collect(),
+            _ => self.string(node, label, key).into_iter().collect(),
         }
     }
 
@@ -632,6 +689,58 @@ impl Parser {
             Module::Fetch if !has("src") || !has("dest") => Some("`src` and `dest`"),
             Module::Assert if !has("that") => Some("`that`"),
             Module::Stat if !has("path") => Some("`path`"),
+            Module::Meta => {
+                let action = args.get("_raw_params").and_then(Value::as_str).unwrap_or_default().trim();
+                if !META_ACTIONS.contains(&action) {
+                    self.error(
+                        node,
+                        label,
+                        format!("`meta: {action}` is not supported"),
+                        format!("supported: meta: {}", META_ACTIONS.join(", ")),
+                    );
+                }
+                None
+            }
+            Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
+            Module::Uri if !has("url") => Some("`url`"),
+            Module::AsyncStatus if !has("jid") => Some("`jid`"),
+            Module::Slurp if !has("src") && !has("path") => Some("`src`"),
+            Module::IncludeVars if !has("file") && !has("_raw_params") => Some("a file"),
+            Module::Blockinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
+            Module::GetUrl if !has("url") || !has("dest") => Some("`url` and `dest`"),
+            Module::Lineinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
+            Module::Service if !has("name") => Some("`name`"),
+            Module::Service | Module::Systemd | Module::SystemdService => {
+                let state = args.get("state").and_then(Value::as_str).unwrap_or("started");
+                const STATES: &[&str] = &["reloaded", "restarted", "started", "stopped"];
+                if !state.contains("{{") && !STATES.contains(&state) {
+                    self.error(
+                        node,
+                        label,
+                        format!(
+                            "`{}` argument `state` must be one of {}, found `{state}`",
+                            module.name(),
+                            STATES.join(", ")
+                        ),
+                        "write `state: restarted`",
+                    );
+                }
+                None
+            }
+            Module::File if !has("path") && !has("dest") && !has("name") => Some("`path`"),
+            Module::File => {
+                let state = args.get("state").and_then(Value::as_str).unwrap_or("file");
+                const STATES: &[&str] = &["absent", "directory", "file", "link", "touch"];
+                if !state.contains("{{") && !STATES.contains(&state) {
+                    self.error(
+                        node,
+                        label,
+                        format!("`file` argument `state` must be one of {}, found `{state}`", STATES.join(", ")),
+                        "write `state: directory`",
+                    );
+                }
+                None
+            }
             Module::WaitFor if has("port") && has("path") => {
                 self.error(node, label, "`wait_for` takes `port` or `path`, not both", "split it into two tasks");
                 None
@@ -728,7 +837,7 @@ mod tests {
         );
         assert_eq!(errors.len(), 3, "{errors:?}");
         let texts: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        assert!(texts[0].starts_with("hook.yml:2:3: task \"first\": unknown key or module `comand`"), "{}", texts[0]);
+        assert!(texts[0].starts_with("hook.yml:2:3: task \"first\": unknown module `comand`"), "{}", texts[0]);
         assert!(texts[1].contains(":5:3: task \"second\": two modules in one task"), "{}", texts[1]);
         assert!(texts[2].contains("task \"third\": `pause` argument `seconds` must be a number"), "{}", texts[2]);
         assert!(errors.iter().all(|e| e.hint.is_some()));

@@ -10,6 +10,7 @@ use super::*;
 use crate::ansible_compat::shell_quote;
 use crate::connection::{ConnectionError, ExecOutput, SharedConnection, StdoutCapture};
 
+#[derive(Clone)]
 pub struct ModuleContext {
     /// `None` for modules that run on the controller only (debug, set_fact, assert, fail, pause).
     pub connection: Option<SharedConnection>,

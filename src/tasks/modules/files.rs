@@ -89,12 +89,20 @@ pub(super) async fn copy_to(
     let force = arg_bool(args, "force", true);
     let mut changed = false;
     let mut written = false;
+    let mut backup_file = None;
     let exists = remote_sum.is_some();
     if remote_sum.as_deref() != Some(checksum) && (force || !exists) {
         written = true;
         let tmp = format!("{dest}.upgrade-tmp");
         let t = shell_quote(&tmp);
-        let mut line = format!("cat > {t}");
+        let mut line = String::new();
+        // `backup`: the file as it was, kept beside it under Ansible's backup name.
+        if arg_bool(args, "backup", false) && exists {
+            let backup = backup_name(dest);
+            line.push_str(&format!("cp -p {q} {} && ", shell_quote(&backup)));
+            backup_file = Some(backup);
+        }
+        line.push_str(&format!("cat > {t}"));
         if let Some(m) = &mode {
             line.push_str(&format!(" && chmod {} {t}", shell_quote(m)));
         } else if let Some(existing) = &remote_mode {
@@ -139,6 +147,9 @@ pub(super) async fn copy_to(
         obj(json!({"changed": changed, "dest": dest, "checksum": checksum, "size": data.len(), "state": "file"}));
     if let Some(m) = mode {
         r.insert("mode".into(), Value::String(m));
+    }
+    if let Some(backup) = backup_file {
+        r.insert("backup_file".into(), Value::String(backup));
     }
     if !written {
         // Ansible hands an unchanged file to the `file` module, whose result names it `path` as well.

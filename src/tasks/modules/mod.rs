@@ -1,15 +1,26 @@
 //! The modules: each turns its (templated) arguments into commands on the host and returns Ansible's result fields.
 //! One file per family: `command` (command, shell, script), `files` (copy, template, fetch, stat), `facts` (debug,
-//! assert, fail, set_fact), `wait` (pause, wait_for, reboot, wait_for_connection); `context` is what they run with.
+//! assert, fail, set_fact), `wait` (pause, wait_for, reboot, wait_for_connection), `file`, `service` (service,
+//! systemd, systemd_service), `lineinfile` (and the write-back `blockinfile` shares), `blockinfile`, `uri`,
+//! `get_url`, `vars_files` (slurp, include_vars), `async_jobs` (async/poll, async_status); `context` is what they
+//! run with. `meta` and `import_role`/`include_role` are run by the engine (they act on the run, not on a host).
 //!
 //! Every command goes through `ModuleContext::exec`, which adds the task's `environment` and wraps it for `become`,
 //! so the connection below only moves bytes. The layers: `model` below, `modules` here, `engine` above; nothing
 //! here imports the engine.
 
+mod async_jobs;
+mod blockinfile;
 mod command;
 mod context;
 mod facts;
+mod file;
 mod files;
+mod get_url;
+mod lineinfile;
+mod service;
+mod uri;
+mod vars_files;
 mod wait;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +34,7 @@ use super::model::Module;
 use super::{Templar, Vars};
 use crate::ansible_compat::boolean;
 use crate::connection::ConnectionError;
+pub use async_jobs::{AsyncJobs, run_async};
 use command::{command, script};
 pub use context::{BECOME_PROMPT, BecomePassword, ModuleContext};
 use facts::{assert, debug, fail, set_fact};
@@ -46,6 +58,8 @@ pub struct EngineOptions {
     /// Commands' stdout is read whole instead of within the bound of command output: for the run's own reads of
     /// the cluster (`get nodes -o json` of a 5,000-node cluster is tens of MB, and a cut one does not parse).
     pub whole_stdout: bool,
+    /// The run's `async` jobs, for `async_status`.
+    pub async_jobs: AsyncJobs,
 }
 
 /// A failed result with Ansible's `msg`.
@@ -55,6 +69,19 @@ pub(crate) fn failed(msg: impl Into<String>) -> Map<String, Value> {
     m.insert("msg".into(), Value::String(msg.into()));
     m.insert("changed".into(), Value::Bool(false));
     m
+}
+
+/// A module's own failure, as ansible-core 2.19 reports `fail_json`: with its `exception` placeholder.
+pub(crate) fn fail_json(msg: impl Into<String>) -> Map<String, Value> {
+    let mut r = failed(msg);
+    r.insert("exception".into(), Value::String(NO_TRACEBACK.into()));
+    r
+}
+
+/// The name Ansible's `backup_local` gives a file's backup: the file's, the process id and the time.
+pub(crate) fn backup_name(path: &str) -> String {
+    let stamp = timestamp(SystemTime::now()).replace([' ', ':'], "@");
+    format!("{path}.{}.{stamp}~", std::process::id())
 }
 
 /// A controller-side file a task names (`script`, `copy: src`, `template: src`, `include_tasks`): absolute as given,
@@ -130,6 +157,17 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::Stat => stat(ctx, args).await,
         Module::Reboot => reboot(ctx, args).await,
         Module::WaitForConnection => wait_for_connection(ctx, args).await,
+        Module::File => file::file(ctx, args).await,
+        Module::Service | Module::Systemd | Module::SystemdService => service::systemd(ctx, args).await,
+        Module::Uri => uri::uri(ctx, args).await,
+        Module::AsyncStatus => Ok(async_jobs::async_status(ctx, args)),
+        Module::Lineinfile => lineinfile::lineinfile(ctx, args).await,
+        Module::Blockinfile => blockinfile::blockinfile(ctx, args).await,
+        Module::GetUrl => get_url::get_url(ctx, args).await,
+        Module::Slurp => vars_files::slurp(ctx, args).await,
+        Module::IncludeVars => Ok(vars_files::include_vars(ctx, args)),
+        // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
+        Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }
 }
 

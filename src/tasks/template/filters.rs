@@ -560,7 +560,7 @@ fn build_regex(pattern: &str, ignorecase: bool, multiline: bool) -> Result<regex
 }
 
 /// Python's `re.sub` replacement syntax (`\1`, `\g<1>`, `\g<name>`) in the regex crate's (`${1}`, `${name}`).
-fn python_replacement(replacement: &str) -> String {
+pub fn python_replacement(replacement: &str) -> String {
     let mut out = String::with_capacity(replacement.len());
     let chars: Vec<char> = replacement.chars().collect();
     let mut i = 0;

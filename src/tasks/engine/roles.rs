@@ -1,0 +1,168 @@
+//! `import_role` and `include_role`: a role's tasks run in place, with its `defaults/` (below the inventory's
+//! variables, as Ansible ranks role defaults), its `vars/` and the task's `vars:` (above them), and its
+//! `handlers/main.yml` for what its tasks notify. Roles are found as ansible-core finds them for a playbook beside the
+//! hook: `roles/NAME` beside the hook file, `NAME` beside it (for a hook inside a role, its sibling roles), then each
+//! directory of `upgrade_roles_path` (a list or `:`-separated) and of `ANSIBLE_ROLES_PATH`.
+//! Not supported: a role's `meta/main.yml` dependencies and argument specs, `apply`, `public`.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// The role a task names, with what it takes from it.
+pub struct RoleCall {
+    pub name: String,
+    pub tasks_from: Option<String>,
+    pub vars_from: Option<String>,
+    pub defaults_from: Option<String>,
+}
+
+impl RoleCall {
+    pub fn from_args(args: &Map<String, Value>) -> RoleCall {
+        let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+        RoleCall {
+            name: text("name").or_else(|| text("role")).unwrap_or_default(),
+            tasks_from: text("tasks_from"),
+            vars_from: text("vars_from"),
+            defaults_from: text("defaults_from"),
+        }
+    }
+}
+
+/// Where roles are looked for, for tasks read from `task_file`, besides `roles_path` (the configured directories).
+pub fn find_role(task_file: &Path, name: &str, roles_path: &[PathBuf]) -> Option<PathBuf> {
+    if Path::new(name).is_absolute() {
+        return Some(PathBuf::from(name)).filter(|p| p.is_dir());
+    }
+    let dir = task_file.parent().unwrap_or(Path::new("."));
+    let mut candidates = vec![dir.join("roles").join(name), dir.join(name)];
+    // A hook inside a role (`roles/x/tasks/y.yml`) sees the roles beside its own.
+    if dir.file_name().is_some_and(|n| n == "tasks") {
+        if let Some(roles_dir) = dir.parent().and_then(Path::parent) {
+            candidates.push(roles_dir.join(name));
+        }
+    }
+    candidates.extend(roles_path.iter().map(|p| p.join(name)));
+    candidates.into_iter().find(|c| c.join("tasks").is_dir())
+}
+
+/// The directories of `upgrade_roles_path` (a list or `:`-separated text) and of `ANSIBLE_ROLES_PATH`.
+pub fn roles_path(configured: Option<&Value>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = match configured {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(PathBuf::from).collect(),
+        Some(Value::String(s)) => s.split(':').filter(|p| !p.is_empty()).map(PathBuf::from).collect(),
+        _ => Vec::new(),
+    };
+    if let Some(env) = std::env::var_os("ANSIBLE_ROLES_PATH") {
+        out.extend(std::env::split_paths(&env));
+    }
+    out
+}
+
+/// `role/SUB/FROM` (`main` by default), with `.yml`, `.yaml` or as named.
+pub fn role_file(role: &Path, sub: &str, from: Option<&str>) -> Option<PathBuf> {
+    let base = role.join(sub).join(from.unwrap_or("main"));
+    let with_ext = |ext: &str| {
+        let mut p = base.clone().into_os_string();
+        p.push(ext);
+        PathBuf::from(p)
+    };
+    [with_ext(".yml"), with_ext(".yaml"), base.clone()].into_iter().find(|p| p.is_file())
+}
+
+/// A role's variables file as a mapping (an empty or missing file: none).
+fn read_vars(path: Option<PathBuf>) -> Result<Map<String, Value>, String> {
+    let Some(path) = path else { return Ok(Map::new()) };
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match crate::yaml::parse(&text, &path) {
+        Ok(Some(node)) => match node.to_json() {
+            Value::Object(map) => Ok(map),
+            Value::Null => Ok(Map::new()),
+            _ => Err(format!("{}: a vars file is a mapping of names to values", path.display())),
+        },
+        Ok(None) => Ok(Map::new()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl HostRun<'_> {
+    pub(super) async fn run_role(&mut self, task: &Task, call: &ModuleCall, scope: &Scope) -> Flow {
+        let import = call.module == Module::ImportRole;
+        let outer = Self::child_scope(task, scope);
+        let mut inner = outer.clone();
+        let ctx = self.context(&outer, &Map::new());
+        let tref = self.task_ref(task, &ctx);
+        let ignore = self.ignore_errors(task, &outer, &ctx);
+        let fail = |this: &Self, msg: String| {
+            this.finish(&tref, task, &failed(format!("{}: {msg}", Self::place(task))), Instant::now(), &outer, ignore);
+            if ignore { Flow::Continue } else { Flow::Failed }
+        };
+        // include_role settles its own `when` once; an imported role's tasks each inherit it, as in Ansible.
+        if !import {
+            match self.conditions_hold(&inner.when, &ctx) {
+                Ok(None) => inner.when.clear(),
+                Ok(Some(cond)) => {
+                    self.finish(&tref, task, &skipped(&cond), Instant::now(), &outer, ignore);
+                    return Flow::Continue;
+                }
+                Err(msg) => return fail(self, msg),
+            }
+        }
+        let args = match render_args(&self.engine.templar, call, &ctx) {
+            Ok(args) => args,
+            Err(msg) => return fail(self, msg),
+        };
+        let role = RoleCall::from_args(&args);
+        // Relative directories of upgrade_roles_path are the inventory's, as hook paths are (and as check reads them).
+        let inventory_dir = ctx.get("inventory_dir").and_then(|v| v.as_str().map(PathBuf::from));
+        let search: Vec<PathBuf> = roles_path(ctx.get("upgrade_roles_path").as_ref())
+            .into_iter()
+            .map(|d| match &inventory_dir {
+                Some(base) if d.is_relative() => base.join(d),
+                _ => d,
+            })
+            .collect();
+        let Some(dir) = find_role(&task.location.file, &role.name, &search) else {
+            return fail(self, format!("the role '{}' was not found", role.name));
+        };
+        let Some(tasks_file) = role_file(&dir, "tasks", role.tasks_from.as_deref()) else {
+            let from = role.tasks_from.as_deref().unwrap_or("main");
+            return fail(self, format!("Could not find specified file in role: tasks/{from}"));
+        };
+        let defaults = match read_vars(role_file(&dir, "defaults", role.defaults_from.as_deref())) {
+            Ok(v) => v,
+            Err(msg) => return fail(self, msg),
+        };
+        let vars = match read_vars(role_file(&dir, "vars", role.vars_from.as_deref())) {
+            Ok(v) => v,
+            Err(msg) => return fail(self, msg),
+        };
+        // Defaults rank below everything the host already has; role vars above the inventory, below the task's
+        // own `vars:` (already in the scope, so put back after them).
+        let mut layered = Map::new();
+        for (k, v) in defaults {
+            if ctx.get(&k).is_none() {
+                layered.insert(k, v);
+            }
+        }
+        layered.extend(vars);
+        for (k, v) in &task.vars {
+            layered.insert(k.clone(), v.clone());
+        }
+        let mut vars = scope.vars.clone();
+        vars.extend(layered);
+        inner.vars = vars;
+        let tasks = match self.engine.task_files.load(&tasks_file) {
+            Ok(tasks) => tasks,
+            Err(e) => return fail(self, e.to_string()),
+        };
+        // Ansible reports an include_role as ok (`included: ROLE for HOST`) before its tasks; an import shows nothing.
+        if !import {
+            let mut included = Map::new();
+            included.insert("changed".into(), Value::Bool(false));
+            included.insert("include".into(), Value::String(role.name.clone()));
+            self.finish(&tref, task, &included, Instant::now(), &outer, ignore);
+        }
+        self.run_list(&tasks, inner).await
+    }
+}
