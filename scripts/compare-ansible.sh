@@ -9,7 +9,8 @@
 #      JOBS (files compared at once, default 3).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-venv="${VENV:-/tmp/venv-upgrade-compare}"
+# Absolute: the hosts' ansible_python_interpreter is used from other directories.
+venv="$(realpath -m "${VENV:-/tmp/venv-upgrade-compare}")"
 upgrade="${UPGRADE:-$root/target/debug/upgrade}"
 jobs="${JOBS:-3}"
 [ -x "$upgrade" ] || (cd "$root" && cargo build -q)
