@@ -158,18 +158,18 @@ impl KubeControlPlane {
                  serviceaccount,serviceaccount-token,namespace"
                 .to_string(),
         ]);
-        plane.spawn_built("kube-controller-manager", &controller_manager.iter().map(String::as_str).collect::<Vec<_>>());
+        plane.spawn_built("kube-controller-manager", &controller_manager);
         let scheduler = component_args(&admin);
-        plane.spawn_built("kube-scheduler", &scheduler.iter().map(String::as_str).collect::<Vec<_>>());
+        plane.spawn_built("kube-scheduler", &scheduler);
         plane.spawn_built(
             "kwok",
             &[
-                &format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
-                &format!("--config={}", binaries_dir().join("kwok-stages.yaml").display()),
-                "--manage-all-nodes=false",
-                &format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
-                &format!("--server-address=127.0.0.1:{}", free_port()),
-                "--node-lease-duration-seconds=40",
+                format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
+                format!("--config={}", binaries_dir().join("kwok-stages.yaml").display()),
+                "--manage-all-nodes=false".to_string(),
+                format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
+                format!("--server-address=127.0.0.1:{}", free_port()),
+                "--node-lease-duration-seconds=40".to_string(),
             ],
         );
         Some(plane)
@@ -239,9 +239,8 @@ impl KubeControlPlane {
     }
 
     /// Starts one of the binaries scripts/build-k8s built (K8S_VERSION's).
-    fn spawn_built(&mut self, binary: &str, args: &[&str]) {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        self.spawn(binary, &binaries_dir().join(binary), &args);
+    fn spawn_built(&mut self, binary: &str, args: &[String]) {
+        self.spawn(binary, &binaries_dir().join(binary), args);
     }
 
     /// Starts `program` as the component `name`, its output in `name.log`.
