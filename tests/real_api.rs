@@ -1,5 +1,6 @@
 //! Against the real Kubernetes API server (tests/support/apiserver.rs: kube-apiserver, the controller manager and the
-//! scheduler built from k8s.io/kubernetes v1.34.4, kwok's simulated kubelets), with the real kubectl of that version:
+//! scheduler built from k8s.io/kubernetes v1.34.4, kwok's simulated kubelets; for an HA control plane during its
+//! upgrade, a second kube-apiserver, v1.35.4, over the same etcd), with the real kubectl of v1.34.4:
 //! what the stand-ins cannot prove, because a misunderstanding of the API would be the same on both sides. Evictions
 //! meet real PodDisruptionBudgets (whose status the disruption controller computes), pods evicted are recreated by the
 //! ReplicaSet controller and placed by the scheduler, CSRs are created by a node's own credentials, blue nodes are
