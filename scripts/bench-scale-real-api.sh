@@ -4,8 +4,9 @@
 # v1.29.1 and NODES kwok nodes at v1.28.5; `upgrade --phase nodes,verify` with serial 10% over local connections,
 # each node's upgrade reporting its new kubelet version through the API (the status subresource), cordon and drain
 # `true` as in bench-scale.sh so the orchestrator is measured, not kubectl's drain. Measures the orchestrator (wall,
-# CPU, peak memory), the API server's own CPU during the run, and the node reads it served (its
-# apiserver_request_total for nodes, LIST and GET).
+# CPU, peak memory), the API server's own CPU during the run and its peak memory, and the node reads it served (its
+# apiserver_request_total for nodes: LISTs, whole node lists, also per second of the run, the poll interval
+# (upgrade_node_ready_delay: 1); GETs, one node's: the poller's read when one node waits, and kubectl's own).
 #
 # usage: scripts/bench-scale-real-api.sh [NODES...]   (default: 1000)
 set -euo pipefail
@@ -20,11 +21,11 @@ if [ -z "$upgrade" ]; then
 fi
 ticks=$(getconf CLK_TCK)
 cpu_of() { local s; s=$(cat "/proc/$1/stat"); set -- ${s##*) }; echo $(( ${12} + ${13} )); }
-node_reads() { # LIST and GET of nodes the API server has served so far
-  $k get --raw /metrics | awk '/^apiserver_request_total\{/ && /resource="nodes"/ && /subresource=""/ && (/verb="LIST"/ || /verb="GET"/) { n += $NF } END { print n + 0 }'
+node_reads() { # VERB: the LISTs (whole node lists: preflight, the poller, verify) or GETs (one node) of nodes served so far
+  $k get --raw /metrics | awk -v verb="verb=\"$1\"" '/^apiserver_request_total\{/ && /resource="nodes"/ && /subresource=""/ && index($0, verb) { n += $NF } END { print n + 0 }'
 }
-printf '| nodes | wall | orchestrator CPU | CPU per node | peak memory | API server CPU | node reads served (LIST+GET) |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| nodes | wall | orchestrator CPU | CPU per node | peak memory | API server CPU | API server peak memory | node lists served | per second of the run | single-node GETs |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for n in "${sizes[@]}"; do
   work=$(mktemp -d "${BENCH_SCALE_DIR:-/tmp}/bench-real-api.XXXXXX")
   trap 'scripts/real-api --stop "$work/api"; rm -rf "$work"' EXIT
@@ -58,7 +59,7 @@ for n in "${sizes[@]}"; do
     printf '  children:\n    masters:\n      hosts:\n        m[1:3]:\n    nodes:\n      hosts:\n        n[1:%s]:\n' "$n"
   } >"$work/hosts.yml"
   api_pid=$(sed -n 2p "$work/api/pids")
-  api_cpu0=$(cpu_of "$api_pid") reads0=$(node_reads)
+  api_cpu0=$(cpu_of "$api_pid") lists0=$(node_reads LIST) gets0=$(node_reads GET)
   start=$(date +%s.%N)
   "$upgrade" --inventory "$work/hosts.yml" --phase nodes,verify --state-dir "$work/state" --output json \
     >"$work/out.jsonl" 2>"$work/err.txt" &
@@ -73,7 +74,8 @@ for n in "${sizes[@]}"; do
   done
   wait "$pid" && code=0 || code=$?
   end=$(date +%s.%N)
-  api_cpu=$(( $(cpu_of "$api_pid") - api_cpu0 )) reads=$(( $(node_reads) - reads0 ))
+  api_cpu=$(( $(cpu_of "$api_pid") - api_cpu0 )) lists=$(( $(node_reads LIST) - lists0 )) gets=$(( $(node_reads GET) - gets0 ))
+  api_hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$api_pid/status")
   at=$($k get nodes -o jsonpath='{range .items[*]}{.status.nodeInfo.kubeletVersion}{"\n"}{end}' | grep -c v1.29.1)
   [ "$code" -eq 0 ] && [ "$at" -eq $((n + 3)) ] || {
     trap - EXIT
@@ -82,8 +84,8 @@ for n in "${sizes[@]}"; do
     exit 1
   }
   python3 -c "
-n, start, end, cpu, ticks, hwm, api, reads = $n, $start, $end, $cpu, $ticks, $hwm, $api_cpu, $reads
-print(f'| {n:,} | {end - start:.1f} s | {cpu / ticks:.2f} s | {cpu / ticks / n * 1000:.2f} ms | {hwm / 1024:.0f} MB | {api / ticks:.1f} s | {reads} |')"
+n, start, end, cpu, ticks, hwm, api, api_hwm, lists, gets = $n, $start, $end, $cpu, $ticks, $hwm, $api_cpu, $api_hwm, $lists, $gets
+print(f'| {n:,} | {end - start:.1f} s | {cpu / ticks:.2f} s | {cpu / ticks / n * 1000:.2f} ms | {hwm / 1024:.0f} MB | {api / ticks:.1f} s | {api_hwm / 1024:.0f} MB | {lists} | {lists / (end - start):.2f} | {gets} |')"
   scripts/real-api --stop "$work/api"
   rm -rf "$work"
   trap - EXIT

@@ -100,6 +100,9 @@ impl DebianCluster {
         text.push_str(&format!(
             "    upgrade_master_api_health_command: \"{kubectl} --server={{{{ upgrade_api_server_url }}}} get --raw /readyz\"\n"
         ));
+        text.push_str(&format!(
+            "    upgrade_master_api_version_command: \"{kubectl} --server={{{{ upgrade_api_server_url }}}} get --raw /version\"\n"
+        ));
         text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", etcdctl_binary().display()));
         text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", self.etcd.endpoints()));
         text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");

@@ -59,6 +59,8 @@ impl KubeadmCluster {
         // The per-master probe's default (curl) against the stand-in API server, which every master shares.
         text.push_str(&format!("    upgrade_api_server_url: \"{}\"\n", self.api.url()));
         text.push_str(&format!("    upgrade_api_removals_metrics_url: \"{}\"\n", self.api.url()));
+        // It is every master's: one version for all, where each master's own is the point (real_api.rs checks that).
+        text.push_str("    upgrade_master_api_version_command: \"\"\n");
         text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", etcdctl_binary().display()));
         text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", self.etcd.endpoints()));
         text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");

@@ -1,5 +1,6 @@
 //! Against the real Kubernetes API server (tests/support/apiserver.rs: kube-apiserver, the controller manager and the
-//! scheduler built from k8s.io/kubernetes v1.34.4, kwok's simulated kubelets), with the real kubectl of that version:
+//! scheduler built from k8s.io/kubernetes v1.34.4, kwok's simulated kubelets; for an HA control plane during its
+//! upgrade, a second kube-apiserver, v1.35.4, over the same etcd), with the real kubectl of v1.34.4:
 //! what the stand-ins cannot prove, because a misunderstanding of the API would be the same on both sides. Evictions
 //! meet real PodDisruptionBudgets (whose status the disruption controller computes), pods evicted are recreated by the
 //! ReplicaSet controller and placed by the scheduler, CSRs are created by a node's own credentials, blue nodes are
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::apiserver::{KubeControlPlane, kubectl_binary};
+use crate::support::apiserver::{ApiServer, K8S_VERSION, KubeControlPlane, NEXT_K8S_VERSION, kubectl_binary};
 use crate::support::etcd::etcdctl_binary;
 use crate::support::{Outcome, Scenario};
 
@@ -29,20 +30,31 @@ pub(crate) struct RealCluster {
     nodes: Vec<String>,
     /// Extra `all: vars:` lines.
     vars: Vec<String>,
+    /// Extra variables of one host: (host, `name: value`).
+    host_vars: Vec<(String, String)>,
+    /// The run's upgrade_target_version.
+    target: &'static str,
 }
 
 impl RealCluster {
-    /// `None` when the control plane is not built (the start said SKIPPED and why).
+    /// Masters at OLD, upgraded to TARGET. `None` when the control plane is not built (the start said SKIPPED and
+    /// why).
     fn new(masters: &[&str], nodes: &[(&str, &str)]) -> Option<RealCluster> {
-        RealCluster::at(OLD, masters, nodes)
+        RealCluster::between(masters, nodes, OLD, TARGET)
     }
 
     /// The masters' kubelets report `old` (the API server stays v1.34.4: kwok's nodes report what they are told).
+    /// The masters' own API servers are this v1.34.4 one whatever the target, so their version is not waited for.
     pub(crate) fn at(old: &str, masters: &[&str], nodes: &[(&str, &str)]) -> Option<RealCluster> {
+        RealCluster::between(masters, nodes, old, TARGET).map(|c| c.var("upgrade_master_api_version_command: \"\""))
+    }
+
+    /// Masters whose kubelets report `from`, a run to `target`.
+    fn between(masters: &[&str], nodes: &[(&str, &str)], from: &str, target: &'static str) -> Option<RealCluster> {
         let api = KubeControlPlane::start()?;
         let dir = tempfile::Builder::new().prefix("upgrade-real-api-").tempdir().expect("temp dir");
         for m in masters {
-            api.add_node(m, old, &[("node-role.kubernetes.io/control-plane", "")]);
+            api.add_node(m, from, &[("node-role.kubernetes.io/control-plane", "")]);
         }
         for (n, version) in nodes {
             api.add_node(n, version, &[]);
@@ -54,7 +66,7 @@ impl RealCluster {
             api.ok(&["taint", "node", m, "node-role.kubernetes.io/control-plane=:NoSchedule"]);
             // kubeadm's static pods, as the kubelet mirrors them: the control-plane pods gate reads these.
             for component in ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"] {
-                api.apply(&static_pod(component, m));
+                api.apply(&static_pod(component, m, target));
             }
         }
         let cluster = RealCluster {
@@ -63,6 +75,8 @@ impl RealCluster {
             masters: masters.iter().map(|s| s.to_string()).collect(),
             nodes: nodes.iter().map(|(n, _)| n.to_string()).collect(),
             vars: Vec::new(),
+            host_vars: Vec::new(),
+            target,
         };
         cluster.write_stand_ins();
         Some(cluster)
@@ -70,6 +84,12 @@ impl RealCluster {
 
     pub(crate) fn var(mut self, line: &str) -> RealCluster {
         self.vars.push(line.to_string());
+        self
+    }
+
+    /// A `name: value` line among `host`'s own variables.
+    fn host_var(mut self, host: &str, line: &str) -> RealCluster {
+        self.host_vars.push((host.to_string(), line.to_string()));
         self
     }
 
@@ -138,7 +158,7 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
             format!("upgrade_api_server_url: \"{}\"", self.api.url()),
             // The gate on removed APIs reads each master's own API server's /metrics: this one.
             format!("upgrade_api_removals_metrics_url: \"{}\"", self.api.url()),
-            format!("upgrade_target_version: \"{TARGET}\""),
+            format!("upgrade_target_version: \"{}\"", self.target),
             "upgrade_node_ready_delay: 1".into(),
             // A drain that cannot finish fails the node instead of holding the test for ever.
             "upgrade_nodes_drain_timeout: 180".into(),
@@ -155,6 +175,9 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
         text.push_str("  children:\n    masters:\n      hosts:\n");
         for m in &self.masters {
             text.push_str(&format!("        {m}:\n"));
+            for (_, line) in self.host_vars.iter().filter(|(host, _)| host == m) {
+                text.push_str(&format!("          {line}\n"));
+            }
         }
         text.push_str("    etcd:\n      hosts:\n");
         text.push_str(&format!("        {}:\n", self.masters[0]));
@@ -235,7 +258,7 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
     }
 }
 
-fn static_pod(component: &str, node: &str) -> String {
+fn static_pod(component: &str, node: &str, version: &str) -> String {
     serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -250,7 +273,7 @@ fn static_pod(component: &str, node: &str) -> String {
         "spec": {
             "nodeName": node,
             "tolerations": [{"operator": "Exists"}],
-            "containers": [{"name": component, "image": format!("registry.k8s.io/{component}:{TARGET}")}],
+            "containers": [{"name": component, "image": format!("registry.k8s.io/{component}:{version}")}],
         },
     })
     .to_string()
@@ -404,6 +427,62 @@ fn a_nodes_pending_csr_is_approved_through_the_real_api_while_it_is_waited_for()
     assert_eq!(cluster.kubelet_version("n1"), TARGET);
 }
 
+/// An HA control plane during its upgrade to v1.35.4: m1's API server is kube-apiserver v1.35.4 already (its
+/// `kubeadm upgrade apply` done), m2's still v1.34.4, both over one etcd, as kubeadm's stacked masters are. The run
+/// talks to m1's (the first master's: discovery, node reads, the lease, evictions); the controllers, the scheduler
+/// and kwok to m2's. The health gate asks each master's own API server for its version: m2's still answers v1.34.4
+/// after its `kubeadm upgrade node`, so the run stops there, before any node; run again once m2's API server is the
+/// new one, the same command finishes the upgrade, the workload's evictions through one server, its budget's status
+/// and its pods' places from controllers on the other.
+#[test]
+fn an_ha_control_plane_with_api_servers_a_minor_apart_goes_on_only_once_each_masters_reports_the_target() {
+    let nodes = [("n1", K8S_VERSION), ("n2", K8S_VERSION)];
+    let Some(mut cluster) = RealCluster::between(&["m1", "m2"], &nodes, K8S_VERSION, NEXT_K8S_VERSION) else { return };
+    let Some(next) = cluster.api.start_api_server(NEXT_K8S_VERSION) else { return };
+    let first = cluster.api.first_api_server();
+    assert_eq!(server_version(&first), K8S_VERSION);
+    assert_eq!(server_version(&next), NEXT_K8S_VERSION);
+    cluster.workload("web", 2, r#""maxUnavailable": 1"#);
+    // m2's own API server is polled for the target this long before the run stops.
+    let cluster = cluster
+        .var("upgrade_control_plane_ready_timeout: 15")
+        .host_var("m1", &format!("upgrade_api_server_url: \"{}\"", next.url))
+        .host_var("m2", &format!("upgrade_api_server_url: \"{}\"", first.url));
+    let inventory = cluster.inventory(&next.kubectl_command());
+    let stopped = Scenario::on_cluster(cluster.dir.path(), &inventory).run().expect_code(1);
+    let said = format!("m2's own API server ({}) does not report the target {NEXT_K8S_VERSION}", first.url);
+    assert!(stopped.output().contains(&said), "{}", stopped.output());
+    assert!(stopped.output().contains(&format!("answered {K8S_VERSION}")), "{}", stopped.output());
+    for node in ["n1", "n2"] {
+        assert_eq!(cluster.kubelet_version(node), K8S_VERSION, "{node} not started");
+        assert!(!cluster.unschedulable(node), "{node}");
+    }
+
+    // Run again as it is, m2 (its kubelet at the target already) is checked again, not taken as done.
+    let again = Scenario::on_cluster(cluster.dir.path(), &inventory).run().expect_code(1);
+    assert!(again.output().contains(&said), "{}", again.output());
+
+    // m2's API server moves to v1.35.4: its own is now the new one.
+    let text = std::fs::read_to_string(&inventory).expect("inventory").replace(&first.url, &next.url);
+    std::fs::write(&inventory, text).expect("inventory");
+    Scenario::on_cluster(cluster.dir.path(), &inventory).run().expect_code(0).output_has("result: success");
+    for node in ["m1", "m2", "n1", "n2"] {
+        assert_eq!(cluster.kubelet_version(node), NEXT_K8S_VERSION, "{node}");
+        assert!(!cluster.unschedulable(node), "{node} is schedulable again");
+    }
+    // The lease the run wrote through the new server is the one the old server serves (the same resourceVersion).
+    let lease = |server: &ApiServer| -> Value {
+        let json = server.kubectl(&["-n", "kube-system", "get", "configmap", "upgrade-lock", "-o", "json"]);
+        serde_json::from_str(&json.expect("the lease")).expect("JSON")
+    };
+    let (through_new, through_old) = (lease(&next), lease(&first));
+    assert_eq!(through_new["metadata"]["resourceVersion"], through_old["metadata"]["resourceVersion"]);
+    assert_eq!(through_new["data"], through_old["data"]);
+    cluster.api.wait_for("the workload whole again", Duration::from_secs(60), || {
+        cluster.pods("app=web").iter().filter(|(_, n, ready)| !n.is_empty() && *ready).count() == 2
+    });
+}
+
 /// N1 on the real API server: a stale lease (its holder dead an hour ago) found by two controllers at once, each with
 /// its own state directory; both read it, then both write it back conditionally on the resourceVersion they read.
 /// The real API server answers the second write `Conflict`: exactly one drives the cluster, the other is refused, and
@@ -411,6 +490,25 @@ fn a_nodes_pending_csr_is_approved_through_the_real_api_while_it_is_waited_for()
 #[test]
 fn two_controllers_taking_over_a_stale_lock_on_the_real_api_never_both_drive_the_cluster() {
     let Some(cluster) = RealCluster::new(&["m1"], &[("n1", OLD), ("n2", OLD)]) else { return };
+    let kubectl = cluster.api.kubectl_command();
+    exactly_one_of_two_racing_controllers_drives_the_cluster(&cluster, &kubectl, &kubectl);
+}
+
+/// The same race during an HA control plane's upgrade, each controller through another master's API server: one
+/// kube-apiserver v1.34.4, the other v1.35.4, over one etcd. A conditional write through one server must meet the
+/// resourceVersion the other wrote, or both would take the lock.
+#[test]
+fn two_controllers_racing_through_api_servers_of_two_minors_over_one_etcd_never_both_drive_the_cluster() {
+    let Some(mut cluster) = RealCluster::new(&["m1"], &[("n1", OLD), ("n2", OLD)]) else { return };
+    let Some(next) = cluster.api.start_api_server(NEXT_K8S_VERSION) else { return };
+    assert_eq!(server_version(&next), NEXT_K8S_VERSION, "the second API server is the next minor's");
+    let (old, new) = (cluster.api.kubectl_command(), next.kubectl_command());
+    exactly_one_of_two_racing_controllers_drives_the_cluster(&cluster, &old, &new);
+}
+
+/// Two runs, through `kubectl_a` and `kubectl_b`, find the same stale lease; each one's first conditional write
+/// waits a second, so that both have read the lease before either writes.
+fn exactly_one_of_two_racing_controllers_drives_the_cluster(cluster: &RealCluster, kubectl_a: &str, kubectl_b: &str) {
     let hour_ago = std::process::Command::new("date")
         .args(["-u", "-d", "-1 hour", "+%Y-%m-%dT%H:%M:%S.000000Z"])
         .output()
@@ -432,9 +530,7 @@ fn two_controllers_taking_over_a_stale_lock_on_the_real_api_never_both_drive_the
         })
         .to_string(),
     );
-    // Each controller's first conditional write waits a second, so that both have read the stale lease before
-    // either writes: the race the API server's resourceVersion check decides.
-    let slow = |side: &str| {
+    let slow = |side: &str, kubectl: &str| {
         let path = cluster.path(&format!("kubectl-{side}"));
         let mark = cluster.path(&format!("wrote-{side}"));
         std::fs::write(
@@ -442,14 +538,13 @@ fn two_controllers_taking_over_a_stale_lock_on_the_real_api_never_both_drive_the
             format!(
                 "#!/bin/sh\ncase \"$*\" in *\" replace \"*|*\" replace -f\"*) [ -e {mark} ] || {{ touch {mark}; sleep 1; }};; esac\nexec {kubectl} \"$@\"\n",
                 mark = mark.display(),
-                kubectl = cluster.api.kubectl_command(),
             ),
         )
         .expect("kubectl wrapper");
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
         path
     };
-    let (a, b) = (slow("a"), slow("b"));
+    let (a, b) = (slow("a", kubectl_a), slow("b", kubectl_b));
     let run = |kubectl: &PathBuf, state: &str| {
         let inventory = cluster.inventory(&kubectl.display().to_string());
         let copy = cluster.path(&format!("hosts-{state}.yml"));
@@ -467,8 +562,15 @@ fn two_controllers_taking_over_a_stale_lock_on_the_real_api_never_both_drive_the
     assert!(refused.output().contains("another upgrade holds the cluster lock"), "{refused}");
     for node in ["m1", "n1", "n2"] {
         assert_eq!(cluster.upgrades(node), 1, "{node} upgraded once\n{one}\n{two}");
-        assert_eq!(cluster.kubelet_version(node), TARGET);
+        assert_eq!(cluster.kubelet_version(node), cluster.target);
     }
+}
+
+/// The gitVersion a kube-apiserver reports (`kubectl version`'s serverVersion).
+fn server_version(server: &ApiServer) -> String {
+    let version: Value =
+        serde_json::from_str(&server.kubectl(&["version", "-o", "json"]).expect("kubectl version")).expect("JSON");
+    version["serverVersion"]["gitVersion"].as_str().unwrap_or_default().to_string()
 }
 
 /// Least privilege: a run with credentials that RBAC grants nothing is refused in preflight, naming each permission it

@@ -2,7 +2,9 @@
 //! Debian's etcd, and kube-apiserver, kube-controller-manager and kube-scheduler built from k8s.io/kubernetes by
 //! scripts/build-k8s (testing/k8s), with kwok simulating the kubelets of the nodes the test creates (heartbeats, node
 //! leases, pods Running, pods whose deletion was asked for gone). Everything on free loopback ports, in a temp dir,
-//! killed on drop. The real kubectl of the same version talks to it with a kubeconfig this writes.
+//! killed on drop. The real kubectl of the same version talks to it with a kubeconfig this writes. A second
+//! kube-apiserver of another minor (`start_api_server`) can join the same etcd, as a second master's during an HA
+//! upgrade.
 //!
 //! The API server authenticates with static tokens: `admin` (group system:masters) for the test's own setup and the
 //! control plane, and `upgrade` (no group: nothing until RBAC grants it) for runs that must work with the documented
@@ -20,8 +22,11 @@ use std::time::{Duration, Instant};
 
 use super::etcd::TestEtcd;
 
-/// The version scripts/build-k8s builds (its K8S_VERSION).
+/// The version scripts/build-k8s builds (its PRIMARY_VERSION).
 pub const K8S_VERSION: &str = "v1.34.4";
+/// The next minor's kube-apiserver (`scripts/build-k8s v1.35.4`, testing/k8s-v1.35.4), which a test runs beside
+/// K8S_VERSION's over one etcd, as an HA control plane is while its masters are upgraded one at a time.
+pub const NEXT_K8S_VERSION: &str = "v1.35.4";
 const BINARIES: [&str; 5] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"];
 /// The node names a test may give (each has a kubelet token: `kubectl_as_node`).
 pub const NODE_NAMES: [&str; 12] = ["m1", "m2", "m3", "n1", "n2", "n3", "n4", "n5", "b1", "b2", "g1", "g2"];
@@ -32,12 +37,37 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
 }
 
-/// Where scripts/build-k8s leaves the binaries.
+/// Where scripts/build-k8s leaves the binaries of K8S_VERSION.
 pub fn binaries_dir() -> PathBuf {
+    binaries_dir_of(K8S_VERSION)
+}
+
+/// Where `scripts/build-k8s VERSION` leaves the binaries of `version`.
+fn binaries_dir_of(version: &str) -> PathBuf {
     let cache = std::env::var_os("UPGRADE_TEST_CACHE").map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache/upgrade-tests")
     });
-    cache.join(format!("k8s-{K8S_VERSION}"))
+    cache.join(format!("k8s-{version}"))
+}
+
+/// `None` when every file named is in `dir`; otherwise says which are missing and how to build them, on stderr as
+/// `SKIPPED: ...` (`Some`), or panics when `CI` is set (CI never skips).
+fn skipped_for_missing(dir: &Path, files: &[&str], build: &str) -> Option<()> {
+    let missing: Vec<&str> = files.iter().copied().filter(|f| !dir.join(f).is_file()).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let why = format!(
+        "the real Kubernetes control plane is not built ({} missing in {}): run {build} (needs Go and the Go module \
+         proxy)",
+        missing.join(", "),
+        dir.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("SKIPPED: {why}");
+    Some(())
 }
 
 /// The real kubectl built with the API server (Debian's is more than one minor older: outside the supported skew).
@@ -58,20 +88,8 @@ impl KubeControlPlane {
     /// Starts etcd, the API server (waiting for /readyz), the controller manager, the scheduler and kwok. `None`
     /// (after one line on stderr) when the binaries are not built, unless `CI` is set.
     pub fn start() -> Option<KubeControlPlane> {
-        let bins = binaries_dir();
-        let missing: Vec<&str> =
-            BINARIES.iter().copied().chain(["kwok-stages.yaml"]).filter(|b| !bins.join(b).is_file()).collect();
-        if !missing.is_empty() {
-            let why = format!(
-                "the real Kubernetes control plane is not built ({} missing in {}): run scripts/build-k8s (needs Go and \
-                 the Go module proxy)",
-                missing.join(", "),
-                bins.display()
-            );
-            if std::env::var_os("CI").is_some() {
-                panic!("{why}");
-            }
-            eprintln!("SKIPPED: {why}");
+        let files: Vec<&str> = BINARIES.iter().copied().chain(["kwok-stages.yaml"]).collect();
+        if skipped_for_missing(&binaries_dir(), &files, "scripts/build-k8s").is_some() {
             return None;
         }
         let dir = tempfile::Builder::new().prefix("test-kube-").tempdir().expect("temp dir");
@@ -124,27 +142,8 @@ impl KubeControlPlane {
         write_kubeconfig(&plane.upgrade_kubeconfig, &url, "upgrade-token");
         let d = plane.dir.path().to_path_buf();
         let path = |name: &str| d.join(name).to_string_lossy().into_owned();
-        plane.spawn(
-            "kube-apiserver",
-            &[
-                &format!("--etcd-servers={}", plane._etcd.endpoints()),
-                &format!("--secure-port={port}"),
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                &format!("--cert-dir={}", path("apiserver-certs")),
-                &format!("--token-auth-file={}", path("tokens.csv")),
-                "--authorization-mode=RBAC,Node",
-                &format!("--service-account-key-file={}", path("sa.pub")),
-                &format!("--service-account-signing-key-file={}", path("sa.key")),
-                "--service-account-issuer=https://kubernetes.default.svc",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                "--allow-privileged=true",
-                "--endpoint-reconciler-type=none",
-                // A deprecated API version v1.34.4 still serves, off by default: the gate on removed APIs
-                // (tests/api_removals.rs) requests it and reads apiserver_requested_deprecated_apis for real.
-                "--runtime-config=networking.k8s.io/v1beta1=true",
-            ],
-        );
+        let args = plane.api_server_args(port, "apiserver-certs");
+        plane.spawn("kube-apiserver", &binaries_dir().join("kube-apiserver"), &args);
         plane.wait_ready();
         let admin = plane.admin_kubeconfig.display().to_string();
         let mut controller_manager = component_args(&admin);
@@ -161,26 +160,98 @@ impl KubeControlPlane {
                  serviceaccount,serviceaccount-token,namespace"
                 .to_string(),
         ]);
-        plane.spawn("kube-controller-manager", &controller_manager.iter().map(String::as_str).collect::<Vec<_>>());
+        plane.spawn_built("kube-controller-manager", &controller_manager);
         let scheduler = component_args(&admin);
-        plane.spawn("kube-scheduler", &scheduler.iter().map(String::as_str).collect::<Vec<_>>());
-        plane.spawn(
+        plane.spawn_built("kube-scheduler", &scheduler);
+        plane.spawn_built(
             "kwok",
             &[
-                &format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
-                &format!("--config={}", binaries_dir().join("kwok-stages.yaml").display()),
-                "--manage-all-nodes=false",
-                &format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
-                &format!("--server-address=127.0.0.1:{}", free_port()),
-                "--node-lease-duration-seconds=40",
+                format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
+                format!("--config={}", binaries_dir().join("kwok-stages.yaml").display()),
+                "--manage-all-nodes=false".to_string(),
+                format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
+                format!("--server-address=127.0.0.1:{}", free_port()),
+                "--node-lease-duration-seconds=40".to_string(),
             ],
         );
         Some(plane)
     }
 
-    fn spawn(&mut self, binary: &str, args: &[&str]) {
-        let log = std::fs::File::create(self.dir.path().join(format!("{binary}.log"))).expect("log file");
-        let child = Command::new(binaries_dir().join(binary))
+    /// Another kube-apiserver, of `version` (`NEXT_K8S_VERSION`), over this control plane's etcd with its tokens,
+    /// authorization and service-account keys, on its own port: a second master's API server during an HA upgrade,
+    /// one minor ahead of (or behind) the first. Waits for its /readyz. `None` (after one line on stderr) when
+    /// `scripts/build-k8s VERSION` has not built it, unless `CI` is set. Stopped with the control plane.
+    pub fn start_api_server(&mut self, version: &str) -> Option<ApiServer> {
+        let bins = binaries_dir_of(version);
+        if skipped_for_missing(&bins, &["kube-apiserver"], &format!("scripts/build-k8s {version}")).is_some() {
+            return None;
+        }
+        let port = free_port();
+        let url = format!("https://127.0.0.1:{port}");
+        let server = ApiServer {
+            admin_kubeconfig: self.dir.path().join(format!("admin-{version}.kubeconfig")),
+            upgrade_kubeconfig: self.dir.path().join(format!("upgrade-{version}.kubeconfig")),
+            url: url.clone(),
+        };
+        write_kubeconfig(&server.admin_kubeconfig, &url, "admin-token");
+        write_kubeconfig(&server.upgrade_kubeconfig, &url, "upgrade-token");
+        let args = self.api_server_args(port, &format!("apiserver-certs-{version}"));
+        let name = format!("kube-apiserver-{version}");
+        self.spawn(&name, &bins.join("kube-apiserver"), &args);
+        let started = Instant::now();
+        let ready = || {
+            let out = Command::new(kubectl_binary())
+                .arg(format!("--kubeconfig={}", server.admin_kubeconfig.display()))
+                .args(["get", "--raw", "/readyz"])
+                .output()
+                .expect("run kubectl");
+            out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok"
+        };
+        while !ready() {
+            assert!(started.elapsed() < Duration::from_secs(90), "{name} not ready after 90 s: {}", self.log(&name));
+            if let Some((_, child)) = self.children.iter_mut().find(|(n, _)| *n == name) {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("{name} exited ({status}): {}", self.log(&name));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        Some(server)
+    }
+
+    /// The flags of every kube-apiserver of this control plane: its etcd, its tokens (static: admin, upgrade, one
+    /// kubelet per node name), RBAC,Node, its service-account keys; the serving certificate self-signed in `certs`.
+    fn api_server_args(&self, port: u16, certs: &str) -> Vec<String> {
+        let path = |name: &str| self.dir.path().join(name).to_string_lossy().into_owned();
+        vec![
+            format!("--etcd-servers={}", self._etcd.endpoints()),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--cert-dir={}", path(certs)),
+            format!("--token-auth-file={}", path("tokens.csv")),
+            "--authorization-mode=RBAC,Node".into(),
+            format!("--service-account-key-file={}", path("sa.pub")),
+            format!("--service-account-signing-key-file={}", path("sa.key")),
+            "--service-account-issuer=https://kubernetes.default.svc".into(),
+            "--service-cluster-ip-range=10.96.0.0/16".into(),
+            "--allow-privileged=true".into(),
+            "--endpoint-reconciler-type=none".into(),
+            // A deprecated API version v1.34.4 (and v1.35.4) still serves, off by default: the gate on removed APIs
+            // (tests/api_removals.rs) requests it and reads apiserver_requested_deprecated_apis for real.
+            "--runtime-config=networking.k8s.io/v1beta1=true".into(),
+        ]
+    }
+
+    /// Starts one of the binaries scripts/build-k8s built (K8S_VERSION's).
+    fn spawn_built(&mut self, binary: &str, args: &[String]) {
+        self.spawn(binary, &binaries_dir().join(binary), args);
+    }
+
+    /// Starts `program` as the component `name`, its output in `name.log`.
+    fn spawn(&mut self, name: &str, program: &Path, args: &[String]) {
+        let log = std::fs::File::create(self.dir.path().join(format!("{name}.log"))).expect("log file");
+        let child = Command::new(program)
             .args(args)
             // Debian's etcd (3.4.23) has no watch progress requests, so the API server serves no watch-list streams
             // ("the required storage feature RequestWatchProgress is disabled"): the clients (the controller manager,
@@ -190,8 +261,8 @@ impl KubeControlPlane {
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
-            .unwrap_or_else(|e| panic!("start {binary}: {e}"));
-        self.children.push((binary.to_string(), child));
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        self.children.push((name.to_string(), child));
     }
 
     fn wait_ready(&mut self) {
@@ -224,6 +295,15 @@ impl KubeControlPlane {
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The first kube-apiserver (K8S_VERSION's), the one the controllers, the scheduler and kwok talk to.
+    pub fn first_api_server(&self) -> ApiServer {
+        ApiServer {
+            url: self.url.clone(),
+            admin_kubeconfig: self.admin_kubeconfig.clone(),
+            upgrade_kubeconfig: self.upgrade_kubeconfig.clone(),
+        }
     }
 
     /// The kubeconfig of `admin` (system:masters).
@@ -369,6 +449,36 @@ impl KubeControlPlane {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+/// A second kube-apiserver of the control plane (`KubeControlPlane::start_api_server`).
+pub struct ApiServer {
+    pub url: String,
+    /// `admin` (system:masters) through this server.
+    pub admin_kubeconfig: PathBuf,
+    /// `upgrade` (what RBAC grants it) through this server.
+    pub upgrade_kubeconfig: PathBuf,
+}
+
+impl ApiServer {
+    /// `upgrade_kubectl` for a run as `admin` through this server.
+    pub fn kubectl_command(&self) -> String {
+        format!("{} --kubeconfig={}", kubectl_binary().display(), self.admin_kubeconfig.display())
+    }
+
+    /// The real kubectl as admin through this server: its stdout, or what it said on failure.
+    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new(kubectl_binary())
+            .arg(format!("--kubeconfig={}", self.admin_kubeconfig.display()))
+            .args(args)
+            .output()
+            .expect("run kubectl");
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
     }
 }
 

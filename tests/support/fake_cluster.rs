@@ -102,6 +102,11 @@ impl FakeCluster {
                 "upgrade_master_api_health_command",
                 format!("{} --server={{{{ upgrade_api_server_url }}}} get --raw /readyz", self.kubectl_command()),
             ),
+            // And its version: what the fake's kubeadm set on that master.
+            (
+                "upgrade_master_api_version_command",
+                format!("{} --server={{{{ upgrade_api_server_url }}}} get --raw /version", self.kubectl_command()),
+            ),
         ]
     }
 
