@@ -31,6 +31,7 @@ pub(crate) mod strategy;
 pub mod tasks;
 pub(crate) mod time_format;
 pub(crate) mod unlock;
+pub mod vault;
 pub(crate) mod vocabulary;
 pub(crate) mod yaml;
 
@@ -66,6 +67,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     }
 }
 
+/// The error that ends the command, with every value decrypted from Ansible Vault masked.
 fn report_error(err: &Error) {
-    errln!("error: {err}");
+    errln!("error: {}", redact::Redactor::decrypted().error(err.clone()));
 }

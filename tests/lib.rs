@@ -33,3 +33,4 @@ mod ssh;
 mod strategies;
 mod tasks;
 mod upgrade;
+mod vault;
