@@ -9,6 +9,7 @@ pub(crate) mod builtin_vars;
 pub(crate) mod cli;
 pub(crate) mod console;
 pub(crate) mod cluster;
+pub mod cluster_groups;
 mod commands;
 pub mod connection;
 pub mod drain_blockers;

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     // L1: what the operator wrote and how to reach a host, read and checked before anything runs.
     ("connection", 1),
     ("inventory", 1),
+    ("cluster_groups", 1),
     ("settings", 1),
     ("flavor", 1),
     ("builtin_vars", 1),

@@ -16,6 +16,7 @@ mod forks;
 mod golden;
 mod hooks;
 mod kubeadm;
+mod kubespray;
 mod kured;
 mod layers;
 mod lease;

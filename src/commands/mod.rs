@@ -62,7 +62,9 @@ fn load_inventory(args: &InventoryArgs, vault: &VaultSecrets) -> Result<Inventor
         .inventory
         .as_deref()
         .ok_or_else(|| Error::input("--inventory is required").hint("pass --inventory PATH"))?;
-    let inventory = Inventory::load_with_vault(path, vault)?;
+    let mut inventory = Inventory::load_with_vault(path, vault)?;
+    // kubespray's playbooks declare k8s_cluster (and so read group_vars/k8s_cluster) before anything runs.
+    inventory.define_kubespray_cluster_group(vault)?;
     // No JSON event carries a warning: stderr keeps stdout's JSON lines clean.
     for warning in &inventory.warnings {
         errln!("warning: {warning}");

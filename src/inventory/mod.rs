@@ -7,6 +7,7 @@
 mod builder;
 mod extra_vars;
 mod ini;
+mod kubespray;
 mod literal;
 mod pattern;
 mod ranges;

@@ -33,6 +33,14 @@ pub(super) fn load_vars_files(inventory: &mut Inventory, base: &Path, vault: &Va
     Ok(())
 }
 
+/// The `group_vars/` of one group added after the inventory was read (kubespray's `k8s_cluster`).
+pub(super) fn load_group_file_vars(base: &Path, group: &str, vault: &VaultSecrets) -> Result<Vars> {
+    match VarsDir::open(&base.join("group_vars"))? {
+        Some(dir) => dir.load(group, Origin::GroupVars, vault),
+        None => Ok(Vars::new()),
+    }
+}
+
 /// A `group_vars/` or `host_vars/` directory, listed once so thousands of hosts cost one `readdir`.
 struct VarsDir {
     path: PathBuf,
