@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::support::Scenario;
+use crate::support::{Scenario, copy_dir};
 
 /// The sample with its hosts uncommented, as an operator fills it in; `more` is appended to inventory.ini.
 fn kubespray_inventory(more: &str) -> Scenario {
@@ -18,18 +18,6 @@ fn kubespray_inventory(more: &str) -> Scenario {
         .join("\n");
     std::fs::write(scenario.path("inventory.ini"), format!("{filled}\n{more}")).expect("write the inventory");
     scenario
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy's directory");
-    for entry in std::fs::read_dir(from).expect("list the sample") {
-        let entry = entry.expect("read the sample's directory");
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy a sample file");
-        }
-    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::support::Scenario;
+use crate::support::{Scenario, copy_dir};
 
 const SECRETS: &[&str] = &[
     "s3cret-api-token-26",
@@ -24,19 +24,6 @@ fn vault_scenario() -> Scenario {
     let scenario = Scenario::new().env("NO_COLOR", "1").env_remove("ANSIBLE_VAULT_PASSWORD_FILE");
     copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inventories/vault"), scenario.dir());
     scenario
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy's directory");
-    for entry in std::fs::read_dir(from).expect("list the fixtures") {
-        let entry = entry.expect("read the fixtures' directory");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a fixture");
-        }
-    }
 }
 
 /// Tasks that fail unless every decrypted value reached them, and that print each one.
