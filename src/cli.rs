@@ -127,6 +127,20 @@ pub(crate) struct InventoryArgs {
     /// Only these hosts: an Ansible host pattern (names, groups, `a:b`, `a:&b`, `a:!b`, wildcards).
     #[arg(short = 'l', long, value_name = "PATTERN")]
     pub limit: Option<String>,
+
+    /// A vault password with its vault id, as ansible-core takes it: LABEL@FILE (an executable file is run for the
+    /// password), LABEL@prompt, or FILE alone (label `default`). Repeatable; tried in order.
+    #[arg(long = "vault-id", value_name = "LABEL@SOURCE")]
+    pub vault_id: Vec<String>,
+
+    /// A file holding the vault password (an executable file is run and prints it). Repeatable. Also
+    /// ANSIBLE_VAULT_PASSWORD_FILE.
+    #[arg(long = "vault-password-file", visible_alias = "vault-pass-file", value_name = "FILE")]
+    pub vault_password_file: Vec<PathBuf>,
+
+    /// Ask for the vault password (on the terminal, without echo; without one, read a line from stdin).
+    #[arg(short = 'J', long = "ask-vault-pass", visible_alias = "ask-vault-password")]
+    pub ask_vault_pass: bool,
 }
 
 #[derive(Debug, Args, Clone)]

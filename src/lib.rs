@@ -9,6 +9,7 @@ pub mod api_removals;
 pub(crate) mod builtin_vars;
 pub(crate) mod cli;
 pub(crate) mod cluster;
+pub mod cluster_groups;
 mod commands;
 pub mod connection;
 pub(crate) mod console;
@@ -32,6 +33,7 @@ pub(crate) mod strategy;
 pub mod tasks;
 pub(crate) mod time_format;
 pub(crate) mod unlock;
+pub mod vault;
 pub(crate) mod vocabulary;
 pub(crate) mod yaml;
 
@@ -87,6 +89,7 @@ fn usage_hint(args: &[OsString]) -> Option<String> {
     is_path.then(|| format!("to upgrade from this inventory, name it with --inventory: `upgrade --inventory {first}`"))
 }
 
+/// The error that ends the command, with every value decrypted from Ansible Vault masked.
 fn report_error(err: &Error) {
-    errln!("error: {err}");
+    errln!("error: {}", redact::Redactor::decrypted().error(err.clone()));
 }

@@ -231,7 +231,8 @@ pub(crate) fn restore(request: &RestoreRequest, inventory: Inventory, extra: Var
             .map(|s| s.trim().to_string())
             .map_err(|e| Error::input(format!("{host}: {template}: {e}")))
     };
-    let flags = member_flags(&plan, &inventory, &render, &timestamp)?;
+    let etcd_group = crate::cluster_groups::ClusterGroups::resolve(&inventory, &extra)?.etcd.name;
+    let flags = member_flags(&plan, &inventory, &etcd_group, &render, &timestamp)?;
     for item in &mut plan {
         item.etcd_flags = flags.get(&item.host).cloned().unwrap_or_default();
     }
@@ -404,6 +405,7 @@ fn per_host_value(plan: &[HostRestore]) -> Value {
 fn member_flags(
     plan: &[HostRestore],
     inventory: &Inventory,
+    etcd_group: &str,
     render: &dyn Fn(&str, &str) -> Result<String>,
     timestamp: &str,
 ) -> Result<BTreeMap<String, String>> {
@@ -415,7 +417,7 @@ fn member_flags(
             explicit.insert(host.to_string(), flags);
         }
     }
-    let mut members: Vec<String> = inventory.group_hosts("etcd").unwrap_or_default();
+    let mut members: Vec<String> = inventory.group_hosts(etcd_group).unwrap_or_default();
     for host in &restored {
         if !members.iter().any(|m| m == host) {
             members.push(host.to_string());

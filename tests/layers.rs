@@ -21,9 +21,12 @@ const LAYERS: &[(&str, u8)] = &[
     ("ansible_compat", 0),
     ("time_format", 0),
     ("console", 0),
+    // Ansible Vault: the format, the cryptography and the password sources; it knows nothing of inventories.
+    ("vault", 0),
     // L1: what the operator wrote and how to reach a host, read and checked before anything runs.
     ("connection", 1),
     ("inventory", 1),
+    ("cluster_groups", 1),
     ("settings", 1),
     ("flavor", 1),
     ("builtin_vars", 1),

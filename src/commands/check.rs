@@ -4,7 +4,7 @@
 use crate::console::{errln, outln};
 use std::path::PathBuf;
 
-use super::{extra_vars, load_inventory};
+use super::{extra_vars, load_inventory, vault::vault_secrets};
 use crate::cli::CheckArgs;
 use crate::inventory::{Inventory, Vars};
 use crate::plan::{Plan, PlanRequest};
@@ -15,11 +15,12 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
     let mut files: Vec<PathBuf> = Vec::new();
     let mut roles_path: Vec<PathBuf> = Vec::new();
     let mut say = |e: crate::error::Error| {
-        errln!("error: {e}");
+        errln!("error: {}", crate::redact::Redactor::decrypted().error(e));
         problems += 1;
     };
-    match load_inventory(&args.inventory) {
-        Ok(inventory) => match extra_vars(&args.inventory) {
+    let loaded = vault_secrets(&args.inventory).and_then(|vault| Ok((load_inventory(&args.inventory, &vault)?, vault)));
+    match loaded {
+        Ok((inventory, vault)) => match extra_vars(&args.inventory, &vault) {
             Ok(extra) => {
                 outln!("ok: {}", inventory.path.display());
                 match check_settings(args, &inventory, &extra) {

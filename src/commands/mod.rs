@@ -9,6 +9,7 @@ mod restore;
 mod run_tasks;
 mod unlock;
 mod upgrade;
+mod vault;
 mod versions;
 
 use crate::console::errln;
@@ -18,7 +19,7 @@ use std::time::Duration;
 
 use crate::cli::{Cli, Command, InventoryArgs, RunArgs, UpgradeArgs};
 use crate::error::{Error, Result};
-use crate::inventory::{self, Inventory, Vars};
+use crate::inventory::{self, Inventory, Vars, VaultSecrets};
 use crate::plan::PlanRequest;
 use crate::session::{Remote, UpgradeRequest};
 use crate::settings::SettingFlags;
@@ -49,20 +50,23 @@ struct Loaded {
     extra: Vars,
 }
 
-/// Reads the inventory, then `-e`.
+/// Gathers the vault passwords, reads the inventory, then `-e`.
 fn load(args: &InventoryArgs) -> Result<Loaded> {
-    let inventory = load_inventory(args)?;
-    let extra = extra_vars(args)?;
+    let vault = vault::vault_secrets(args)?;
+    let inventory = load_inventory(args, &vault)?;
+    let extra = extra_vars(args, &vault)?;
     Ok(Loaded { inventory, extra })
 }
 
 /// Reads the inventory and says its warnings (what Ansible would warn about too) on stderr, before any plan or run.
-fn load_inventory(args: &InventoryArgs) -> Result<Inventory> {
+fn load_inventory(args: &InventoryArgs, vault: &VaultSecrets) -> Result<Inventory> {
     let path = args
         .inventory
         .as_deref()
         .ok_or_else(|| Error::input("--inventory is required").hint("pass --inventory PATH"))?;
-    let inventory = Inventory::load(path)?;
+    let mut inventory = Inventory::load_with_vault(path, vault)?;
+    // kubespray's playbooks declare k8s_cluster (and so read group_vars/k8s_cluster) before anything runs.
+    inventory.define_kubespray_cluster_group(vault)?;
     // No JSON event carries a warning: stderr keeps stdout's JSON lines clean.
     for warning in &inventory.warnings {
         errln!("warning: {warning}");
@@ -71,8 +75,8 @@ fn load_inventory(args: &InventoryArgs) -> Result<Inventory> {
 }
 
 /// The `-e` variables; `@FILE` paths are relative to the working directory.
-fn extra_vars(args: &InventoryArgs) -> Result<Vars> {
-    inventory::parse_extra_vars(&args.extra_vars, &std::env::current_dir().unwrap_or_default())
+fn extra_vars(args: &InventoryArgs, vault: &VaultSecrets) -> Result<Vars> {
+    inventory::parse_extra_vars_with_vault(&args.extra_vars, &std::env::current_dir().unwrap_or_default(), vault)
 }
 
 /// The runtime, connection options and task options of a command that reaches hosts.

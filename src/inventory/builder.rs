@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{Group, Host, Inventory, Origin, Var, Vars};
 use crate::error::{Error, Location, Result};
+use crate::vault::VaultSecrets;
 
 pub(super) struct Builder {
     hosts: IndexMap<String, Host>,
@@ -20,6 +21,10 @@ pub(super) struct Builder {
     warnings: Vec<String>,
     /// The file being read, absolute, for the `inventory_file` and `inventory_dir` host variables.
     current_source: Option<PathBuf>,
+    /// The vault passwords `!vault` values and encrypted files are decrypted with.
+    pub(super) vault: VaultSecrets,
+    /// The file being read was vault-encrypted whole: every value it sets is a secret.
+    source_encrypted: bool,
 }
 
 impl Builder {
@@ -31,6 +36,8 @@ impl Builder {
             host_direct_groups: HashMap::new(),
             warnings: Vec::new(),
             current_source: None,
+            vault: VaultSecrets::none(),
+            source_encrypted: false,
         };
         b.add_group("all", None);
         b.add_group("ungrouped", None);
@@ -52,6 +59,8 @@ impl Builder {
             host_direct_groups: HashMap::new(),
             warnings,
             current_source: None,
+            vault: VaultSecrets::none(),
+            source_encrypted: false,
         };
         for name in b.hosts.keys() {
             b.host_direct_groups.insert(name.clone(), Vec::new());
@@ -227,6 +236,9 @@ impl Builder {
 
     /// Ansible's `Group.set_variable`: `ansible_group_priority` sets the priority instead of a variable.
     pub(super) fn set_group_var(&mut self, group: &str, key: &str, var: Var) -> Result<(), String> {
+        if self.source_encrypted {
+            crate::redact::decrypted::remember(&var.value);
+        }
         let Some(g) = self.groups.get_mut(group) else {
             return Err(format!("could not identify group or host named {group}"));
         };
@@ -240,6 +252,9 @@ impl Builder {
     }
 
     pub(super) fn set_host_var(&mut self, host: &str, key: &str, var: Var) {
+        if self.source_encrypted {
+            crate::redact::decrypted::remember(&var.value);
+        }
         if let Some(h) = self.hosts.get_mut(host) {
             h.vars.insert(key.to_string(), var);
         }
@@ -414,6 +429,16 @@ pub(super) fn parse_source(builder: &mut Builder, text: &str, path: &Path) -> Re
     }
 }
 
+/// Reads and parses one inventory file, decrypting it first when it is vault-encrypted whole (ansible-core's
+/// loader does so for every plugin).
+pub(super) fn read_source(builder: &mut Builder, path: &Path) -> Result<()> {
+    let (text, encrypted) = super::vault_values::file_text(path, &builder.vault)?;
+    builder.source_encrypted = encrypted;
+    let parsed = parse_source(builder, &text, path);
+    builder.source_encrypted = false;
+    parsed
+}
+
 /// `os.path.splitext`'s extension, without the dot: leading dots of the name do not start one.
 fn python_extension(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_string_lossy();
@@ -440,8 +465,7 @@ pub(super) fn load_dir(builder: &mut Builder, dir: &Path) -> Result<()> {
         if full.is_dir() {
             load_dir(builder, &full)?;
         } else {
-            let text = super::read_text(&full)?;
-            parse_source(builder, &text, &full)?;
+            read_source(builder, &full)?;
         }
     }
     Ok(())

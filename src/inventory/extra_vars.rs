@@ -8,10 +8,18 @@ use std::path::Path;
 use super::{Origin, Var, Vars};
 use crate::ansible_compat::parse_kv;
 use crate::error::{Error, Location, Result};
+use crate::vault::VaultSecrets;
 
 /// Parses `-e` arguments: `KEY=VALUE ...`, a JSON/YAML mapping, or `@FILE` (relative to `base_dir`, or the
-/// current directory when `base_dir` is empty), later ones winning.
+/// current directory when `base_dir` is empty), later ones winning. A `!vault` value is an error saying how to give
+/// its password: see [`parse_extra_vars_with_vault`].
 pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<Vars> {
+    parse_extra_vars_with_vault(args, base_dir, &VaultSecrets::none())
+}
+
+/// [`parse_extra_vars`] with vault passwords: `-e @FILE` of a file vault-encrypted whole, and `!vault` values in a
+/// file or an inline mapping, are decrypted.
+pub fn parse_extra_vars_with_vault(args: &[String], base_dir: &Path, vault: &VaultSecrets) -> Result<Vars> {
     let mut vars = Vars::new();
     for arg in args {
         if arg.is_empty() {
@@ -25,7 +33,7 @@ pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<Vars> {
                 base_dir.join(file)
             };
             let mut file_vars = Vars::new();
-            super::vars::load_file(&path, |_| Origin::Default, &mut file_vars).map_err(|e| {
+            super::vars::load_file(&path, |_| Origin::Default, &mut file_vars, vault).map_err(|e| {
                 if e.hint.is_none() {
                     e.hint("-e @FILE takes a YAML or JSON file holding a mapping of variables")
                 } else {
@@ -47,8 +55,8 @@ pub fn parse_extra_vars(args: &[String], base_dir: &Path) -> Result<Vars> {
                 return Err(invalid(arg));
             };
             for (k, v) in entries {
-                super::yaml::reject_vault(v, k, Path::new("-e"))?;
-                vars.insert(k.key_text(), Var { value: v.to_json(), origin: origin.clone() });
+                let value = super::vault_values::decrypted_json(v, k, Path::new("-e"), vault)?;
+                vars.insert(k.key_text(), Var { value, origin: origin.clone() });
             }
         } else {
             let pairs = parse_kv(arg, false)

@@ -7,10 +7,12 @@
 mod builder;
 mod extra_vars;
 mod ini;
+mod kubespray;
 mod literal;
 mod pattern;
 mod ranges;
 mod vars;
+mod vault_values;
 mod yaml;
 
 use std::fmt;
@@ -21,7 +23,8 @@ use serde_json::Value;
 
 use crate::error::{Error, Location, Result};
 
-pub use extra_vars::parse_extra_vars;
+pub use crate::vault::VaultSecrets;
+pub use extra_vars::{parse_extra_vars, parse_extra_vars_with_vault};
 pub use literal::parse_value as parse_python_literal;
 pub use ranges::{expand_host_pattern, python_int};
 
@@ -128,15 +131,22 @@ pub struct Inventory {
 }
 
 impl Inventory {
-    /// Loads an inventory file, or every inventory file of a directory, plus `group_vars/` and `host_vars/`.
+    /// Loads an inventory file, or every inventory file of a directory, plus `group_vars/` and `host_vars/`. A
+    /// vault-encrypted file or `!vault` value is an error saying how to give its password: see [`Inventory::load_with_vault`].
     pub fn load(path: &Path) -> Result<Inventory> {
+        Inventory::load_with_vault(path, &VaultSecrets::none())
+    }
+
+    /// [`Inventory::load`] with vault passwords: files encrypted whole (inventory files, `group_vars/`, `host_vars/`)
+    /// and `!vault` values are decrypted, and every decrypted value is a secret for every output.
+    pub fn load_with_vault(path: &Path, vault: &VaultSecrets) -> Result<Inventory> {
         let meta = std::fs::metadata(path).map_err(|e| Error::read_file(path, e))?;
         let mut builder = builder::Builder::new();
+        builder.vault = vault.clone();
         if meta.is_dir() {
             builder::load_dir(&mut builder, path)?;
         } else {
-            let text = read_text(path)?;
-            builder::parse_source(&mut builder, &text, path)?;
+            builder::read_source(&mut builder, path)?;
         }
         let dir = if meta.is_dir() {
             path.to_path_buf()
@@ -147,7 +157,7 @@ impl Inventory {
             }
         };
         let mut inventory = builder.finish(path.to_path_buf(), dir.clone())?;
-        vars::load_vars_files(&mut inventory, &dir)?;
+        vars::load_vars_files(&mut inventory, &dir, vault)?;
         Ok(inventory)
     }
 

@@ -260,9 +260,9 @@ fn yaml_inventory_groups_hosts_and_vars() {
 #[test]
 fn yaml_errors_and_vault() {
     let err = yaml("all:\n  vars:\n    password: !vault |\n      $ANSIBLE_VAULT;1.1;AES256\n      6162\n").unwrap_err();
-    assert!(err.message.contains("vault"), "{err}");
+    assert!(err.message.contains("no vault password was given"), "{err}");
     assert_eq!(err.location.as_ref().map(|l| l.line), Some(3));
-    assert!(err.hint.as_deref().unwrap_or("").contains("-e @"));
+    assert!(err.hint.as_deref().unwrap_or("").contains("--vault-password-file"));
 
     let err = yaml("all:\n  hosts:\n    - a\n    - b\n").unwrap_err();
     assert!(err.message.contains("\"hosts\""), "{err}");
@@ -415,7 +415,7 @@ fn json_text_is_read_as_json_first_like_ansibles_data_loader() {
     assert!(origin.ends_with("hosts.json:1:27"), "{origin}");
     let extra = parse_extra_vars(&[r#"{"e": 1e3}"#.to_string()], dir.path()).unwrap();
     assert_eq!(extra["e"].value, json!(1000.0));
-    // A vault in Ansible's JSON form is refused like `!vault`.
+    // A vault in Ansible's JSON form is read like `!vault`: without a password, an error saying how to give one.
     write(dir.path(), "group_vars/all.json", r#"{"secret": {"__ansible_vault": "$ANSIBLE_VAULT;1.1;AES256\n31"}}"#);
     let err = Inventory::load(&hosts).unwrap_err();
     assert!(err.message.contains("vault"), "{err}");
@@ -511,4 +511,95 @@ proptest! {
     fn extra_vars_never_panic(arg in "\\PC{0,60}") {
         let _ = parse_extra_vars(&[arg], Path::new(""));
     }
+}
+
+/// The fixtures ansible-vault encrypted (tests/fixtures/inventories/vault/README.md says how).
+fn vault_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inventories/vault").join(name)
+}
+
+fn fixture_passwords() -> VaultSecrets {
+    let ids = [
+        format!("default@{}", vault_fixture("password").display()),
+        format!("ops@{}", vault_fixture("ops-password.sh").display()),
+    ];
+    VaultSecrets::from_sources(&ids, &[]).unwrap()
+}
+
+#[test]
+fn vault_values_and_files_encrypted_whole_are_decrypted_with_their_passwords() {
+    let inv = Inventory::load_with_vault(&vault_fixture("hosts.yml"), &fixture_passwords()).unwrap();
+    // Inline values, format 1.1 (default id) and 1.2 (ops), and one inside a list.
+    assert_eq!(var(&inv, "m1", "api_token"), Some(json!("s3cret-api-token-26")));
+    assert_eq!(var(&inv, "m2", "ops_secret"), Some(json!("ops-only-secret-26")));
+    assert_eq!(var(&inv, "n1", "keys"), Some(json!(["plain", "listed-secret-26"])));
+    // group_vars/all/vault.yml and host_vars/m1.yml, encrypted whole, keep their types and places.
+    assert_eq!(var(&inv, "n1", "vault_db_password"), Some(json!("db-pass-from-vault-26")));
+    assert_eq!(var(&inv, "n1", "vault_pin"), Some(json!(7391)));
+    assert_eq!(var(&inv, "m1", "m1_only_secret"), Some(json!("m1-secret-from-ops-vault-26")));
+    let origin = inv.groups["all"].file_vars["vault_db_password"].origin.to_string();
+    assert!(origin.ends_with("group_vars/all/vault.yml:1:1"), "{origin}");
+    // An INI inventory encrypted whole, and -e @FILE of an encrypted file.
+    let ini = Inventory::load_with_vault(&vault_fixture("encrypted-ini/hosts"), &fixture_passwords()).unwrap();
+    assert_eq!(var(&ini, "m1", "ini_secret"), Some(json!("ini-secret-from-vault-26")));
+    let extra = parse_extra_vars_with_vault(&["@extra.yml".into()], &vault_fixture(""), &fixture_passwords()).unwrap();
+    assert_eq!(extra["extra_secret"].value, json!("extra-secret-from-vault-26"));
+}
+
+#[test]
+fn every_decrypted_value_is_a_secret_for_every_redactor() {
+    Inventory::load_with_vault(&vault_fixture("hosts.yml"), &fixture_passwords()).unwrap();
+    Inventory::load_with_vault(&vault_fixture("encrypted-ini/hosts"), &fixture_passwords()).unwrap();
+    let redactor = crate::redact::Redactor::from_hosts(&std::collections::HashMap::new());
+    for secret in [
+        "s3cret-api-token-26",
+        "listed-secret-26",
+        "db-pass-from-vault-26",
+        "7391",
+        "m1-secret-from-ops-vault-26",
+        "ini-secret-from-vault-26",
+    ] {
+        assert_eq!(redactor.text(&format!("curl -u admin:{secret}")), "curl -u admin:********", "{secret}");
+    }
+    // Names and plain values of an encrypted inventory stay readable: only values are secrets.
+    assert_eq!(redactor.text("m1 masters nodes"), "m1 masters nodes");
+}
+
+#[test]
+fn a_wrong_or_missing_vault_password_is_an_input_error_at_the_file_and_line() {
+    let wrong_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(wrong_file.path(), "not-the-password\n").unwrap();
+    let wrong = VaultSecrets::from_sources(&[], &[wrong_file.path().to_path_buf()]).unwrap();
+    let err = Inventory::load_with_vault(&vault_fixture("hosts.yml"), &wrong).unwrap_err();
+    assert_eq!(err.kind, crate::error::ErrorKind::Input);
+    assert!(err.message.starts_with("wrong vault password: none of those given decrypts this value"), "{err}");
+    assert!(err.to_string().contains("hosts.yml:7:5"), "{err}");
+    assert!(err.hint.as_deref().unwrap_or("").contains("--vault-id"), "{err}");
+    // A file encrypted whole is named at its first line.
+    let err = Inventory::load_with_vault(&vault_fixture("encrypted-ini/hosts"), &wrong).unwrap_err();
+    assert!(err.to_string().contains("encrypted-ini/hosts:1:1: wrong vault password"), "{err}");
+    let err = Inventory::load(&vault_fixture("encrypted-ini/hosts")).unwrap_err();
+    assert!(
+        err.message.contains("this file is encrypted with Ansible Vault, and no vault password was given"),
+        "{err}"
+    );
+    // The ops id's value without the ops password: the error names the vault id.
+    let default_only = VaultSecrets::from_sources(&[], &[vault_fixture("password")]).unwrap();
+    let err = Inventory::load_with_vault(&vault_fixture("hosts.yml"), &default_only).unwrap_err();
+    assert!(err.message.contains("(vault id `ops`)"), "{err}");
+}
+
+#[test]
+fn a_cut_vault_text_is_a_format_error_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts =
+        write(dir.path(), "hosts.yml", "all:\n  vars:\n    x: !vault |\n      $ANSIBLE_VAULT;1.1;AES256\n      3131\n");
+    let err = Inventory::load_with_vault(&hosts, &fixture_passwords()).unwrap_err();
+    assert!(err.message.contains("not a valid Ansible Vault text"), "{err}");
+    let err = Inventory::load_with_vault(
+        &write(dir.path(), "tagged.yml", "all:\n  vars:\n    x: !vault [1]\n"),
+        &fixture_passwords(),
+    )
+    .unwrap_err();
+    assert!(err.message.contains("must be the text ansible-vault printed"), "{err}");
 }

@@ -7,14 +7,15 @@ use std::path::{Path, PathBuf};
 
 use super::{Inventory, Origin, Var, Vars};
 use crate::error::{Error, Location, Result};
+use crate::vault::VaultSecrets;
 
 const EXTENSIONS: [&str; 3] = [".yml", ".yaml", ".json"];
 
-pub(super) fn load_vars_files(inventory: &mut Inventory, base: &Path) -> Result<()> {
+pub(super) fn load_vars_files(inventory: &mut Inventory, base: &Path, vault: &VaultSecrets) -> Result<()> {
     if let Some(dir) = VarsDir::open(&base.join("group_vars"))? {
         let names: Vec<String> = inventory.groups.keys().cloned().collect();
         for name in names {
-            let vars = dir.load(&name, Origin::GroupVars)?;
+            let vars = dir.load(&name, Origin::GroupVars, vault)?;
             if let Some(g) = inventory.groups.get_mut(&name) {
                 g.file_vars = vars;
             }
@@ -23,13 +24,21 @@ pub(super) fn load_vars_files(inventory: &mut Inventory, base: &Path) -> Result<
     if let Some(dir) = VarsDir::open(&base.join("host_vars"))? {
         let names: Vec<String> = inventory.hosts.keys().cloned().collect();
         for name in names {
-            let vars = dir.load(&name, Origin::HostVars)?;
+            let vars = dir.load(&name, Origin::HostVars, vault)?;
             if let Some(h) = inventory.hosts.get_mut(&name) {
                 h.file_vars = vars;
             }
         }
     }
     Ok(())
+}
+
+/// The `group_vars/` of one group added after the inventory was read (kubespray's `k8s_cluster`).
+pub(super) fn load_group_file_vars(base: &Path, group: &str, vault: &VaultSecrets) -> Result<Vars> {
+    match VarsDir::open(&base.join("group_vars"))? {
+        Some(dir) => dir.load(group, Origin::GroupVars, vault),
+        None => Ok(Vars::new()),
+    }
 }
 
 /// A `group_vars/` or `host_vars/` directory, listed once so thousands of hosts cost one `readdir`.
@@ -51,7 +60,7 @@ impl VarsDir {
         Ok(Some(VarsDir { path: path.to_path_buf(), entries }))
     }
 
-    fn load(&self, name: &str, origin: fn(Location) -> Origin) -> Result<Vars> {
+    fn load(&self, name: &str, origin: fn(Location) -> Origin, vault: &VaultSecrets) -> Result<Vars> {
         let mut vars = Vars::new();
         // Ansible skips names that look like absolute paths (chroot-style host names).
         if name.starts_with('/') {
@@ -70,7 +79,7 @@ impl VarsDir {
                 files.push(full);
             }
             for file in files {
-                load_file(&file, origin, &mut vars)?;
+                load_file(&file, origin, &mut vars, vault)?;
             }
             break;
         }
@@ -101,12 +110,15 @@ fn dir_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// One vars file: a YAML (or JSON) mapping, its keys on top of `vars`.
-pub(super) fn load_file(path: &Path, origin: fn(Location) -> Origin, vars: &mut Vars) -> Result<()> {
-    let text = super::read_text(path)?;
-    if text.starts_with("$ANSIBLE_VAULT;") {
-        return Err(super::yaml::vault_error(Location::new(path, 1, 1)));
-    }
+/// One vars file: a YAML (or JSON) mapping, its keys on top of `vars`. A file vault-encrypted whole is decrypted,
+/// and every value in it is a secret.
+pub(super) fn load_file(
+    path: &Path,
+    origin: fn(Location) -> Origin,
+    vars: &mut Vars,
+    vault: &VaultSecrets,
+) -> Result<()> {
+    let (text, encrypted) = super::vault_values::file_text(path, vault)?;
     let Some(doc) = super::yaml::load_data(&text, path)? else { return Ok(()) };
     if doc.is_null() {
         return Ok(());
@@ -117,8 +129,11 @@ pub(super) fn load_file(path: &Path, origin: fn(Location) -> Origin, vars: &mut 
             .hint("write one `name: value` per line at the top level"));
     };
     for (key, value) in entries {
-        super::yaml::reject_vault(value, key, path)?;
-        vars.insert(key.key_text(), Var { value: value.to_json(), origin: origin(key.location(path)) });
+        let value = super::vault_values::decrypted_json(value, key, path, vault)?;
+        if encrypted {
+            crate::redact::decrypted::remember(&value);
+        }
+        vars.insert(key.key_text(), Var { value, origin: origin(key.location(path)) });
     }
     Ok(())
 }

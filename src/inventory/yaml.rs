@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::builder::Builder;
 use super::{Origin, Var, ranges};
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Result};
+use crate::vault::VaultSecrets;
 use crate::yaml::{Node, NodeValue};
 
 /// Ansible's `DataLoader.load` (`parsing/utils/yaml.py:from_yaml`) for inventory, vars and `-e` files: the text is
@@ -170,7 +171,7 @@ fn parse_group(builder: &mut Builder, key: &Node, data: &Node, path: &Path, dept
         match section_name.as_str() {
             "vars" => {
                 for (var_key, value) in &entries {
-                    let var = to_var(value, var_key, path)?;
+                    let var = to_var(value, var_key, path, &builder.vault)?;
                     builder
                         .set_group_var(&name, &var_key.key_text(), var)
                         .map_err(|e| Error::input(e).at(var_key.location(path)))?;
@@ -229,7 +230,7 @@ fn parse_host(builder: &mut Builder, group: &str, key: &Node, vars: &Node, path:
     };
     let mut parsed = Vec::with_capacity(entries.len());
     for (var_key, value) in entries {
-        parsed.push((var_key.key_text(), to_var(value, var_key, path)?));
+        parsed.push((var_key.key_text(), to_var(value, var_key, path, &builder.vault)?));
     }
     for host in &hostnames {
         builder
@@ -254,42 +255,10 @@ fn group_name(key: &Node, path: &Path) -> Result<String> {
     }
 }
 
-/// A variable from a YAML value: refuses `!vault`, keeps where it was set.
-pub(super) fn to_var(value: &Node, key: &Node, path: &Path) -> Result<Var> {
-    reject_vault(value, key, path)?;
-    Ok(Var { value: value.to_json(), origin: Origin::Inventory(key.location(path)) })
-}
-
-/// `!vault` values cannot be decrypted here: an input error at the value, saying what to do instead.
-/// The error points at `key` when the value itself is the vault (a block scalar starts on the next line).
-pub(crate) fn reject_vault(node: &Node, key: &Node, path: &Path) -> Result<()> {
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        match &n.value {
-            NodeValue::Tagged(tag, inner) => {
-                if tag.ends_with("vault") {
-                    let at = if std::ptr::eq(n, node) { key } else { n };
-                    return Err(vault_error(Location::new(path, at.line, at.column)));
-                }
-                stack.push(inner);
-            }
-            NodeValue::Seq(items) => stack.extend(items.iter()),
-            NodeValue::Map(entries) => {
-                for (k, v) in entries {
-                    stack.push(k);
-                    stack.push(v);
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn vault_error(location: Location) -> Error {
-    Error::input("vault-encrypted values are not supported")
-        .at(location)
-        .hint("decrypt the value (ansible-vault decrypt or view) into a protected file and pass it with -e @FILE")
+/// A variable from a YAML value, its `!vault` values decrypted, keeping where it was set.
+pub(super) fn to_var(value: &Node, key: &Node, path: &Path, vault: &VaultSecrets) -> Result<Var> {
+    let value = super::vault_values::decrypted_json(value, key, path, vault)?;
+    Ok(Var { value, origin: Origin::Inventory(key.location(path)) })
 }
 
 fn untag(node: &Node) -> &Node {

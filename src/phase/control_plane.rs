@@ -59,8 +59,7 @@ pub(crate) async fn run(
 /// on the wait for its API server to answer again) when it is the inventory's only master, so the cluster's API is
 /// away while it restarts; none with several masters (the API server of another answers meanwhile).
 fn api_away_window(run: &UpgradeRun, master: &str) -> Option<std::time::Duration> {
-    let masters = run.inventory.group_hosts("masters").unwrap_or_default();
-    (masters.len() <= 1).then(|| {
+    (run.plan.masters.len() <= 1).then(|| {
         std::time::Duration::from_secs(run.host_seconds(master, "upgrade_control_plane_ready_timeout", 300).max(1))
     })
 }

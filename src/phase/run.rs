@@ -251,6 +251,9 @@ impl UpgradeRun {
         vars.insert("upgrade_target_version".into(), Value::String(self.target.to_string()));
         vars.insert("upgrade_first_master".into(), Value::String(self.first_master.clone()));
         vars.insert("upgrade_is_first_master".into(), Value::Bool(host == self.first_master));
+        // The groups the plan took the masters and etcd hosts from (kubespray's names, or the settings').
+        vars.insert("upgrade_masters_group".into(), Value::String(self.plan.groups.masters.name.clone()));
+        vars.insert("upgrade_etcd_group".into(), Value::String(self.plan.groups.etcd.name.clone()));
         vars.insert(
             "upgrade_drain_timeout_seconds".into(),
             Value::from(self.plan.settings.drain_timeout.value.seconds()),

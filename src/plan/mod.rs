@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use crate::cluster_groups::ClusterGroups;
 use crate::error::{Error, Result};
 use crate::flavor::{self, Flavor, FlavorChoice};
 use crate::inventory::{self, Inventory, Vars};
@@ -94,6 +95,8 @@ pub struct Plan {
     pub certificate_expiry: settings::CertificateExpiry,
     /// The update graph (and the other strategies): how the nodes are upgraded and along which versions.
     pub strategy: crate::strategy::Strategy,
+    /// The inventory groups of the masters, the nodes and the etcd hosts, and why.
+    pub groups: ClusterGroups,
 }
 
 impl Plan {
@@ -143,22 +146,27 @@ impl Plan {
             };
             return Err(Error::input(what).in_file(&inventory.path).hint(hint));
         }
-        let masters = match inventory.group_hosts("masters") {
+        let groups = ClusterGroups::resolve(inventory, extra)?;
+        let masters = match inventory.group_hosts(&groups.masters.name) {
             Some(hosts) if !hosts.is_empty() => hosts,
             found => {
-                let what = if found.is_some() { "an empty `masters` group" } else { "no `masters` group" };
-                return Err(Error::input(format!("the inventory has {what}"))
-                    .in_file(&inventory.path)
-                    .hint("list the control-plane hosts in a `masters` group ([masters] in INI, all.children.masters in YAML)"));
+                let name = &groups.masters.name;
+                let what =
+                    if found.is_some() { format!("an empty `{name}` group") } else { format!("no `{name}` group") };
+                return Err(Error::input(format!("the inventory has {what}")).in_file(&inventory.path).hint(
+                    "list the control-plane hosts in a `masters` group ([masters] in INI, all.children.masters in \
+                     YAML), or name their group with upgrade_masters_group (kubespray's kube_control_plane is found \
+                     without it)",
+                ));
             }
         };
-        let etcd = match inventory.group_hosts("etcd") {
+        let etcd = match inventory.group_hosts(&groups.etcd.name) {
             Some(hosts) if !hosts.is_empty() => hosts,
             _ => masters.iter().take(1).cloned().collect(),
         };
         let master_set: HashSet<&str> = masters.iter().map(String::as_str).collect();
         let all_nodes: Vec<String> = inventory
-            .group_hosts("nodes")
+            .group_hosts(&groups.nodes.name)
             .unwrap_or_default()
             .into_iter()
             .filter(|h| !master_set.contains(h.as_str()))
@@ -217,6 +225,17 @@ impl Plan {
         }
         if flavor.flavor == Flavor::Openshift {
             settings::check_openshift_image_tag(&settings.target_version, &all_vars, extra)?;
+        }
+        if flavor.flavor != Flavor::Openshift && settings.target_version.value.is_none() {
+            // kubespray sets kube_version for the cluster's hosts (k8s_cluster), not for etcd hosts of their own.
+            let cluster_vars: Vec<(&str, &Vars)> = all_vars
+                .iter()
+                .filter(|(h, _)| master_set.contains(h) || candidates.iter().any(|c| c == h))
+                .copied()
+                .collect();
+            if let Some(target) = crate::cluster_groups::kubespray_target(&cluster_vars, extra)? {
+                settings.target_version = target;
+            }
         }
         let openshift_packages = match flavor.flavor {
             Flavor::Openshift => {
@@ -366,6 +385,7 @@ impl Plan {
             target_passed_over,
             certificate_expiry,
             strategy,
+            groups,
         })
     }
 }

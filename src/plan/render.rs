@@ -68,6 +68,7 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
             "packages": plan.openshift_packages,
             "target_aliases_passed_over": plan.target_passed_over,
         },
+        "groups": plan.groups,
         "certificate_expiry": {
             "warning_days": plan.certificate_expiry.warning_days.value,
             "fail_on_warn": plan.certificate_expiry.fail_on_warn.value,
@@ -107,6 +108,9 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
     let _ = writeln!(out, "Upgrade plan for {} (no host is contacted)", inventory.path.display());
     let _ = writeln!(out);
     let _ = writeln!(out, "Flavor: {} ({})", plan.flavor.flavor, plan.flavor.why);
+    if !plan.groups.is_default() {
+        let _ = writeln!(out, "Groups: {}", plan.groups.describe());
+    }
     if let Some(packages) = &plan.openshift_packages {
         let _ = writeln!(
             out,

@@ -2,11 +2,12 @@
 //! replaced by `********` in every event before any reporter sees it (human output, JSON lines, host logs, the
 //! summary and its fix commands), in journal entries, and in the error a run ends with. A token inside
 //! `upgrade_kubectl` (`kubectl --token={{ my_token }}` with `upgrade_secret_vars: [my_token]`) shows nowhere. The
-//! become password is always masked.
+//! become password is always masked, and so is every value decrypted from Ansible Vault (`decrypted`).
 //!
 //! This module is the masking itself, which knows nothing of hosts or runs; `secrets` finds the secret values in the
 //! hosts' variables and `sink` masks the events on their way to the reporters.
 
+pub(crate) mod decrypted;
 pub(crate) mod escapes;
 pub(crate) mod secrets;
 pub(crate) mod sink;

@@ -34,6 +34,7 @@ impl Redactor {
                 values.push(text);
             }
         }
+        values.extend(super::decrypted::all());
         Redactor::new(values)
     }
 

@@ -101,8 +101,9 @@ impl EventSink for Quiet {
 /// graph names OpenShift releases, never the v1.11.0+d4cacc0 every 3.11.z kubelet reports), else the kubelet version
 /// the cluster reports (`cluster_state.yml` on the first master).
 fn read_running_version(inventory: &Inventory, extra: &Vars, remote: Remote) -> Result<(TargetVersion, &'static str)> {
-    let masters = inventory.group_hosts("masters").filter(|m| !m.is_empty()).ok_or_else(|| {
-        Error::input("the inventory has no `masters` group to read the cluster from")
+    let groups = crate::cluster_groups::ClusterGroups::resolve(inventory, extra)?;
+    let masters = inventory.group_hosts(&groups.masters.name).filter(|m| !m.is_empty()).ok_or_else(|| {
+        Error::input(format!("the inventory has no `{}` group to read the cluster from", groups.masters.name))
             .in_file(&inventory.path)
             .hint("list the control-plane hosts in `masters`, or give the running version with --from")
     })?;

@@ -411,3 +411,17 @@ pub fn process_ends_within(pid_file: &Path, limit: std::time::Duration) -> bool 
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Copies a fixture directory into a scenario, file modes (a script's executable bit) included.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy's directory");
+    for entry in std::fs::read_dir(from).expect("list the fixture") {
+        let entry = entry.expect("read the fixture's directory");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a fixture file");
+        }
+    }
+}
