@@ -801,6 +801,7 @@ pub(crate) fn decide_from(
             node: (node != host).then(|| node.to_string()),
             outcome: HostOutcome::Skipped { reason },
             duration: std::time::Duration::ZERO,
+            window: None,
         }
     };
     let mut decision = Decision {

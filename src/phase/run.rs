@@ -420,6 +420,18 @@ impl UpgradeRun {
         outcome: HostOutcome,
         started: Instant,
     ) -> HostReport {
+        self.host_completed_with_window(phase, host, outcome, started, None).await
+    }
+
+    /// `host_completed` of a node upgraded in place, with its cordoned window (sequence.rs measures it).
+    pub(crate) async fn host_completed_with_window(
+        &self,
+        phase: Phase,
+        host: &str,
+        outcome: HostOutcome,
+        started: Instant,
+        window: Option<crate::vocabulary::CordonedWindow>,
+    ) -> HostReport {
         let node = self.node_name(host);
         let report = HostReport {
             phase,
@@ -427,6 +439,7 @@ impl UpgradeRun {
             node: (node != host).then_some(node),
             outcome,
             duration: started.elapsed(),
+            window,
         };
         let (record, detail) = match &report.outcome {
             HostOutcome::Upgraded { .. } => (Some(HostRecord::Upgraded), String::new()),
