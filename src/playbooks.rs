@@ -45,6 +45,9 @@ const FILES: &[(&str, &str)] = &[
     ("kubeadm/package_availability.yml", include_str!("../playbooks/kubeadm/package_availability.yml")),
     ("kubeadm/package_lock.yml", include_str!("../playbooks/kubeadm/package_lock.yml")),
     ("kubeadm/package_manager.yml", include_str!("../playbooks/kubeadm/package_manager.yml")),
+    ("kubeadm/prefetch.yml", include_str!("../playbooks/kubeadm/prefetch.yml")),
+    ("kubeadm/target_sources.yml", include_str!("../playbooks/kubeadm/target_sources.yml")),
+    ("kubeadm/kubeadm_config.yml", include_str!("../playbooks/kubeadm/kubeadm_config.yml")),
     // The custom flavour: only the operator's commands.
     ("custom/certificate_expiry.yml", include_str!("../playbooks/custom/certificate_expiry.yml")),
     ("custom/master_upgrade.yml", include_str!("../playbooks/custom/master_upgrade.yml")),

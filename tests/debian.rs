@@ -187,7 +187,10 @@ fn all_held(host: &DebianHost) -> bool {
 
 #[test]
 fn a_failed_install_leaves_the_packages_held_and_the_error_names_the_fetch_that_failed() {
-    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    // Without the download before the windows, the install inside m1's window meets the missing file.
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]).map(|c| c.var("upgrade_prefetch: false")) else {
+        return;
+    };
     // The index lists kubelet 1.29.1 but the mirror lacks its file: the install fails after the unhold.
     cluster.repo.missing("/kubelet_1.29.1-1.1_");
     let run = cluster.upgrade(&[]).expect_code(1);
@@ -261,4 +264,96 @@ fn a_locally_edited_conffile_does_not_stop_the_install_at_a_prompt() {
     let run = cluster.upgrade(&[]).expect_code(0);
     assert_upgraded(&cluster, &run);
     assert_eq!(cluster.host("n1").file(conf), edited, "the operator's version kept (--force-confold)");
+}
+
+/// The JSON events' `host-finished` objects of upgraded hosts, by host: their cordoned windows.
+fn windows(run: &Outcome) -> Vec<(String, serde_json::Value)> {
+    run.stdout_text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "host-finished" && e["window"].is_object())
+        .map(|e| (e["host"].as_str().unwrap_or_default().to_string(), e["window"].clone()))
+        .collect()
+}
+
+#[test]
+fn the_target_packages_are_downloaded_in_preflight_so_the_windows_fetch_nothing() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1", "n2"]) else { return };
+    // Right after preflight (the cluster pre hook, on m1) the mirror loses every 1.29.1 package file: the windows
+    // must not need it.
+    let flag = cluster.host("m1").root().join("tmp/mirror-lost");
+    cluster.repo.missing_once("_1.29.1-1.1_", &flag);
+    std::fs::write(cluster.dir.path().join("lose-mirror.yml"), "- command: touch /tmp/mirror-lost\n").unwrap();
+    let cluster = cluster.var("upgrade_cluster_pre_hook: lose-mirror.yml");
+    let run = cluster.upgrade(&["--output", "json"]).expect_code(0);
+    assert!(flag.exists(), "the hook ran");
+    assert_upgraded(&cluster, &run);
+    let said: Vec<&str> = run.stdout_text().lines().filter(|l| l.contains("before its window: downloaded")).collect();
+    assert_eq!(said.len(), 3, "each host downloaded before its window: {said:?}");
+    let windows = windows(&run);
+    assert_eq!(windows.len(), 3, "a window per host: {windows:?}");
+    for (host, w) in &windows {
+        let parts: f64 = ["drain", "upgrade", "restart", "ready", "other"].iter().map(|k| w[k].as_f64().unwrap()).sum();
+        assert!((parts - w["seconds"].as_f64().unwrap()).abs() < 0.01, "{host}: the parts make the window: {w}");
+    }
+}
+
+#[test]
+fn a_package_the_mirror_cannot_serve_fails_its_host_before_its_cordon_after_a_second_try() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    // The index lists kubelet 1.29.1 (the availability check passes) but its file is not served.
+    cluster.repo.missing("/kubelet_1.29.1-1.1_");
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run = run.stdout_has("[m1] warning: could not fetch before the windows").stdout_has("[n1] warning: could not");
+    let run = run.stdout_has("kubelet_1.29.1-1.1_").stdout_has("404");
+    // m1 tried again before its cordon and failed there: the run stopped with nothing cordoned, nothing installed.
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+    for h in cluster.hosts() {
+        assert_eq!(h.installed("kubelet"), "1.28.5-1.1", "{}", h.name);
+        assert!(all_held(h), "{}", h.name);
+    }
+    let tries = cluster.repo.requests().iter().filter(|p| p.contains("/kubelet_1.29.1-1.1_")).count();
+    assert_eq!(tries, 3, "m1 and n1 in preflight, m1 again before its cordon");
+}
+
+#[test]
+fn a_held_dpkg_lock_in_preflight_is_met_again_before_the_cordon_and_the_download_goes_through_once_it_is_free() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]).map(|c| c.var("upgrade_package_lock_timeout: 2")) else {
+        return;
+    };
+    // n1's dpkg lock is held through preflight and let go when the cluster pre hook runs (on m1).
+    let lock = cluster.host("n1").hold_dpkg_lock();
+    let flag = cluster.host("m1").root().join("tmp/lock-free");
+    std::fs::write(cluster.dir.path().join("free-lock.yml"), "- command: touch /tmp/lock-free\n").unwrap();
+    let cluster = cluster.var("upgrade_cluster_pre_hook: free-lock.yml");
+    let releaser = std::thread::spawn(move || {
+        while !flag.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        drop(lock);
+    });
+    let run = cluster.upgrade(&[]).expect_code(0).stdout_has("[n1] warning: could not fetch before the windows");
+    releaser.join().unwrap();
+    let run = run.stdout_has("[n1] before its window: downloaded kubeadm, kubelet and kubectl 1.29.1");
+    assert_upgraded(&cluster, &run);
+}
+
+#[test]
+fn masters_pull_the_targets_images_from_the_clusters_image_repository_before_their_cordon() {
+    let Some(cluster) = DebianCluster::new(&["m1", "m2"], &["n1"]) else { return };
+    // An air-gapped cluster set up with its own registry (kubeadm-config's imageRepository).
+    std::fs::write(cluster.fake.state_dir().join("image_repository"), "10.0.0.5:5000/k8s\n").unwrap();
+    let run = cluster.upgrade(&[]).expect_code(0);
+    let run = run.stdout_has("[m2] before its window: downloaded kubeadm, kubelet and kubectl 1.29.1; pulled the \
+         control plane's images of v1.29.1 from 10.0.0.5:5000/k8s");
+    for m in ["m1", "m2"] {
+        let pulled =
+            std::fs::read_to_string(cluster.fake.state_dir().join("nodes").join(m).join("pulled_images")).unwrap();
+        assert!(pulled.contains("10.0.0.5:5000/k8s/kube-apiserver:v1.29.1"), "{m}: {pulled}");
+        let actions = cluster.fake.actions_on(m);
+        let pull = actions.iter().position(|a| a == "kubeadm-images-pull").expect("pulled");
+        let cordon = actions.iter().position(|a| a == "cordon").expect("cordoned");
+        assert!(pull < cordon, "{m} pulled before its cordon: {actions:?}\n{run}");
+    }
+    assert!(!cluster.fake.actions_on("n1").iter().any(|a| a == "kubeadm-images-pull"), "a node pulls no control plane");
 }

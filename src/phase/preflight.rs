@@ -94,6 +94,13 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
     if kubeadm && !decided.masters.is_empty() && !stopped_between_checks(run) {
         kubeadm_plan(run).await?;
     }
+    // Every check passed: the target's packages and the masters' images are fetched now, before any window
+    // (prefetch.rs; upgrade_prefetch, upgrade_prepull_images).
+    if kubeadm && !stopped_between_checks(run) {
+        let kubeadm_flow: Vec<String> =
+            upgrading.iter().filter(|(h, p)| !custom_upgrade(run, h, *p)).map(|(h, _)| h.clone()).collect();
+        super::prefetch::before_the_windows(run, &kubeadm_flow, &decided.masters).await?;
+    }
     // After a signal preflight reads nothing more than it must.
     if !run.stop.is_stopping() {
         report_pending_csrs(run, Phase::Preflight).await;

@@ -53,6 +53,8 @@ pub(crate) struct UpgradeRun {
     pub kured_lock: super::kured_lock::Slot,
     /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
     pub poller: super::poller::NodePoller,
+    /// The cluster's image repository as preflight read it for the masters' image pulls (prefetch.rs).
+    pub image_repository: Mutex<Option<String>>,
 }
 
 /// Settings of the run that are not in the plan.
@@ -97,6 +99,7 @@ impl UpgradeRun {
             fence: super::cluster_lock::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
+            image_repository: Mutex::new(None),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,

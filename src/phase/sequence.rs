@@ -229,6 +229,9 @@ async fn steps(
     }
     if waits_for_package_lock(run, host, role) {
         step(run, phase, host, Step::HostCheck, "package_lock.yml", &[]).await?;
+        // What preflight could not fetch for this host is fetched now, while it still serves (prefetch.rs).
+        safe_point(run, Step::HostCheck)?;
+        super::prefetch::again_before_cordon(run, phase, host, role == Role::Master).await?;
     }
     attempt.clock.cordoned_at = Some(Instant::now());
     // Also for a node cordoned by someone else: its cordon stays theirs, but it gets the disruption guards.

@@ -89,6 +89,8 @@ fn is_root() -> bool {
 enum Rule {
     /// 404, as a mirror that lacks the file.
     Missing,
+    /// 404 once the file exists (a mirror that loses the file at a moment of the run a hook marks).
+    MissingOnce(PathBuf),
 }
 
 /// The package repository over HTTP on loopback: files of `dir`, as an origin server (`GET /core:/...`) and as
@@ -129,6 +131,11 @@ impl RepoServer {
     /// Answers 404 for every path that contains `needle` (a mirror that lacks it).
     pub fn missing(&self, needle: &str) {
         self.rules.lock().expect("rules").push((needle.to_string(), Rule::Missing));
+    }
+
+    /// Answers 404 for every path that contains `needle` from the moment `flag` exists.
+    pub fn missing_once(&self, needle: &str, flag: &Path) {
+        self.rules.lock().expect("rules").push((needle.to_string(), Rule::MissingOnce(flag.to_path_buf())));
     }
 
     /// The paths asked for so far.
@@ -178,7 +185,13 @@ fn serve(stream: TcpStream, dir: &Path, requests: &Mutex<Vec<String>>, rules: &M
             .lock()
             .expect("rules")
             .iter()
-            .any(|(needle, rule)| matches!(rule, Rule::Missing) && path.contains(needle.as_str()));
+            .any(|(needle, rule)| {
+                path.contains(needle.as_str())
+                    && match rule {
+                        Rule::Missing => true,
+                        Rule::MissingOnce(flag) => flag.exists(),
+                    }
+            });
         let file = dir.join(path.trim_start_matches('/'));
         let body =
             if missing || path.contains("..") { None } else { std::fs::read(&file).ok().filter(|_| file.is_file()) };
