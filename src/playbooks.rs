@@ -45,6 +45,7 @@ const FILES: &[(&str, &str)] = &[
     ("kubeadm/package_availability.yml", include_str!("../playbooks/kubeadm/package_availability.yml")),
     ("kubeadm/package_lock.yml", include_str!("../playbooks/kubeadm/package_lock.yml")),
     ("kubeadm/package_manager.yml", include_str!("../playbooks/kubeadm/package_manager.yml")),
+    ("kubeadm/artifacts.yml", include_str!("../playbooks/kubeadm/artifacts.yml")),
     ("kubeadm/prefetch.yml", include_str!("../playbooks/kubeadm/prefetch.yml")),
     ("kubeadm/target_sources.yml", include_str!("../playbooks/kubeadm/target_sources.yml")),
     ("kubeadm/kubeadm_config.yml", include_str!("../playbooks/kubeadm/kubeadm_config.yml")),
@@ -83,6 +84,7 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/wait_ready.yml", include_str!("../playbooks/openshift/wait_ready.yml")),
     ("openshift/control_plane_images.yml", include_str!("../playbooks/openshift/control_plane_images.yml")),
     ("openshift/sdn_images.yml", include_str!("../playbooks/openshift/sdn_images.yml")),
+    ("openshift/artifacts.yml", include_str!("../playbooks/openshift/artifacts.yml")),
     ("openshift/cluster_images.yml", include_str!("../playbooks/openshift/cluster_images.yml")),
     ("openshift/cluster_permissions.yml", include_str!("../playbooks/openshift/cluster_permissions.yml")),
 ];

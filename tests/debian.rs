@@ -357,3 +357,34 @@ fn masters_pull_the_targets_images_from_the_clusters_image_repository_before_the
     }
     assert!(!cluster.fake.actions_on("n1").iter().any(|a| a == "kubeadm-images-pull"), "a node pulls no control plane");
 }
+
+#[test]
+fn artifacts_lists_the_packages_and_the_target_kubeadms_images_with_the_clusters_repository_and_changes_nothing() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    std::fs::write(cluster.fake.state_dir().join("image_repository"), "10.0.0.5:5000/k8s\n").unwrap();
+    let calico = cluster.fake.state_dir().join("workloads/kube-system/daemonset/calico-node");
+    std::fs::create_dir_all(&calico).unwrap();
+    std::fs::write(calico.join("image"), "10.0.0.5:5000/calico/node:v3.27.0\n").unwrap();
+    let before = cluster.snapshot();
+    let inventory = cluster.inventory();
+    let run = Scenario::in_dir(cluster.dir.path()).args(["artifacts", "--inventory"]).arg(&inventory);
+    let run = run.args(["--output", "json"]).run().expect_code(0);
+    let found: serde_json::Value = serde_json::from_str(run.stdout_text()).expect("one JSON document");
+    assert_eq!(found["target"], "v1.29.1");
+    let apt = &found["packages"][0];
+    assert_eq!(apt["manager"], "apt", "{found}");
+    assert_eq!(apt["repository"], "https://pkgs.k8s.io/core:/stable:/v1.29/deb/", "{found}");
+    assert_eq!(apt["hosts"], serde_json::json!(["m1", "n1"]));
+    assert_eq!(apt["packages"][0], "kubeadm=1.29.1-*");
+    let kubeadm = &found["images"][0];
+    let source = kubeadm["source"].as_str().unwrap();
+    // The target's kubeadm, from the repository, unpacked and never installed: m1 still has 1.28.5.
+    assert!(source.contains("kubeadm: the target's (1.29.1-1.1, from the repository; not installed)"), "{source}");
+    let images: Vec<&str> = kubeadm["images"].as_array().unwrap().iter().map(|i| i.as_str().unwrap()).collect();
+    assert!(images.contains(&"10.0.0.5:5000/k8s/kube-apiserver:v1.29.1"), "{images:?}");
+    assert!(images.contains(&"10.0.0.5:5000/k8s/pause:3.9") && images.contains(&"10.0.0.5:5000/k8s/coredns:v1.11.1"));
+    assert!(images.iter().any(|i| i.starts_with("10.0.0.5:5000/k8s/kube-proxy:")), "{images:?}");
+    assert_eq!(found["images"][1]["images"], serde_json::json!(["10.0.0.5:5000/calico/node:v3.27.0"]));
+    assert_eq!(cluster.snapshot(), before, "nothing installed, switched or unheld");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon" && c.action != "kubeadm-images-pull"));
+}

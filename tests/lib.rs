@@ -24,6 +24,7 @@ mod openshift;
 mod openshift_control_plane;
 mod ops;
 mod plan;
+mod artifacts;
 mod poller;
 mod real_api;
 mod reboot;

@@ -1,6 +1,7 @@
 //! The plan: a pure function from inventory and settings to phases and batches. Nothing here connects; `--plan`
 //! prints it and the executor only carries it out.
 
+pub mod artifacts;
 pub mod live;
 pub mod render;
 
