@@ -39,6 +39,7 @@ const FILES: &[(&str, &str)] = &[
     // The kubeadm flavour's own steps: package manager, repository, kubeadm.
     ("kubeadm/certificate_expiry.yml", include_str!("../playbooks/kubeadm/certificate_expiry.yml")),
     ("kubeadm/kubeadm_plan.yml", include_str!("../playbooks/kubeadm/kubeadm_plan.yml")),
+    ("kubeadm/kubeadm_plan_undo.yml", include_str!("../playbooks/kubeadm/kubeadm_plan_undo.yml")),
     ("kubeadm/kubernetes_repo.yml", include_str!("../playbooks/kubeadm/kubernetes_repo.yml")),
     ("kubeadm/master_upgrade.yml", include_str!("../playbooks/kubeadm/master_upgrade.yml")),
     ("kubeadm/node_upgrade.yml", include_str!("../playbooks/kubeadm/node_upgrade.yml")),

@@ -388,3 +388,16 @@ fn artifacts_lists_the_packages_and_the_target_kubeadms_images_with_the_clusters
     assert_eq!(cluster.snapshot(), before, "nothing installed, switched or unheld");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon" && c.action != "kubeadm-images-pull"));
 }
+
+#[test]
+fn a_failed_kubeadm_upgrade_plan_leaves_the_first_master_as_it_found_it() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
+    let before = cluster.snapshot();
+    cluster.fake.set_cue("m1", "plan_fail", "[upgrade/health] FATAL: the control plane is not healthy");
+    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("the control plane is not healthy");
+    let run = run.output_has("the repository file and kubeadm were put back as they were");
+    // The check switched m1's file (keeping a copy) and installed kubeadm 1.29.1 before kubeadm refused: both
+    // undone (the copy removed), kubeadm held again.
+    assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+}

@@ -556,9 +556,18 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
             }
             Ok(())
         }
-        Err(f) => Err(Error::hosts_failed(format!("preflight: {}", f.reason)).hint(
-            "fix what kubeadm reports, or set upgrade_kubeadm_plan_check: false to skip this check; no node was cordoned",
-        )),
+        Err(f) => {
+            // A refusal leaves the host as it found it: the repository file and kubeadm put back.
+            let undo = run.playbook("kubeadm_plan_undo.yml");
+            let undone = match run.run_step(Phase::Preflight, host, Step::KubeadmPlan, &undo, &[], None).await {
+                Ok(_) => "the repository file and kubeadm were put back as they were".to_string(),
+                Err(u) => format!("putting the repository file and kubeadm back failed too ({}): check them", u.reason),
+            };
+            Err(Error::hosts_failed(format!("preflight: {}", f.reason)).hint(format!(
+                "fix what kubeadm reports, or set upgrade_kubeadm_plan_check: false to skip this check; no node was \
+                 cordoned; on {host} {undone}"
+            )))
+        }
     }
 }
 
