@@ -401,3 +401,18 @@ fn a_failed_kubeadm_upgrade_plan_leaves_the_first_master_as_it_found_it() {
     assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
 }
+
+#[test]
+fn plan_live_names_a_node_whose_mirror_lacks_the_target_and_changes_nothing() {
+    let Some(cluster) = DebianCluster::start(&["m1"], &["n1", "n2"], &["n2"], |_| OFFICIAL_LINE.to_string()) else {
+        return;
+    };
+    let before = cluster.snapshot();
+    let inventory = cluster.inventory();
+    let run = Scenario::in_dir(cluster.dir.path()).args(["plan", "--live", "--inventory"]).arg(&inventory).run();
+    let run = run.expect_code(1);
+    let run = run.stdout_has("n2: the target's packages do not resolve, preflight would stop: kubeadm 1.29.1");
+    let run = run.stdout_has("http://pkgs.k8s.io/core:/stable:/v1.29/deb/");
+    assert!(!run.stdout_text().contains("n1: the target's packages"), "n1's mirror has them\n{run}");
+    assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
+}

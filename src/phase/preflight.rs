@@ -376,7 +376,7 @@ async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> 
 
 /// What package_availability.yml found missing on a host (`kubeadm 1.29.9, kubelet 1.29.9 not in deb ... /`, or
 /// the index that could not be read), `None` when everything resolves or the check did not run.
-fn describe_unavailable(facts: &HostFacts) -> Option<String> {
+pub(crate) fn describe_unavailable(facts: &HostFacts) -> Option<String> {
     let result = facts.get("upgrade_package_availability")?;
     let stdout = result.get("stdout").and_then(Value::as_str)?;
     let lines: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("line: ")).collect();
