@@ -24,7 +24,11 @@ use crate::vocabulary::{Phase, Step};
 /// false`) with the cluster's own image repository. A host where that fails is named in a warning: it tries again
 /// before its cordon (`again_before_cordon`).
 pub(crate) async fn before_the_windows(run: &UpgradeRun, hosts: &[String], masters: &[String]) -> Result<()> {
-    let prefetch = |h: &String| run.host_flag(h, "upgrade_prefetch", true);
+    // The inventory's own package commands download what they download.
+    let own = |h: &String| {
+        run.steps.host_sets(h, "upgrade_kubeadm_package_command") || run.steps.host_sets(h, "upgrade_kubelet_package_command")
+    };
+    let prefetch = |h: &String| run.host_flag(h, "upgrade_prefetch", true) && !own(h);
     let prepull = |h: &String| masters.contains(h) && run.host_flag(h, "upgrade_prepull_images", true);
     if !hosts.iter().any(|h| prefetch(h) || prepull(h)) {
         return Ok(());
