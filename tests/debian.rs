@@ -416,3 +416,44 @@ fn plan_live_names_a_node_whose_mirror_lacks_the_target_and_changes_nothing() {
     assert!(!run.stdout_text().contains("n1: the target's packages"), "n1's mirror has them\n{run}");
     assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
 }
+
+/// The benchmark of scripts/bench-window.sh (ignored: it measures, it checks nothing): 1 master and
+/// BENCH_WINDOW_NODES nodes (3) upgraded on the real Debian hosts from a mirror that serves each package file after
+/// BENCH_WINDOW_DELAY_MS (1000: about 3 s of download per host), with BENCH_WINDOW_PREFETCH (true) as
+/// upgrade_prefetch. Prints one `BENCH` line per host with its cordoned window and parts (seconds), and the wall time.
+#[test]
+#[ignore]
+fn bench_window() {
+    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_string());
+    let nodes: usize = env("BENCH_WINDOW_NODES", "3").parse().expect("BENCH_WINDOW_NODES");
+    let delay: u64 = env("BENCH_WINDOW_DELAY_MS", "1000").parse().expect("BENCH_WINDOW_DELAY_MS");
+    let prefetch = env("BENCH_WINDOW_PREFETCH", "true");
+    let names: Vec<String> = (1..=nodes).map(|i| format!("n{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let Some(cluster) = DebianCluster::new(&["m1"], &names) else { return };
+    cluster.repo.slow(".deb", std::time::Duration::from_millis(delay));
+    let cluster = cluster.var(&format!("upgrade_prefetch: {prefetch}"));
+    let started = std::time::Instant::now();
+    let run = cluster.upgrade(&["--output", "json"]).expect_code(0);
+    let wall = started.elapsed().as_secs_f64();
+    for (host, w) in windows(&run) {
+        let part = |k: &str| w[k].as_f64().unwrap_or(-1.0);
+        println!(
+            "BENCH prefetch={prefetch} host={host} window={:.3} drain={:.3} upgrade={:.3} restart={:.3} ready={:.3} other={:.3}",
+            part("seconds"),
+            part("drain"),
+            part("upgrade"),
+            part("restart"),
+            part("ready"),
+            part("other")
+        );
+    }
+    let preflight = run
+        .stdout_text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "phase-finished" && e["phase"] == "preflight")
+        .and_then(|e| e["duration"].as_f64())
+        .unwrap_or(-1.0);
+    println!("BENCH prefetch={prefetch} wall={wall:.3} preflight={preflight:.3}");
+}

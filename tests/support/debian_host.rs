@@ -91,6 +91,8 @@ enum Rule {
     Missing,
     /// 404 once the file exists (a mirror that loses the file at a moment of the run a hook marks).
     MissingOnce(PathBuf),
+    /// Served after this pause (a slow mirror: scripts/bench-window.sh).
+    Slow(Duration),
 }
 
 /// The package repository over HTTP on loopback: files of `dir`, as an origin server (`GET /core:/...`) and as
@@ -136,6 +138,12 @@ impl RepoServer {
     /// Answers 404 for every path that contains `needle` from the moment `flag` exists.
     pub fn missing_once(&self, needle: &str, flag: &Path) {
         self.rules.lock().expect("rules").push((needle.to_string(), Rule::MissingOnce(flag.to_path_buf())));
+    }
+
+    /// Serves every path that contains `needle` only after `pause`, each request on its own (a slow link per
+    /// download, as a throttled mirror gives each connection).
+    pub fn slow(&self, needle: &str, pause: Duration) {
+        self.rules.lock().expect("rules").push((needle.to_string(), Rule::Slow(pause)));
     }
 
     /// The paths asked for so far.
@@ -190,8 +198,16 @@ fn serve(stream: TcpStream, dir: &Path, requests: &Mutex<Vec<String>>, rules: &M
                     && match rule {
                         Rule::Missing => true,
                         Rule::MissingOnce(flag) => flag.exists(),
+                        Rule::Slow(_) => false,
                     }
             });
+        let pause = rules.lock().expect("rules").iter().find_map(|(needle, rule)| match rule {
+            Rule::Slow(pause) if path.contains(needle.as_str()) => Some(*pause),
+            _ => None,
+        });
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
         let file = dir.join(path.trim_start_matches('/'));
         let body =
             if missing || path.contains("..") { None } else { std::fs::read(&file).ok().filter(|_| file.is_file()) };
