@@ -2,6 +2,7 @@
 
 mod support;
 
+mod artifacts;
 mod bad_input;
 mod chaos;
 mod cluster_care;
@@ -24,7 +25,6 @@ mod openshift;
 mod openshift_control_plane;
 mod ops;
 mod plan;
-mod artifacts;
 mod poller;
 mod real_api;
 mod reboot;
