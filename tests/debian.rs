@@ -76,6 +76,11 @@ impl DebianCluster {
         })
     }
 
+    /// m1, n1 and n2 on the official line, n2's apt reaching the mirror that is behind (v1.29 at 1.29.0 only).
+    fn with_n2_behind() -> Option<DebianCluster> {
+        DebianCluster::start(&["m1"], &["n1", "n2"], &["n2"], |_| OFFICIAL_LINE.to_string())
+    }
+
     fn var(mut self, line: &str) -> DebianCluster {
         self.vars.push(line.to_string());
         self
@@ -126,6 +131,12 @@ impl DebianCluster {
         Scenario::on_cluster(self.dir.path(), &self.inventory()).args(args).run()
     }
 
+    /// `upgrade SUBCOMMAND... --inventory hosts.yml ARGS...` (`["plan", "--live"]`, `["artifacts"]`).
+    fn subcommand(&self, subcommand: &[&str], args: &[&str]) -> Outcome {
+        let inventory = self.inventory();
+        Scenario::in_dir(self.dir.path()).args(subcommand).arg("--inventory").arg(&inventory).args(args).run()
+    }
+
     /// Each host's packages, holds and repository file, to compare before and after a refusal.
     fn snapshot(&self) -> Vec<(String, String)> {
         self.hosts()
@@ -163,6 +174,9 @@ fn a_master_and_two_nodes_go_from_1_28_5_to_1_29_1_with_real_apt_and_dpkg() {
     let Some(cluster) = DebianCluster::new(&["m1"], &["n1", "n2"]) else { return };
     let run = cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
     let run = run.stdout_has("[m1] package manager: apt (detected)");
+    // The summary says how long each node was out of service, and on what.
+    let run = run.stdout_has("cordoned windows (cordon to uncordon):\n").stdout_has("  n2: ");
+    let run = run.stdout_has(" s (drain ");
     assert_upgraded(&cluster, &run);
     // Each host's apt fetched the v1.29 index: the switch happened before the install, on every host.
     let fetched = cluster.repo.requests();
@@ -216,9 +230,7 @@ fn a_target_the_mirror_lacks_is_refused_in_preflight_and_every_host_stays_as_it_
 
 #[test]
 fn a_node_whose_mirror_lacks_the_target_is_refused_in_preflight_naming_host_package_version_and_line() {
-    let Some(cluster) = DebianCluster::start(&["m1"], &["n1", "n2"], &["n2"], |_| OFFICIAL_LINE.to_string()) else {
-        return;
-    };
+    let Some(cluster) = DebianCluster::with_n2_behind() else { return };
     let before = cluster.snapshot();
     let run = cluster.upgrade(&[]).expect_code(1);
     let run =
@@ -366,9 +378,7 @@ fn artifacts_lists_the_packages_and_the_target_kubeadms_images_with_the_clusters
     std::fs::create_dir_all(&calico).unwrap();
     std::fs::write(calico.join("image"), "10.0.0.5:5000/calico/node:v3.27.0\n").unwrap();
     let before = cluster.snapshot();
-    let inventory = cluster.inventory();
-    let run = Scenario::in_dir(cluster.dir.path()).args(["artifacts", "--inventory"]).arg(&inventory);
-    let run = run.args(["--output", "json"]).run().expect_code(0);
+    let run = cluster.subcommand(&["artifacts"], &["--output", "json"]).expect_code(0);
     let found: serde_json::Value = serde_json::from_str(run.stdout_text()).expect("one JSON document");
     assert_eq!(found["target"], "v1.29.1");
     let apt = &found["packages"][0];
@@ -404,13 +414,9 @@ fn a_failed_kubeadm_upgrade_plan_leaves_the_first_master_as_it_found_it() {
 
 #[test]
 fn plan_live_names_a_node_whose_mirror_lacks_the_target_and_changes_nothing() {
-    let Some(cluster) = DebianCluster::start(&["m1"], &["n1", "n2"], &["n2"], |_| OFFICIAL_LINE.to_string()) else {
-        return;
-    };
+    let Some(cluster) = DebianCluster::with_n2_behind() else { return };
     let before = cluster.snapshot();
-    let inventory = cluster.inventory();
-    let run = Scenario::in_dir(cluster.dir.path()).args(["plan", "--live", "--inventory"]).arg(&inventory).run();
-    let run = run.expect_code(1);
+    let run = cluster.subcommand(&["plan", "--live"], &[]).expect_code(1);
     let run = run.stdout_has("n2: the target's packages do not resolve, preflight would stop: kubeadm 1.29.1");
     let run = run.stdout_has("http://pkgs.k8s.io/core:/stable:/v1.29/deb/");
     assert!(!run.stdout_text().contains("n1: the target's packages"), "n1's mirror has them\n{run}");

@@ -59,8 +59,8 @@ pub(crate) async fn before_the_windows(run: &UpgradeRun, hosts: &[String], maste
 pub(crate) async fn again_before_cordon(run: &UpgradeRun, phase: Phase, host: &str, master: bool) -> Result<(), StepFailure> {
     let prefetch = run.host_flag(host, "upgrade_prefetch", true);
     let prepull = master && run.host_flag(host, "upgrade_prepull_images", true);
-    let done = run.render_for(host, "{{ upgrade_prefetch_done | default(false) }}");
-    if !(prefetch || prepull) || done.trim().eq_ignore_ascii_case("true") {
+    let done = run.steps.fact(host, "upgrade_prefetch_done").and_then(|v| crate::ansible_compat::boolean(&v));
+    if !(prefetch || prepull) || done == Some(true) {
         return Ok(());
     }
     let started = std::time::Instant::now();
