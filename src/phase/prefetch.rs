@@ -90,7 +90,7 @@ fn say_fetched(run: &UpgradeRun, host: &str, facts: &StepFacts, took: std::time:
         what.push(format!("pulled the control plane's images of {} from {from}", run.target));
     }
     if !what.is_empty() {
-        run.notice(Some(host), format!("before its window: {} ({:.1} s)", what.join("; "), took.as_secs_f64()));
+        run.notice(Some(host), format!("before its window: {} ({} ms)", what.join("; "), took.as_millis()));
     }
 }
 
