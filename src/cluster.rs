@@ -442,7 +442,8 @@ pub(crate) fn workload_image(json: &str) -> Option<String> {
 /// ConfigMap (`get configmap kubeadm-config -o json`); `None` when the configuration names none (kubeadm's default,
 /// registry.k8s.io). An answer that is not that ConfigMap is an error: the images are never guessed.
 pub(crate) fn kubeadm_image_repository(json: &str) -> Result<Option<String>, String> {
-    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("the kubeadm-config ConfigMap is not JSON ({e})"))?;
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("the kubeadm-config ConfigMap is not JSON ({e})"))?;
     let config = value
         .pointer("/data/ClusterConfiguration")
         .and_then(serde_json::Value::as_str)
@@ -458,7 +459,8 @@ pub(crate) fn kubeadm_image_repository(json: &str) -> Result<Option<String>, Str
 /// Every container image of a list of workloads (`get daemonsets --all-namespaces -o json`), init containers too,
 /// sorted and once each.
 pub(crate) fn workload_images(json: &str) -> Result<Vec<String>, String> {
-    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("the DaemonSet list is not JSON ({e})"))?;
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("the DaemonSet list is not JSON ({e})"))?;
     let items = match value.get("items") {
         Some(serde_json::Value::Array(items)) => items.as_slice(),
         Some(serde_json::Value::Null) => &[],
@@ -525,7 +527,9 @@ mod tests {
     #[test]
     fn a_kubeadm_clusters_image_repository_is_read_from_its_cluster_configuration() {
         let cm = |config: &str| serde_json::json!({"data": {"ClusterConfiguration": config}}).to_string();
-        let mirror = cm("apiVersion: kubeadm.k8s.io/v1beta3\nimageRepository: \"10.0.0.5:5000/k8s\"\nkind: ClusterConfiguration\n");
+        let mirror = cm(
+            "apiVersion: kubeadm.k8s.io/v1beta3\nimageRepository: \"10.0.0.5:5000/k8s\"\nkind: ClusterConfiguration\n",
+        );
         assert_eq!(kubeadm_image_repository(&mirror).unwrap().as_deref(), Some("10.0.0.5:5000/k8s"));
         assert_eq!(kubeadm_image_repository(&cm("kind: ClusterConfiguration\n")).unwrap(), None);
         assert!(kubeadm_image_repository("Error from server (NotFound)").is_err());

@@ -44,10 +44,7 @@ fn the_kubeadm_demo_lists_its_packages_and_kubeadms_images_with_the_clusters_ima
     assert!(source.contains("--image-repository mirror.example:5000/k8s on master-1"), "{source}");
     // Read only: nothing cordoned, upgraded or pulled.
     let actions: Vec<String> = demo.fake.calls().into_iter().map(|c| c.action).collect();
-    assert!(
-        actions.iter().all(|a| a.starts_with("get") || a.starts_with("list")),
-        "only reads: {actions:?}"
-    );
+    assert!(actions.iter().all(|a| a.starts_with("get") || a.starts_with("list")), "only reads: {actions:?}");
 }
 
 #[test]

@@ -356,8 +356,10 @@ fn masters_pull_the_targets_images_from_the_clusters_image_repository_before_the
     // An air-gapped cluster set up with its own registry (kubeadm-config's imageRepository).
     std::fs::write(cluster.fake.state_dir().join("image_repository"), "10.0.0.5:5000/k8s\n").unwrap();
     let run = cluster.upgrade(&[]).expect_code(0);
-    let run = run.stdout_has("[m2] before its window: downloaded kubeadm, kubelet and kubectl 1.29.1; pulled the \
-         control plane's images of v1.29.1 from 10.0.0.5:5000/k8s");
+    let run = run.stdout_has(
+        "[m2] before its window: downloaded kubeadm, kubelet and kubectl 1.29.1; pulled the \
+         control plane's images of v1.29.1 from 10.0.0.5:5000/k8s",
+    );
     for m in ["m1", "m2"] {
         let pulled =
             std::fs::read_to_string(cluster.fake.state_dir().join("nodes").join(m).join("pulled_images")).unwrap();

@@ -26,7 +26,8 @@ use crate::vocabulary::{Phase, Step};
 pub(crate) async fn before_the_windows(run: &UpgradeRun, hosts: &[String], masters: &[String]) -> Result<()> {
     // The inventory's own package commands download what they download.
     let own = |h: &String| {
-        run.steps.host_sets(h, "upgrade_kubeadm_package_command") || run.steps.host_sets(h, "upgrade_kubelet_package_command")
+        run.steps.host_sets(h, "upgrade_kubeadm_package_command")
+            || run.steps.host_sets(h, "upgrade_kubelet_package_command")
     };
     let prefetch = |h: &String| run.host_flag(h, "upgrade_prefetch", true) && !own(h);
     let prepull = |h: &String| masters.contains(h) && run.host_flag(h, "upgrade_prepull_images", true);
@@ -47,7 +48,10 @@ pub(crate) async fn before_the_windows(run: &UpgradeRun, hosts: &[String], maste
             Ok(facts) => say_fetched(run, host, &facts, took),
             Err(f) => run.notice(
                 Some(host),
-                format!("warning: could not fetch before the windows ({}): tried again right before its cordon", f.reason),
+                format!(
+                    "warning: could not fetch before the windows ({}): tried again right before its cordon",
+                    f.reason
+                ),
             ),
         }
     }
@@ -56,7 +60,12 @@ pub(crate) async fn before_the_windows(run: &UpgradeRun, hosts: &[String], maste
 
 /// Before the cordon of a host whose fetch in preflight failed (`upgrade_prefetch_done` unset): the same again; a
 /// failure fails the host here, before it is cordoned. Nothing for a host that fetched, or fetches nothing.
-pub(crate) async fn again_before_cordon(run: &UpgradeRun, phase: Phase, host: &str, master: bool) -> Result<(), StepFailure> {
+pub(crate) async fn again_before_cordon(
+    run: &UpgradeRun,
+    phase: Phase,
+    host: &str,
+    master: bool,
+) -> Result<(), StepFailure> {
     let prefetch = run.host_flag(host, "upgrade_prefetch", true);
     let prepull = master && run.host_flag(host, "upgrade_prepull_images", true);
     let done = run.steps.fact(host, "upgrade_prefetch_done").and_then(|v| crate::ansible_compat::boolean(&v));
@@ -82,7 +91,10 @@ fn say_fetched(run: &UpgradeRun, host: &str, facts: &StepFacts, took: std::time:
     let ran = |name: &str| facts.get(name).and_then(|r| r.get("rc")).is_some();
     let mut what = Vec::new();
     if ran("upgrade_prefetch_packages") {
-        what.push(format!("downloaded kubeadm, kubelet and kubectl {}", run.target.to_string().trim_start_matches('v')));
+        what.push(format!(
+            "downloaded kubeadm, kubelet and kubectl {}",
+            run.target.to_string().trim_start_matches('v')
+        ));
     }
     if ran("upgrade_prepull") {
         let repository = run.image_repository.lock().ok().and_then(|r| r.clone()).unwrap_or_default();
@@ -103,11 +115,14 @@ pub(crate) async fn image_repository(run: &UpgradeRun) -> Result<String> {
     }
     let file = run.playbook("kubeadm_config.yml");
     let cannot = |why: String| {
-        Error::hosts_failed(format!("preflight: cannot read the cluster's image repository on {}: {why}", run.first_master))
-            .hint(
-                "the masters' images are pulled from the repository kubeadm-config names; set \
+        Error::hosts_failed(format!(
+            "preflight: cannot read the cluster's image repository on {}: {why}",
+            run.first_master
+        ))
+        .hint(
+            "the masters' images are pulled from the repository kubeadm-config names; set \
                  upgrade_kubeadm_image_repository, or upgrade_prepull_images: false; no node was cordoned",
-            )
+        )
     };
     let facts = run
         .run_step(Phase::Preflight, &run.first_master, Step::HostCheck, &file, &[], None)

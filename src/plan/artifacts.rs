@@ -123,15 +123,18 @@ async fn kubeadm(run: &UpgradeRun) -> Result<Found> {
     let packages = groups
         .into_iter()
         .map(|((manager, repository), hosts)| {
-            let packages = ["kubeadm", "kubelet", "kubectl"]
-                .iter()
-                .map(|p| match manager.as_str() {
-                    "apt" => format!("{p}={version}-*"),
-                    "dnf" | "yum" => format!("{p}-{version}-*"),
-                    _ => format!("{p} {version}"),
-                })
-                .chain(repository.is_some().then(|| "and their dependencies from the same repository (cri-tools, kubernetes-cni)".to_string()))
-                .collect();
+            let packages =
+                ["kubeadm", "kubelet", "kubectl"]
+                    .iter()
+                    .map(|p| match manager.as_str() {
+                        "apt" => format!("{p}={version}-*"),
+                        "dnf" | "yum" => format!("{p}-{version}-*"),
+                        _ => format!("{p} {version}"),
+                    })
+                    .chain(repository.is_some().then(|| {
+                        "and their dependencies from the same repository (cri-tools, kubernetes-cni)".to_string()
+                    }))
+                    .collect();
             PackageSet { manager, repository, packages, hosts }
         })
         .collect();
@@ -146,12 +149,8 @@ async fn kubeadm(run: &UpgradeRun) -> Result<Found> {
         .map_err(|f| cannot("the images", first, f.reason))?;
     let listed = stdout(&facts, "upgrade_artifacts_images");
     let which = listed.lines().find_map(|l| l.strip_prefix("# kubeadm: ")).unwrap_or("the host's").to_string();
-    let kubeadm_images: Vec<String> = listed
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect();
+    let kubeadm_images: Vec<String> =
+        listed.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect();
     if kubeadm_images.is_empty() {
         return Err(cannot("the images", first, "`kubeadm config images list` printed no image"));
     }
@@ -192,7 +191,14 @@ async fn openshift(run: &UpgradeRun) -> Result<Found> {
         let facts = result.map_err(|f| cannot("the release's artifacts", host, f.reason))?;
         let found: Value = facts.get("upgrade_artifacts").map(|v| (**v).clone()).unwrap_or(Value::Null);
         let list = |key: &str| -> Vec<String> {
-            found.get(key).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+            found
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
         };
         let text = |key: &str| found.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
         let version = text("version");

@@ -170,7 +170,8 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             packages_missing,
         } = facts.get(host).cloned().unwrap_or_default();
         if let (None, Some(missing)) = (&skip, packages_missing) {
-            package_problems.push(format!("{host}: the target's packages do not resolve, preflight would stop: {missing}"));
+            package_problems
+                .push(format!("{host}: the target's packages do not resolve, preflight would stop: {missing}"));
         }
         hosts.push(LiveHost {
             host: host.to_string(),

@@ -119,7 +119,14 @@ mod tests {
     use std::time::Duration;
 
     fn report(phase: Phase, host: &str, outcome: HostOutcome) -> HostReport {
-        HostReport { phase, host: host.into(), node: None, outcome, duration: Duration::from_millis(1500), window: None }
+        HostReport {
+            phase,
+            host: host.into(),
+            node: None,
+            outcome,
+            duration: Duration::from_millis(1500),
+            window: None,
+        }
     }
 
     #[test]

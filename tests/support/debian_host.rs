@@ -189,18 +189,14 @@ fn serve(stream: TcpStream, dir: &Path, requests: &Mutex<Vec<String>>, rules: &M
             None => target.clone(),
         };
         requests.lock().expect("requests").push(path.clone());
-        let missing = rules
-            .lock()
-            .expect("rules")
-            .iter()
-            .any(|(needle, rule)| {
-                path.contains(needle.as_str())
-                    && match rule {
-                        Rule::Missing => true,
-                        Rule::MissingOnce(flag) => flag.exists(),
-                        Rule::Slow(_) => false,
-                    }
-            });
+        let missing = rules.lock().expect("rules").iter().any(|(needle, rule)| {
+            path.contains(needle.as_str())
+                && match rule {
+                    Rule::Missing => true,
+                    Rule::MissingOnce(flag) => flag.exists(),
+                    Rule::Slow(_) => false,
+                }
+        });
         let pause = rules.lock().expect("rules").iter().find_map(|(needle, rule)| match rule {
             Rule::Slow(pause) if path.contains(needle.as_str()) => Some(*pause),
             _ => None,
