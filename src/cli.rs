@@ -40,6 +40,9 @@ pub(crate) enum Command {
     /// List the versions the update graph (upgrade_update_graph) offers from the running version, and the path of
     /// hops to each. Reads the cluster on the first master unless --from is given; changes nothing.
     Versions(VersionsArgs),
+    /// List every package (per package manager) and container image the upgrade to the target will need, for
+    /// filling the mirror of an air-gapped site. Reads the hosts and the cluster; changes nothing.
+    Artifacts(ArtifactsArgs),
     /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
     Plan(UpgradeArgs),
     /// Before crossing a minor: what the target removes or requires (APIs, flags, feature gates, host
@@ -265,6 +268,23 @@ pub(crate) struct RunTasksArgs {
     /// How many hosts run at once.
     #[arg(short, long, default_value_t = 20)]
     pub forks: usize,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ArtifactsArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// The version to upgrade to ("v1.29.1" or "1.29.1"). Overrides upgrade_target_version.
+    #[arg(long, value_name = "V")]
+    pub target: Option<String>,
+
+    /// Output format: text for people, json for scripts that fill a mirror (one JSON document).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -438,6 +438,49 @@ pub(crate) fn workload_image(json: &str) -> Option<String> {
     value.pointer("/spec/template/spec/containers/0/image")?.as_str().map(str::to_string)
 }
 
+/// The image repository of a kubeadm cluster: `imageRepository` of the ClusterConfiguration in the kubeadm-config
+/// ConfigMap (`get configmap kubeadm-config -o json`); `None` when the configuration names none (kubeadm's default,
+/// registry.k8s.io). An answer that is not that ConfigMap is an error: the images are never guessed.
+pub(crate) fn kubeadm_image_repository(json: &str) -> Result<Option<String>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("the kubeadm-config ConfigMap is not JSON ({e})"))?;
+    let config = value
+        .pointer("/data/ClusterConfiguration")
+        .and_then(serde_json::Value::as_str)
+        .ok_or("the kubeadm-config ConfigMap has no data.ClusterConfiguration")?;
+    // A top-level key of the YAML document (kubeadm writes it unindented, as a plain or quoted scalar).
+    Ok(config.lines().find_map(|line| {
+        let rest = line.strip_prefix("imageRepository:")?;
+        let repository = rest.split(" #").next().unwrap_or_default().trim().trim_matches(|c| c == '"' || c == '\'');
+        (!repository.is_empty()).then(|| repository.to_string())
+    }))
+}
+
+/// Every container image of a list of workloads (`get daemonsets --all-namespaces -o json`), init containers too,
+/// sorted and once each.
+pub(crate) fn workload_images(json: &str) -> Result<Vec<String>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("the DaemonSet list is not JSON ({e})"))?;
+    let items = match value.get("items") {
+        Some(serde_json::Value::Array(items)) => items.as_slice(),
+        Some(serde_json::Value::Null) => &[],
+        _ => return Err("the DaemonSet list has no items".into()),
+    };
+    let mut images: Vec<String> = items
+        .iter()
+        .flat_map(|item| {
+            ["initContainers", "containers"].into_iter().filter_map(move |kind| {
+                item.pointer(&format!("/spec/template/spec/{kind}")).and_then(serde_json::Value::as_array)
+            })
+        })
+        .flatten()
+        .filter_map(|c| c.get("image").and_then(serde_json::Value::as_str).map(str::to_string))
+        .collect();
+    images.sort();
+    images.dedup();
+    Ok(images)
+}
+
 /// The oldest release among container images, one a line (`registry.redhat.io/openshift3/ose-control-plane:v3.11.200`),
 /// read from their tags: the release and the tag as written. Images whose tag is not a release (a digest, `v3.11`)
 /// are passed over: only what is known to be older counts.
@@ -479,6 +522,28 @@ mod tests {
         );
         assert_eq!(node(bootstrapper, "not base64"), None);
         assert_eq!(node(bootstrapper, ""), None);
+    }
+
+    #[test]
+    fn a_kubeadm_clusters_image_repository_is_read_from_its_cluster_configuration() {
+        let cm = |config: &str| serde_json::json!({"data": {"ClusterConfiguration": config}}).to_string();
+        let mirror = cm(
+            "apiVersion: kubeadm.k8s.io/v1beta3\nimageRepository: \"10.0.0.5:5000/k8s\"\nkind: ClusterConfiguration\n",
+        );
+        assert_eq!(kubeadm_image_repository(&mirror).unwrap().as_deref(), Some("10.0.0.5:5000/k8s"));
+        assert_eq!(kubeadm_image_repository(&cm("kind: ClusterConfiguration\n")).unwrap(), None);
+        assert!(kubeadm_image_repository("Error from server (NotFound)").is_err());
+        assert!(kubeadm_image_repository("{}").is_err());
+    }
+
+    #[test]
+    fn the_images_of_daemonsets_are_listed_once_each_init_containers_too() {
+        let list = serde_json::json!({"items": [
+            {"spec": {"template": {"spec": {"initContainers": [{"image": "calico/cni:v3.27.0"}],
+                "containers": [{"image": "calico/node:v3.27.0"}]}}}},
+            {"spec": {"template": {"spec": {"containers": [{"image": "calico/node:v3.27.0"}]}}}}]});
+        assert_eq!(workload_images(&list.to_string()).unwrap(), ["calico/cni:v3.27.0", "calico/node:v3.27.0"]);
+        assert!(workload_images("not json").is_err());
     }
 
     #[test]

@@ -41,12 +41,17 @@ const FILES: &[(&str, &str)] = &[
     // The kubeadm flavour's own steps: package manager, repository, kubeadm.
     ("kubeadm/certificate_expiry.yml", include_str!("../playbooks/kubeadm/certificate_expiry.yml")),
     ("kubeadm/kubeadm_plan.yml", include_str!("../playbooks/kubeadm/kubeadm_plan.yml")),
+    ("kubeadm/kubeadm_plan_undo.yml", include_str!("../playbooks/kubeadm/kubeadm_plan_undo.yml")),
     ("kubeadm/kubernetes_repo.yml", include_str!("../playbooks/kubeadm/kubernetes_repo.yml")),
     ("kubeadm/master_upgrade.yml", include_str!("../playbooks/kubeadm/master_upgrade.yml")),
     ("kubeadm/node_upgrade.yml", include_str!("../playbooks/kubeadm/node_upgrade.yml")),
     ("kubeadm/package_availability.yml", include_str!("../playbooks/kubeadm/package_availability.yml")),
     ("kubeadm/package_lock.yml", include_str!("../playbooks/kubeadm/package_lock.yml")),
     ("kubeadm/package_manager.yml", include_str!("../playbooks/kubeadm/package_manager.yml")),
+    ("kubeadm/artifacts.yml", include_str!("../playbooks/kubeadm/artifacts.yml")),
+    ("kubeadm/prefetch.yml", include_str!("../playbooks/kubeadm/prefetch.yml")),
+    ("kubeadm/target_sources.yml", include_str!("../playbooks/kubeadm/target_sources.yml")),
+    ("kubeadm/kubeadm_config.yml", include_str!("../playbooks/kubeadm/kubeadm_config.yml")),
     // The custom flavour: only the operator's commands.
     ("custom/certificate_expiry.yml", include_str!("../playbooks/custom/certificate_expiry.yml")),
     ("custom/master_upgrade.yml", include_str!("../playbooks/custom/master_upgrade.yml")),
@@ -82,6 +87,7 @@ const FILES: &[(&str, &str)] = &[
     ("openshift/wait_ready.yml", include_str!("../playbooks/openshift/wait_ready.yml")),
     ("openshift/control_plane_images.yml", include_str!("../playbooks/openshift/control_plane_images.yml")),
     ("openshift/sdn_images.yml", include_str!("../playbooks/openshift/sdn_images.yml")),
+    ("openshift/artifacts.yml", include_str!("../playbooks/openshift/artifacts.yml")),
     ("openshift/cluster_images.yml", include_str!("../playbooks/openshift/cluster_images.yml")),
     ("openshift/cluster_permissions.yml", include_str!("../playbooks/openshift/cluster_permissions.yml")),
 ];

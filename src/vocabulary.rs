@@ -282,6 +282,44 @@ pub struct HostReport {
     pub outcome: HostOutcome,
     #[serde(serialize_with = "seconds")]
     pub duration: Duration,
+    /// A node upgraded in place: how long it was out of service (cordon to uncordon) and what that time was spent on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<CordonedWindow>,
+}
+
+/// A node's cordoned window: from the start of its cordon to the end of its uncordon, with its parts. `other` is
+/// what the parts do not cover (the cordon and uncordon themselves, hooks inside the window, the health gate of a
+/// master). The upgrade's downloads belong to `upgrade`: prefetched before the cordon, they leave it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CordonedWindow {
+    #[serde(serialize_with = "seconds")]
+    pub seconds: Duration,
+    #[serde(serialize_with = "seconds")]
+    pub drain: Duration,
+    #[serde(serialize_with = "seconds")]
+    pub upgrade: Duration,
+    #[serde(serialize_with = "seconds")]
+    pub restart: Duration,
+    #[serde(serialize_with = "seconds")]
+    pub ready: Duration,
+    #[serde(serialize_with = "seconds")]
+    pub other: Duration,
+}
+
+impl CordonedWindow {
+    /// `12.3 s (drain 1.0, upgrade 8.1, restart 0.5, ready 0.2, other 2.5)`.
+    pub fn describe(&self) -> String {
+        let s = |d: &Duration| format!("{:.1}", d.as_secs_f64());
+        format!(
+            "{} s (drain {}, upgrade {}, restart {}, ready {}, other {})",
+            s(&self.seconds),
+            s(&self.drain),
+            s(&self.upgrade),
+            s(&self.restart),
+            s(&self.ready),
+            s(&self.other)
+        )
+    }
 }
 
 /// Durations on the wire: seconds with millisecond precision.

@@ -82,6 +82,8 @@ impl Normaliser {
             (r"[A-Z][a-z]{2} \d\d?, \d{4} \d\d:\d\d UTC", "<date>"),
             (r"\b\d+:\d\d:\d\d\.\d+\b", "<delta>"),
             (r#""duration":[0-9.]+"#, r#""duration":<duration>"#),
+            // A node's cordoned window and its parts (drain, upgrade, restart, ready, other): times.
+            (r#""(seconds|drain|upgrade|restart|ready|other)":[0-9.]+"#, r#""$1":<duration>"#),
             (r"\(\d+ ms\)", "(<ms>)"),
             (r"took = [0-9.]+[mµn]?s", "took = <took>"),
             (r#"(took\\?":)[0-9.]+"#, "${1}<took>"),

@@ -145,6 +145,26 @@ fn an_apt_master_and_a_dnf_node_go_from_1_28_to_1_29_in_the_order_of_the_kuberne
         calls(n1)
     );
     assert!(n1.position("apt").is_none(), "the dnf host never saw apt: {}", calls(n1));
+    // Before the windows: n1 downloaded its packages through a copy of its repository file switched to v1.29 (its
+    // own file still at v1.28 then), the flags dnf 4 and yum 3.4.3 both have; m1 pulled the control plane's images
+    // from the cluster's image repository (kubeadm-config).
+    let download = n1
+        .calls()
+        .into_iter()
+        .position(|c| {
+            c.argv.starts_with("dnf --setopt=reposdir=/tmp/upgrade-packages.")
+                && c.argv.ends_with(
+                    "install -y --downloadonly kubeadm-1.29.1-* kubelet-1.29.1-* kubectl-1.29.1-* \
+                     --disableexcludes=kubernetes",
+                )
+                && c.repo_minor == "v1.28"
+        })
+        .unwrap_or_else(|| panic!("no download before the window\n{}", calls(n1)));
+    assert!(download < n1.position("dnf install -y kubeadm-1.29.1-*").unwrap(), "{}", calls(n1));
+    let pull = m1
+        .position("kubeadm config images pull --kubernetes-version v1.29.1 --image-repository registry.k8s.io")
+        .unwrap_or_else(|| panic!("no image pull\n{}", calls(m1)));
+    assert!(pull < apply, "{}", calls(m1));
 
     // The repository files say v1.29 now, with the v1.28 original kept beside them.
     for host in [m1, n1] {

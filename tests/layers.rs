@@ -61,6 +61,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("session", 3),
     ("plan::live", 3),
     ("plan::check_apis", 3),
+    ("plan::artifacts", 3),
     // L4: the command line, the only place that knows the user's words for the domain's requests.
     ("commands", 4),
     ("cli", 4),

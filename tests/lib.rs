@@ -3,6 +3,7 @@
 mod support;
 
 mod api_removals;
+mod artifacts;
 mod bad_input;
 mod chaos;
 mod cluster_care;

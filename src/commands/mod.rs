@@ -2,6 +2,7 @@
 //! the plain requests the domain takes. The inventory with `-e`, the async runtime and the connection options are
 //! built here, one way for every command.
 
+mod artifacts;
 mod check;
 mod check_apis;
 mod plan;
@@ -36,6 +37,7 @@ pub(crate) fn run(cli: &Cli) -> Result<i32> {
         Some(Command::Plan(args)) => plan::plan(args),
         Some(Command::Unlock(args)) => unlock::unlock(args),
         Some(Command::Versions(args)) => versions::versions(args),
+        Some(Command::Artifacts(args)) => artifacts::artifacts(args),
         None if cli.upgrade.live && !cli.upgrade.plan => Err(Error::input("--live is a kind of plan").hint(
             "write `upgrade plan --live --inventory X` (or --plan --live): it reads the cluster and changes nothing",
         )),

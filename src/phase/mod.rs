@@ -13,6 +13,7 @@ pub(crate) mod manager;
 pub(crate) mod node_marks;
 pub(crate) mod nodes;
 pub(crate) mod poller;
+pub(crate) mod prefetch;
 pub(crate) mod preflight;
 pub(crate) mod recorder;
 pub(crate) mod run;

@@ -99,6 +99,13 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
     if kubeadm && !decided.masters.is_empty() && !stopped_between_checks(run) {
         kubeadm_plan(run).await?;
     }
+    // Every check passed: the target's packages and the masters' images are fetched now, before any window
+    // (prefetch.rs; upgrade_prefetch, upgrade_prepull_images).
+    if kubeadm && !stopped_between_checks(run) {
+        let kubeadm_flow: Vec<String> =
+            upgrading.iter().filter(|(h, p)| !custom_upgrade(run, h, *p)).map(|(h, _)| h.clone()).collect();
+        super::prefetch::before_the_windows(run, &kubeadm_flow, &decided.masters).await?;
+    }
     // After a signal preflight reads nothing more than it must.
     if !run.stop.is_stopping() {
         report_pending_csrs(run, Phase::Preflight).await;
@@ -374,7 +381,7 @@ async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> Result<()> 
 
 /// What package_availability.yml found missing on a host (`kubeadm 1.29.9, kubelet 1.29.9 not in deb ... /`, or
 /// the index that could not be read), `None` when everything resolves or the check did not run.
-fn describe_unavailable(facts: &HostFacts) -> Option<String> {
+pub(crate) fn describe_unavailable(facts: &HostFacts) -> Option<String> {
     let result = facts.get("upgrade_package_availability")?;
     let stdout = result.get("stdout").and_then(Value::as_str)?;
     let lines: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("line: ")).collect();
@@ -554,9 +561,18 @@ async fn kubeadm_plan(run: &UpgradeRun) -> Result<()> {
             }
             Ok(())
         }
-        Err(f) => Err(Error::hosts_failed(format!("preflight: {}", f.reason)).hint(
-            "fix what kubeadm reports, or set upgrade_kubeadm_plan_check: false to skip this check; no node was cordoned",
-        )),
+        Err(f) => {
+            // A refusal leaves the host as it found it: the repository file and kubeadm put back.
+            let undo = run.playbook("kubeadm_plan_undo.yml");
+            let undone = match run.run_step(Phase::Preflight, host, Step::KubeadmPlan, &undo, &[], None).await {
+                Ok(_) => "the repository file and kubeadm were put back as they were".to_string(),
+                Err(u) => format!("putting the repository file and kubeadm back failed too ({}): check them", u.reason),
+            };
+            Err(Error::hosts_failed(format!("preflight: {}", f.reason)).hint(format!(
+                "fix what kubeadm reports, or set upgrade_kubeadm_plan_check: false to skip this check; no node was \
+                 cordoned; on {host} {undone}"
+            )))
+        }
     }
 }
 
@@ -806,6 +822,7 @@ pub(crate) fn decide_from(
             node: (node != host).then(|| node.to_string()),
             outcome: HostOutcome::Skipped { reason },
             duration: std::time::Duration::ZERO,
+            window: None,
         }
     };
     let mut decision = Decision {

@@ -58,6 +58,8 @@ pub(crate) struct UpgradeRun {
     /// A hop of an update path: the path's final target, through which the gate on removed APIs weighs the minors
     /// still to cross before this hop changes anything (api_removals.rs).
     pub api_removals_through: Mutex<Option<TargetVersion>>,
+    /// The cluster's image repository as preflight read it for the masters' image pulls (prefetch.rs).
+    pub image_repository: Mutex<Option<String>>,
 }
 
 /// Settings of the run that are not in the plan.
@@ -104,6 +106,7 @@ impl UpgradeRun {
             poller: super::poller::NodePoller::default(),
             api_removals_acknowledged: Mutex::default(),
             api_removals_through: Mutex::default(),
+            image_repository: Mutex::new(None),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
@@ -430,6 +433,18 @@ impl UpgradeRun {
         outcome: HostOutcome,
         started: Instant,
     ) -> HostReport {
+        self.host_completed_with_window(phase, host, outcome, started, None).await
+    }
+
+    /// `host_completed` of a node upgraded in place, with its cordoned window (sequence.rs measures it).
+    pub(crate) async fn host_completed_with_window(
+        &self,
+        phase: Phase,
+        host: &str,
+        outcome: HostOutcome,
+        started: Instant,
+        window: Option<crate::vocabulary::CordonedWindow>,
+    ) -> HostReport {
         let node = self.node_name(host);
         let report = HostReport {
             phase,
@@ -437,6 +452,7 @@ impl UpgradeRun {
             node: (node != host).then_some(node),
             outcome,
             duration: started.elapsed(),
+            window,
         };
         let (record, detail) = match &report.outcome {
             HostOutcome::Upgraded { .. } => (Some(HostRecord::Upgraded), String::new()),

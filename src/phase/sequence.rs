@@ -34,6 +34,35 @@ struct Attempt {
     cordoned: bool,
     /// The upgrade step ran (or had already run): the node must not be uncordoned half-way.
     upgraded: bool,
+    /// When the cordon started and ended, and the parts of the window measured so far.
+    clock: WindowClock,
+}
+
+/// The cordoned window as the steps go: its start (the cordon's), its end (the uncordon's) and the time of the steps
+/// it is made of.
+#[derive(Debug, Default)]
+struct WindowClock {
+    cordoned_at: Option<Instant>,
+    uncordoned_at: Option<Instant>,
+    parts: crate::vocabulary::CordonedWindow,
+}
+
+impl WindowClock {
+    /// The whole window, when the node was cordoned and uncordoned by this sequence.
+    fn window(&self) -> Option<crate::vocabulary::CordonedWindow> {
+        let seconds = self.uncordoned_at?.checked_duration_since(self.cordoned_at?)?;
+        let p = &self.parts;
+        let other = seconds.saturating_sub(p.drain + p.upgrade + p.restart + p.ready);
+        Some(crate::vocabulary::CordonedWindow { seconds, other, ..p.clone() })
+    }
+}
+
+/// Runs `work` and adds the time it took to `part`.
+async fn timed<T>(part: &mut Duration, work: impl std::future::Future<Output = T>) -> T {
+    let started = Instant::now();
+    let result = work.await;
+    *part += started.elapsed();
+    result
 }
 
 /// Runs the host's whole sequence and reports how it ended.
@@ -54,7 +83,7 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
     // A node that already reports the target (an earlier run got through its upgrade step, perhaps killed before it
     // could record it) is not upgraded again: the sequence goes on with the steps after the upgrade.
     let at_target = run.version_before(host).is_some_and(|v| run.target.is_reported_by(&v));
-    let mut attempt = Attempt { cordoned: was_cordoned, upgraded: false };
+    let mut attempt = Attempt { cordoned: was_cordoned, upgraded: false, clock: WindowClock::default() };
     let outcome = match steps(run, host, role, was_cordoned, at_target, &mut attempt).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
         Err(f) => {
@@ -71,7 +100,8 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
             }
         }
     };
-    run.host_completed(phase, host, outcome, started).await
+    let window = attempt.clock.window();
+    run.host_completed_with_window(phase, host, outcome, started, window).await
 }
 
 /// Before each step: past the grace period of an interrupt, the host stops here, between steps.
@@ -199,7 +229,11 @@ async fn steps(
     }
     if waits_for_package_lock(run, host, role) {
         step(run, phase, host, Step::HostCheck, "package_lock.yml", &[]).await?;
+        // What preflight could not fetch for this host is fetched now, while it still serves (prefetch.rs).
+        safe_point(run, Step::HostCheck)?;
+        super::prefetch::again_before_cordon(run, phase, host, role == Role::Master).await?;
     }
+    attempt.clock.cordoned_at = Some(Instant::now());
     // Also for a node cordoned by someone else: its cordon stays theirs, but it gets the disruption guards.
     step(run, phase, host, Step::Cordon, "cordon.yml", &super::node_marks::cordon_vars(run, host, was_cordoned, true))
         .await?;
@@ -209,7 +243,7 @@ async fn steps(
     if role == Role::Node {
         hook(run, phase, host, HookPoint::NodePreDrain, Step::PreDrainHook).await?;
     }
-    if let Err(failure) = drain(run, phase, host).await {
+    if let Err(failure) = timed(&mut attempt.clock.parts.drain, drain(run, phase, host)).await {
         if failure.interrupted {
             return Err(failure);
         }
@@ -243,7 +277,9 @@ async fn steps(
         run.record_step_started(phase, host, Step::Upgrade).await;
         // Not cut at the end of the grace period: a package swap or `kubeadm upgrade apply` killed half-way can
         // leave the host worse off than either version. It is bounded by the commands' own `timeout:` instead.
-        let facts = run.run_step(phase, host, Step::Upgrade, &run.playbook(file), &[], None).await?;
+        let file = run.playbook(file);
+        let upgrade = run.run_step(phase, host, Step::Upgrade, &file, &[], None);
+        let facts = timed(&mut attempt.clock.parts.upgrade, upgrade).await?;
         if role == Role::Master {
             say_control_plane_moved(run, host, &facts);
         }
@@ -252,19 +288,22 @@ async fn steps(
     match role {
         Role::Master => {
             hook(run, phase, host, HookPoint::MasterMid, Step::MidHook).await?;
-            step(run, phase, host, Step::Restart, "master_restart.yml", &[]).await?;
-            wait_ready(run, phase, host).await?;
+            let restart = step(run, phase, host, Step::Restart, "master_restart.yml", &[]);
+            timed(&mut attempt.clock.parts.restart, restart).await?;
+            timed(&mut attempt.clock.parts.ready, wait_ready(run, phase, host)).await?;
             let etcd = [("upgrade_control_plane_etcd_host", Value::String(control_plane_etcd_host(run, host)))];
             step(run, phase, host, Step::ControlPlaneHealth, "control_plane_health.yml", &etcd).await?;
             control_plane_pods(run, phase, host).await?;
         }
         Role::Node => {
-            step(run, phase, host, Step::Restart, "node_restart.yml", &[]).await?;
-            wait_ready(run, phase, host).await?;
+            let restart = step(run, phase, host, Step::Restart, "node_restart.yml", &[]);
+            timed(&mut attempt.clock.parts.restart, restart).await?;
+            timed(&mut attempt.clock.parts.ready, wait_ready(run, phase, host)).await?;
             hook(run, phase, host, HookPoint::NodeMid, Step::MidHook).await?;
         }
     }
     step(run, phase, host, Step::Uncordon, "uncordon.yml", &uncordon).await?;
+    attempt.clock.uncordoned_at = Some(Instant::now());
     attempt.cordoned = was_cordoned;
     let post = match role {
         Role::Master => HookPoint::MasterPost,

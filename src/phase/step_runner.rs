@@ -114,6 +114,11 @@ impl StepRunner {
         self.task_vars.facts().remove(host, name);
     }
 
+    /// A fact the host's steps set (`set_fact`, `register`), as it is now.
+    pub(crate) fn fact(&self, host: &str, name: &str) -> Option<Value> {
+        self.task_vars.facts().get(host)?.get(name).map(|v| (**v).clone())
+    }
+
     /// One of the host's own variables (inventory and `-e`, not facts).
     pub(crate) fn own(&self, host: &str, name: &str) -> Option<Value> {
         self.task_vars.own(host).get(name).cloned()

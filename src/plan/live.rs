@@ -150,6 +150,7 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         })
         .collect();
     let installed = run.host_versions.lock().map(|m| m.clone()).unwrap_or_default();
+    let mut package_problems = Vec::new();
     let mut add = |host: &str, phase: Phase, batch: Option<usize>, skip: Option<String>| {
         let node = run.node_name(host);
         let seen = by_name.get(&node);
@@ -169,7 +170,12 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             certificates,
             certificates_expiring,
             certificates_unreadable: _,
+            packages_missing,
         } = facts.get(host).cloned().unwrap_or_default();
+        if let (None, Some(missing)) = (&skip, packages_missing) {
+            package_problems
+                .push(format!("{host}: the target's packages do not resolve, preflight would stop: {missing}"));
+        }
         hosts.push(LiveHost {
             host: host.to_string(),
             node: node.clone(),
@@ -220,6 +226,7 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             add(host, Phase::Nodes, None, Some("not selected by the label selector".into()));
         }
     }
+    problems.extend(package_problems);
     let expiring: Vec<&str> = hosts.iter().filter(|h| h.certificates_expiring).map(|h| h.host.as_str()).collect();
     if !expiring.is_empty() {
         let days = run.plan.certificate_expiry.warning_days.value;
@@ -297,6 +304,8 @@ struct HostFacts {
     certificates: Option<String>,
     certificates_expiring: bool,
     certificates_unreadable: Vec<String>,
+    /// The target's packages that do not resolve from the host's repository (preflight would stop).
+    packages_missing: Option<String>,
 }
 
 /// The flavour's certificate check on one host (the file preflight runs): "3 read, first to expire: FILE on DATE",
@@ -324,12 +333,17 @@ async fn read_host_facts(run: &UpgradeRun) -> BTreeMap<String, HostFacts> {
     let reads = run.plan.hosts.iter().map(|host| async move {
         let mut facts = HostFacts::default();
         // The package manager and repository are the kubeadm flow's (the other flavours install their own way).
+        // As preflight: the repository file as the switch will make it, and whether the target's packages resolve
+        // from it (package_availability.yml, a dry form: a temporary list directory and source list).
         if kubeadm {
             let dry_run = [("upgrade_kubernetes_repo_dry_run", Value::Bool(true))];
-            let repo = run.playbook("kubernetes_repo.yml");
+            let repo = run.playbook("package_availability.yml");
             facts.package_manager =
                 Some(match run.run_step(Phase::Preflight, host, Step::HostCheck, &repo, &dry_run, None).await {
-                    Ok(found) => preflight::describe_host_check(run, host, &found),
+                    Ok(found) => {
+                        facts.packages_missing = preflight::describe_unavailable(&found);
+                        preflight::describe_host_check(run, host, &found)
+                    }
                     Err(f) => format!("unknown: {}", f.reason),
                 });
         }

@@ -2,6 +2,7 @@
 //! prints it and the executor only carries it out.
 
 pub(crate) mod check_apis;
+pub mod artifacts;
 pub mod live;
 pub mod render;
 

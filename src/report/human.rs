@@ -249,6 +249,16 @@ pub(crate) fn summary_lines(summary: &Summary) -> Vec<String> {
             lines.extend(entries);
         }
     }
+    // How long each node was out of service, and on what (drain + upgrade + restart + ready is the floor).
+    let windows: Vec<String> = summary
+        .hosts
+        .iter()
+        .filter_map(|r| r.window.as_ref().map(|w| format!("  {}: {}", r.host, w.describe())))
+        .collect();
+    if !windows.is_empty() {
+        lines.push("cordoned windows (cordon to uncordon):".to_string());
+        lines.extend(windows);
+    }
     lines.extend(what_is_left(summary));
     lines
 }

@@ -20,6 +20,7 @@ pub(crate) fn render(summary: &Summary) -> String {
                 left_cordoned: false,
             },
             duration: std::time::Duration::ZERO,
+            window: None,
         });
     }
     reports.extend(summary.hosts.iter().cloned());
@@ -118,7 +119,14 @@ mod tests {
     use std::time::Duration;
 
     fn report(phase: Phase, host: &str, outcome: HostOutcome) -> HostReport {
-        HostReport { phase, host: host.into(), node: None, outcome, duration: Duration::from_millis(1500) }
+        HostReport {
+            phase,
+            host: host.into(),
+            node: None,
+            outcome,
+            duration: Duration::from_millis(1500),
+            window: None,
+        }
     }
 
     #[test]

@@ -424,6 +424,7 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
             node: (node != *host).then_some(node),
             outcome,
             duration: started.elapsed(),
+            window: None,
         };
         run.event(Event::HostFinished { report: report.clone() });
         summary.hosts.push(report);

@@ -89,6 +89,10 @@ fn is_root() -> bool {
 enum Rule {
     /// 404, as a mirror that lacks the file.
     Missing,
+    /// 404 once the file exists (a mirror that loses the file at a moment of the run a hook marks).
+    MissingOnce(PathBuf),
+    /// Served after this pause (a slow mirror: scripts/bench-window.sh).
+    Slow(Duration),
 }
 
 /// The package repository over HTTP on loopback: files of `dir`, as an origin server (`GET /core:/...`) and as
@@ -129,6 +133,17 @@ impl RepoServer {
     /// Answers 404 for every path that contains `needle` (a mirror that lacks it).
     pub fn missing(&self, needle: &str) {
         self.rules.lock().expect("rules").push((needle.to_string(), Rule::Missing));
+    }
+
+    /// Answers 404 for every path that contains `needle` from the moment `flag` exists.
+    pub fn missing_once(&self, needle: &str, flag: &Path) {
+        self.rules.lock().expect("rules").push((needle.to_string(), Rule::MissingOnce(flag.to_path_buf())));
+    }
+
+    /// Serves every path that contains `needle` only after `pause`, each request on its own (a slow link per
+    /// download, as a throttled mirror gives each connection).
+    pub fn slow(&self, needle: &str, pause: Duration) {
+        self.rules.lock().expect("rules").push((needle.to_string(), Rule::Slow(pause)));
     }
 
     /// The paths asked for so far.
@@ -174,11 +189,21 @@ fn serve(stream: TcpStream, dir: &Path, requests: &Mutex<Vec<String>>, rules: &M
             None => target.clone(),
         };
         requests.lock().expect("requests").push(path.clone());
-        let missing = rules
-            .lock()
-            .expect("rules")
-            .iter()
-            .any(|(needle, rule)| matches!(rule, Rule::Missing) && path.contains(needle.as_str()));
+        let missing = rules.lock().expect("rules").iter().any(|(needle, rule)| {
+            path.contains(needle.as_str())
+                && match rule {
+                    Rule::Missing => true,
+                    Rule::MissingOnce(flag) => flag.exists(),
+                    Rule::Slow(_) => false,
+                }
+        });
+        let pause = rules.lock().expect("rules").iter().find_map(|(needle, rule)| match rule {
+            Rule::Slow(pause) if path.contains(needle.as_str()) => Some(*pause),
+            _ => None,
+        });
+        if let Some(pause) = pause {
+            std::thread::sleep(pause);
+        }
         let file = dir.join(path.trim_start_matches('/'));
         let body =
             if missing || path.contains("..") { None } else { std::fs::read(&file).ok().filter(|_| file.is_file()) };

@@ -119,6 +119,17 @@ impl KubeApi {
                 })
                 .collect(),
             readyz_ok: true,
+            // kubeadm's own ConfigMap, there in every kubeadm cluster: the masters' image pulls read its
+            // imageRepository.
+            configmaps: [(
+                ("kube-system".to_string(), "kubeadm-config".to_string()),
+                serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "kubeadm-config", "namespace": "kube-system", "resourceVersion": "1"},
+                    "data": {"ClusterConfiguration":
+                        "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nimageRepository: registry.k8s.io\n"}}),
+            )]
+            .into_iter()
+            .collect(),
             ..State::default()
         };
         let state = Arc::new(Mutex::new(state));

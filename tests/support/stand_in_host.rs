@@ -63,9 +63,11 @@ impl StandInHost {
             repo = repo.display(),
             log = log.display()
         );
-        // A package install remembers the kubelet version it installed (kubelet=1.29.1-* or 'kubelet-1.29.1-*').
+        // A package install remembers the kubelet version it installed (kubelet=1.29.1-* or 'kubelet-1.29.1-*'); a
+        // download (--download-only, --downloadonly) installs nothing.
         let remember = format!(
-            "for a in \"$@\"; do case $a in kubelet=*|kubelet-[0-9]*) v=${{a#kubelet?}}; printf '%s\\n' \"${{v%%-*}}\" > '{root}/kubelet-version' ;; esac; done\n",
+            "case \" $* \" in *' --download-only '*|*' --downloadonly '*) exit 0 ;; esac\n\
+             for a in \"$@\"; do case $a in kubelet=*|kubelet-[0-9]*) v=${{a#kubelet?}}; printf '%s\\n' \"${{v%%-*}}\" > '{root}/kubelet-version' ;; esac; done\n",
             root = root.display()
         );
         let script = |name: &str, body: &str| {
@@ -111,6 +113,7 @@ impl StandInHost {
              'upgrade plan') echo '[upgrade/config] Making sure the configuration is correct:'; echo \"You can now apply the upgrade by executing: kubeadm upgrade apply $3\" ;;\n\
              'upgrade apply') echo \"[upgrade/successful] SUCCESS! Your cluster was upgraded to \\\"$3\\\". Enjoy!\" ;;\n\
              'upgrade node') echo '[upgrade] The configuration for this node was successfully updated!' ;;\n\
+             'config images') echo \"[config/images] Pulled the images of $*\" ;;\n\
              'certs check-expiration') printf '%-26s %-24s %-15s %-23s %s\\n' CERTIFICATE EXPIRES 'RESIDUAL TIME' 'CERTIFICATE AUTHORITY' 'EXTERNALLY MANAGED'; printf '%-26s %-24s %-15s %-23s %s\\n' apiserver \"$(date -u -d '+3650 days' '+%b %d, %Y %H:%M UTC')\" 3649d ca no ;;\n\
              *) echo \"stand-in kubeadm: unexpected $*\" >&2; exit 1 ;;\n\
              esac\n",
