@@ -61,6 +61,13 @@ impl RealCluster {
         }
         let all: Vec<&str> = masters.iter().copied().chain(nodes.iter().map(|(n, _)| *n)).collect();
         api.wait_nodes_ready(&all);
+        // kubeadm init leaves its ClusterConfiguration in kube-system/kubeadm-config: the masters' image pull before
+        // their window reads its imageRepository there.
+        api.apply(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubeadm-config\n  namespace: kube-system\ndata:\n  \
+             ClusterConfiguration: |\n    apiVersion: kubeadm.k8s.io/v1beta4\n    kind: ClusterConfiguration\n    \
+             imageRepository: registry.k8s.io\n",
+        );
         // The masters keep the workload off, as kubeadm's taint does.
         for m in masters {
             api.ok(&["taint", "node", m, "node-role.kubernetes.io/control-plane=:NoSchedule"]);
@@ -110,6 +117,7 @@ case "$*" in
     for c in admin.conf apiserver apiserver-kubelet-client; do printf '%-26s %-24s %-15s %-23s %s\n' "$c" "$when" 364d ca no; done
     ;;
 upgrade\ apply\ *|upgrade\ node|upgrade\ plan\ *) echo "[upgrade] done" ;;
+config\ images\ pull\ *) echo "[config/images] Pulled registry.k8s.io/kube-apiserver" ;;
 *) echo "unexpected: kubeadm $*" >&2; exit 1 ;;
 esac
 "#;
@@ -443,8 +451,13 @@ fn an_ha_control_plane_with_api_servers_a_minor_apart_goes_on_only_once_each_mas
     assert_eq!(server_version(&first), K8S_VERSION);
     assert_eq!(server_version(&next), NEXT_K8S_VERSION);
     cluster.workload("web", 2, r#""maxUnavailable": 1"#);
+    // The kubelet of 1.35 refuses cgroup v1 unless its configuration allows it, and this machine's hosts have
+    // cgroup v1: their kubelet configuration says so, as the gate on what the target requires asks.
+    let kubelet_config = cluster.path("kubelet-config.yaml");
+    std::fs::write(&kubelet_config, "kind: KubeletConfiguration\nfailCgroupV1: false\n").expect("kubelet config");
     // m2's own API server is polled for the target this long before the run stops.
     let cluster = cluster
+        .var(&format!("upgrade_kubelet_config_file: \"{}\"", kubelet_config.display()))
         .var("upgrade_control_plane_ready_timeout: 15")
         .host_var("m1", &format!("upgrade_api_server_url: \"{}\"", next.url))
         .host_var("m2", &format!("upgrade_api_server_url: \"{}\"", first.url));

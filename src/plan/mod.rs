@@ -1,8 +1,8 @@
 //! The plan: a pure function from inventory and settings to phases and batches. Nothing here connects; `--plan`
 //! prints it and the executor only carries it out.
 
-pub(crate) mod check_apis;
 pub mod artifacts;
+pub(crate) mod check_apis;
 pub mod live;
 pub mod render;
 
