@@ -53,8 +53,15 @@ fn healthy(member: &TestEtcd) -> bool {
 }
 
 /// The cluster id a member reports and the names of the members it lists.
+/// A member started again a moment ago answers once the cluster has elected a leader: it is asked again for up to
+/// 30 s (on a loaded machine the election took longer than etcdctl's 5 s deadline), then the last answer is judged.
 fn membership(member: &TestEtcd) -> (u64, Vec<String>) {
-    let out = member.etcdctl(&["member", "list", "-w", "json"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut out = member.etcdctl(&["member", "list", "-w", "json"]);
+    while !out.status.success() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        out = member.etcdctl(&["member", "list", "-w", "json"]);
+    }
     assert!(out.status.success(), "member list on {}: {}", member.endpoints(), String::from_utf8_lossy(&out.stderr));
     let list: Value = serde_json::from_slice(&out.stdout).expect("member list -w json");
     let mut names: Vec<String> = list["members"]
