@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::fake_cluster::FakeCluster;
+use super::sshd::{free_port, wait_until_listening};
 
 /// The cached root and repository (scripts/build-debian-root).
 pub struct DebianImage {
@@ -446,22 +447,4 @@ fn keygen(path: &Path) {
         .status()
         .expect("cannot run ssh-keygen: install openssh-client (scripts/install-test-deps)");
     assert!(status.success(), "ssh-keygen failed for {}", path.display());
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
-}
-
-fn wait_until_listening(child: &mut Child, port: u16) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return false;
-        }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }

@@ -284,7 +284,7 @@ impl Drop for TestSshd {
     }
 }
 
-fn wait_until_listening(child: &mut Child, port: u16) -> bool {
+pub(crate) fn wait_until_listening(child: &mut Child, port: u16) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -313,7 +313,7 @@ fn read_public_key(path: &Path) -> String {
     text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
 }
 
