@@ -77,7 +77,7 @@ fn layer_entry(module: &str) -> Option<(&'static str, u8)> {
 
 /// The module path of a source file: `src/plan/live.rs` is `plan::live`, `src/plan/mod.rs` is `plan`, `src/lib.rs`
 /// is the crate root (empty).
-fn module_of(src: &Path, file: &Path) -> String {
+pub(crate) fn module_of(src: &Path, file: &Path) -> String {
     let relative = file.strip_prefix(src).unwrap_or(file).with_extension("");
     let mut parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
@@ -86,7 +86,7 @@ fn module_of(src: &Path, file: &Path) -> String {
     parts.join("::")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.expect("a directory entry").path())
@@ -102,7 +102,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Expands a use tree after `crate::` (`a::{b, c::{d, e}}`) into its paths (`a::b`, `a::c::d`, `a::c::e`).
-fn expand_use_tree(tree: &str) -> Vec<String> {
+pub(crate) fn expand_use_tree(tree: &str) -> Vec<String> {
     let renames = regex::Regex::new(r"\s+as\s+\w+").expect("pattern");
     let tree: String = renames.replace_all(tree, "").chars().filter(|c| !c.is_whitespace()).collect();
     let mut out = Vec::new();
