@@ -8,6 +8,7 @@
 //! judged by changed_when/failed_when), `module_context` (connection, become, environment, arguments) and
 //! `results` (Ansible's result shapes). The engine sits on `modules`, which sits on `model`.
 
+mod args;
 mod attempts;
 mod loops;
 mod module_context;
@@ -32,7 +33,7 @@ use super::{Templar, Vars};
 use crate::ansible_compat::{boolean, python_type_name};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
-use module_context::render_args;
+use args::render_args;
 use results::{
     TaskTimedOut, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
 };
