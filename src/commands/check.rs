@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{extra_vars, load_inventory};
+use super::arguments::{extra_vars, load_inventory};
 use crate::cli::CheckArgs;
 use crate::inventory::{Inventory, Vars};
 use crate::plan::{Plan, PlanRequest};
