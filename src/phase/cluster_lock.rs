@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use super::run::UpgradeRun;
+use super::cluster_calls::ClusterCalls;
 use crate::error::{Error, Result};
 use crate::vocabulary::Phase;
 use crate::vocabulary::Step;
@@ -299,7 +299,7 @@ impl Outcome {
 
 /// `read`, `take` or `write` through cluster_lock.yml on the first master, with the action's variables.
 pub(crate) async fn call(
-    run: &UpgradeRun,
+    run: &impl ClusterCalls,
     action: &str,
     vars: &[(&str, Value)],
     quiet: bool,
@@ -308,9 +308,9 @@ pub(crate) async fn call(
     all.extend(vars.iter().cloned());
     let file = run.playbook("cluster_lock.yml");
     let facts = if quiet {
-        run.run_step_quietly(&run.first_master, Step::ClusterLock, &file, &all).await
+        run.run_step_quietly(run.first_master(), Step::ClusterLock, &file, &all).await
     } else {
-        run.run_step(Phase::Preflight, &run.first_master, Step::ClusterLock, &file, &all, None).await
+        run.run_step(Phase::Preflight, run.first_master(), Step::ClusterLock, &file, &all, None).await
     }
     .map_err(|f| f.reason)?;
     let result = facts.get(format!("upgrade_cluster_lock_{action}").as_str()).cloned().unwrap_or_default();
@@ -323,7 +323,7 @@ pub(crate) async fn call(
 }
 
 /// Reads the lease: `Ok(None)` when there is none.
-pub(crate) async fn read(run: &UpgradeRun, quiet: bool) -> std::result::Result<Option<Lease>, String> {
+pub(crate) async fn read(run: &impl ClusterCalls, quiet: bool) -> std::result::Result<Option<Lease>, String> {
     let read = call(run, "read", &[], quiet).await?;
     if read.not_found() {
         return Ok(None);
@@ -355,15 +355,19 @@ fn record(me: &Me, acquired: &str, renewed_ms: u64, duration: Duration, transiti
 }
 
 /// `namespace/name` of the lease.
-pub(crate) fn lock_name(run: &UpgradeRun) -> String {
+pub(crate) fn lock_name(run: &impl ClusterCalls) -> String {
     run.render_for(
-        &run.first_master,
+        run.first_master(),
         "{{ upgrade_cluster_lock_namespace | default('kube-system') }}/{{ upgrade_cluster_lock_name | default('upgrade-lock') }}",
     )
 }
 
 /// The atomic first take: `create configmap NAME --from-literal=K=V ... -o json`.
-async fn create(run: &UpgradeRun, data: &Map<String, Value>, quiet: bool) -> std::result::Result<Outcome, String> {
+async fn create(
+    run: &impl ClusterCalls,
+    data: &Map<String, Value>,
+    quiet: bool,
+) -> std::result::Result<Outcome, String> {
     let literals: Vec<Value> =
         data.iter().map(|(k, v)| Value::String(format!("{k}={}", v.as_str().unwrap_or_default()))).collect();
     call(run, "take", &[("upgrade_cluster_lock_literals", Value::Array(literals))], quiet).await
@@ -372,7 +376,7 @@ async fn create(run: &UpgradeRun, data: &Map<String, Value>, quiet: bool) -> std
 /// A conditional write: `replace -f - -o json` of the whole ConfigMap carrying `resource_version`; Conflict when the
 /// lease changed since.
 pub(crate) async fn write(
-    run: &UpgradeRun,
+    run: &impl ClusterCalls,
     resource_version: &str,
     data: &Map<String, Value>,
     quiet: bool,
@@ -392,8 +396,8 @@ pub(crate) async fn write(
 
 /// `upgrade_cluster_lock_ttl` of the first master: seconds or a duration ("15m"); bad input is refused (exit 2)
 /// before the lock is touched (the plan checks it too: `check_ttl_setting`).
-pub(crate) fn ttl(run: &UpgradeRun) -> Result<Duration> {
-    let text = run.render_for(&run.first_master, "{{ upgrade_cluster_lock_ttl | default('') }}");
+pub(crate) fn ttl(run: &impl ClusterCalls) -> Result<Duration> {
+    let text = run.render_for(run.first_master(), "{{ upgrade_cluster_lock_ttl | default('') }}");
     crate::settings::cluster_lock_ttl(&text)
 }
 
@@ -429,43 +433,24 @@ impl Held {
     }
 }
 
-/// Why the run stopped driving the cluster, set once by the fence (cluster_lock.rs); read by `UpgradeRun::halt`.
-#[derive(Debug, Default)]
-pub(crate) struct Fence {
-    /// The first stage's reason, replaced by the second's.
-    reason: Mutex<Option<String>>,
-    /// Past the whole lease, or taken by another: the run no longer holds the lease (no clean-up writes either).
-    lost: AtomicBool,
-}
-
-impl Fence {
-    pub(crate) fn reason(&self) -> Option<String> {
-        self.reason.lock().ok().and_then(|r| r.clone())
-    }
-
-    pub(crate) fn lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
-    }
-}
-
 /// Starts no new host: the lease has not been renewed for half its duration.
-fn hold_back(run: &UpgradeRun, why: String) {
-    let first = run.fence.reason.lock().map(|mut r| r.is_none() && r.replace(why.clone()).is_none()).unwrap_or(false);
+fn hold_back(run: &impl ClusterCalls, why: String) {
+    let first = run.fence().reason.lock().map(|mut r| r.is_none() && r.replace(why.clone()).is_none()).unwrap_or(false);
     if first {
-        run.recorder.write_failures.stop_handle().stop();
+        run.stop_handle().stop();
         run.notice(None, format!("{why}: no new host starts; the run ends with exit 1 (re-run to resume)"));
     }
 }
 
 /// Stops every host at its next safe point: the run no longer holds the lease.
-fn lose(run: &UpgradeRun, why: String) {
-    if run.fence.lost.swap(true, Ordering::SeqCst) {
+fn lose(run: &impl ClusterCalls, why: String) {
+    if run.fence().lost.swap(true, Ordering::SeqCst) {
         return;
     }
-    if let Ok(mut reason) = run.fence.reason.lock() {
+    if let Ok(mut reason) = run.fence().reason.lock() {
         *reason = Some(why.clone());
     }
-    let stop = run.recorder.write_failures.stop_handle();
+    let stop = run.stop_handle();
     stop.stop();
     stop.abort();
     run.notice(
@@ -478,7 +463,7 @@ fn lose(run: &UpgradeRun, why: String) {
 }
 
 /// Takes the lease for this run, or refuses the run (exit 2) naming who holds it.
-pub(crate) async fn take(run: &UpgradeRun, me: &Me, ttl: Duration) -> Result<Arc<Held>> {
+pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Result<Arc<Held>> {
     let name = lock_name(run);
     let failed = |why: String| {
         Error::hosts_failed(format!("cannot take the cluster lock {name}: {why}"))
@@ -568,9 +553,9 @@ pub(crate) async fn take(run: &UpgradeRun, me: &Me, ttl: Duration) -> Result<Arc
 }
 
 /// One renewal: a conditional write of this run's record with a fresh renewTime.
-async fn renew(run: &UpgradeRun, held: &Held) {
+async fn renew(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
-    if run.fence.lost() || held.ending.load(Ordering::SeqCst) {
+    if run.fence().lost() || held.ending.load(Ordering::SeqCst) {
         return;
     }
     let (rv, acquired, transitions, extension) = match held.state.lock() {
@@ -625,7 +610,7 @@ async fn renew(run: &UpgradeRun, held: &Held) {
     }
 }
 
-fn warn_once(run: &UpgradeRun, held: &Held, why: String) {
+fn warn_once(run: &impl ClusterCalls, held: &Held, why: String) {
     let first = held.state.lock().map(|mut s| !std::mem::replace(&mut s.warned, true)).unwrap_or(false);
     if first {
         run.notice(
@@ -642,7 +627,8 @@ fn warn_once(run: &UpgradeRun, held: &Held, why: String) {
 /// Renews the lease every fifth of the TTL, and fences the run by the time since the last successful renewal, until
 /// the task is aborted (the end of the run). A fifth: two renewals fall within the first half of the lease, so one
 /// slow or failed renewal alone does not stop the run.
-pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
+pub(crate) async fn keep_renewed(run: Arc<impl ClusterCalls + 'static>, held: Arc<Held>) {
+    let run = &*run;
     let every = renewal_period(held.ttl);
     let renewing = async {
         // On a fixed beat from when the take was sent (the lease counts from there, a slow take included), not
@@ -652,10 +638,10 @@ pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
         loop {
             tokio::time::sleep_until(next).await;
             next = (next + every).max(tokio::time::Instant::now());
-            if run.fence.lost() {
+            if run.fence().lost() {
                 return;
             }
-            renew(&run, &held).await;
+            renew(run, &held).await;
         }
     };
     // Apart from the renewals: a renewal that hangs (an API that does not answer) must not stop the clock.
@@ -667,7 +653,7 @@ pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
             };
             if since >= duration {
                 lose(
-                    &run,
+                    run,
                     format!(
                         "lost the cluster lock {}: not renewed for {:.1}s, its whole lease: another controller may \
                          take it over now",
@@ -677,9 +663,9 @@ pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
                 );
                 return;
             }
-            if since >= duration / 2 && run.fence.reason().is_none() {
+            if since >= duration / 2 && run.fence().reason().is_none() {
                 hold_back(
-                    &run,
+                    run,
                     format!(
                         "the cluster lock {} has not been renewed for {:.1}s, half its {}s lease",
                         held.name,
@@ -702,15 +688,13 @@ pub(crate) fn renewal_period(ttl: Duration) -> Duration {
 /// `upgrade_control_plane_ready_timeout` more: renewals may fail that long without fencing the run, and another
 /// controller waits that long more before it takes a dead run's lease. `Duration::ZERO` ends the window. The write
 /// is made at once, before the API goes away; if it fails the run keeps its plain lease (said).
-pub(crate) async fn extend(run: &UpgradeRun, extension: Duration) {
-    let held = run.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(h, _)| h.clone()));
-    let Some(held) = held else { return };
+pub(crate) async fn extend(run: &impl ClusterCalls, held: &Held, extension: Duration) {
     if let Ok(mut s) = held.state.lock() {
         s.extension = extension;
     }
-    renew(run, &held).await;
+    renew(run, held).await;
     let duration = held.state.lock().map(|s| s.duration).unwrap_or(held.ttl);
-    if !extension.is_zero() && duration < held.lease_duration(extension) && !run.fence.lost() {
+    if !extension.is_zero() && duration < held.lease_duration(extension) && !run.fence().lost() {
         run.notice(
             None,
             format!(
@@ -732,7 +716,7 @@ pub(crate) async fn stop_renewing(held: &Held) {
 /// Releases the lease when it is still this run's: a conditional write with no holder, so a run that lost it never
 /// touches the new holder's. The ConfigMap stays (released), as client-go leaves its lock objects: a delete cannot be
 /// made conditional with kubectl 1.11, and a delete after the write could remove a lease another run just took.
-pub(crate) async fn release(run: &UpgradeRun, held: &Held) {
+pub(crate) async fn release(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
     let (rv, acquired, transitions) = match held.state.lock() {
         Ok(s) => (s.resource_version.clone(), s.acquired.clone(), s.transitions),
@@ -758,7 +742,7 @@ pub(crate) async fn release(run: &UpgradeRun, held: &Held) {
 
 /// `upgrade unlock`: marks the lease released with a conditional write on what was read (so a renewal in between
 /// wins and nothing is lost). Its holder, if alive, finds it at its next renewal and stops.
-pub(crate) async fn force_release(run: &UpgradeRun, lease: &Lease) -> std::result::Result<Outcome, String> {
+pub(crate) async fn force_release(run: &impl ClusterCalls, lease: &Lease) -> std::result::Result<Outcome, String> {
     let mut data = Map::new();
     for (key, value) in [
         ("holderIdentity", String::new()),

@@ -378,7 +378,7 @@ fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
 /// kured's reboot lock goes back whatever happened, before the cluster lease (bounded as the lease's release is
 /// after the grace period of an interrupt).
 async fn release_kured_lock(run: &UpgradeRun) {
-    let release = super::kured_lock::release(run);
+    let release = super::kured_lock::release(run, &run.kured_lock);
     if run.stop.is_aborting() {
         if tokio::time::timeout(RELEASE_AFTER_ABORT, release).await.is_err() {
             run.notice(None, "warning: kured's reboot lock was not given back: the cluster did not answer");

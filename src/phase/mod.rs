@@ -3,10 +3,12 @@
 
 pub(crate) mod batches;
 pub(crate) mod certificates;
+pub(crate) mod cluster_calls;
 pub(crate) mod cluster_hooks;
 pub(crate) mod cluster_lock;
 pub(crate) mod control_plane;
 pub(crate) mod etcd_backup;
+pub(crate) mod fence;
 pub(crate) mod kured_lock;
 pub(crate) mod manager;
 pub(crate) mod node_marks;

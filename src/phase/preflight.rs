@@ -37,7 +37,7 @@ pub(crate) struct Preflight {
 
 pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
     check_node_names(run)?;
-    let ttl = super::cluster_lock::ttl(run)?;
+    let ttl = super::cluster_lock::ttl(run.as_ref())?;
     check_reachable(run).await?;
     // Asking changes nothing; the lock is the first write, and a role without it would fail there less clearly.
     check_permissions(run).await?;
@@ -69,7 +69,7 @@ pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>) -> Result<Preflight> {
         .collect();
     // kured reboots no node while the run works: its lock is held from here (a lock a dead run of ours left is given
     // back even when there is nothing to do).
-    super::kured_lock::hold(run, !upgrading.is_empty() && !run.stop.is_stopping()).await?;
+    super::kured_lock::hold(run.as_ref(), &run.kured_lock, !upgrading.is_empty() && !run.stop.is_stopping()).await?;
     // After a stop (a signal while the cluster was read, a state directory that cannot be written) no later phase
     // starts, so nothing more is checked: the kubeadm plan check installs kubeadm on the first master, which an
     // operator who pressed Ctrl-C did not ask for.
@@ -300,7 +300,7 @@ async fn take_cluster_lock(run: &std::sync::Arc<UpgradeRun>, ttl: std::time::Dur
     let id = cluster_lock::controller_id(&run.options.state_dir)?;
     let state_dir = run.options.state_dir.display().to_string();
     let me = cluster_lock::Me::new(&id, &run.run_id(), &state_dir, &run.change_id());
-    let held = cluster_lock::take(run, &me, ttl).await?;
+    let held = cluster_lock::take(run.as_ref(), &me, ttl).await?;
     let renewer = tokio::spawn(cluster_lock::keep_renewed(run.clone(), held.clone()));
     if let Ok(mut slot) = run.cluster_lock.lock() {
         *slot = Some((held, renewer));

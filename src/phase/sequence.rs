@@ -158,7 +158,7 @@ async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result
         error,
     };
     run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
-    let result = super::poller::wait_ready(run, host).await;
+    let result = super::poller::wait_ready(run, &run.poller, host).await;
     run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
     if result.is_ok() {
         run.record_step_done(phase, host, Step::WaitReady).await;

@@ -108,8 +108,8 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
     let mut problems = Vec::new();
     let mut notices = Vec::new();
     // A released lease, or one not renewed within its lease, would be taken by a run started now.
-    let ttl = cluster_lock::ttl(run).unwrap_or(cluster_lock::DEFAULT_TTL);
-    let cluster_lock_holder = match cluster_lock::read(run, true).await {
+    let ttl = cluster_lock::ttl(run.as_ref()).unwrap_or(cluster_lock::DEFAULT_TTL);
+    let cluster_lock_holder = match cluster_lock::read(run.as_ref(), true).await {
         Ok(Some(lease)) if !lease.released() && lease.live(cluster_lock::epoch_ms(), ttl) => Some(lease.describe()),
         Ok(_) => None,
         Err(why) => {
