@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::batches::StopSignal;
 use super::preflight::{self, Preflight};
 use super::run::UpgradeRun;
-use super::{cluster_hooks, control_plane, etcd_backup, nodes, verify};
+use super::{cluster_hooks, control_plane, etcd_backup, nodes, shared_steps, verify};
 use crate::error::Error;
 use crate::events::Event;
 use crate::journal::JournalEntry;
@@ -251,7 +251,7 @@ async fn run_preflight(state: &mut RunState<'_>) {
     // of an interrupt the one under way is cut (its command killed) and the run ends here, nothing touched (N9).
     let mut aborted = state.stop.clone();
     let result = tokio::select! {
-        result = preflight::run(run) => result,
+        result = preflight::run(run, &[blue_green::check_green]) => result,
         _ = aborted.aborted() => Err(Error {
             kind: crate::error::ErrorKind::Interrupted,
             ..Error::hosts_failed(format!(
@@ -311,7 +311,7 @@ async fn run_verify(state: &mut RunState<'_>) {
         .filter(|r| r.phase == Phase::ControlPlane || r.phase == Phase::Nodes)
         .map(|r| r.host.clone())
         .collect();
-    match verify::final_state(run).await {
+    match shared_steps::final_state(run).await {
         Ok(cluster) => {
             if verifying {
                 let upgraded = blue_green::to_verify(run, upgraded);
@@ -326,11 +326,11 @@ async fn run_verify(state: &mut RunState<'_>) {
                     phase_finished(run, Phase::Verify, ok, started);
                 }
             }
-            summary.left_cordoned = verify::left_cordoned(run, &cluster);
+            summary.left_cordoned = shared_steps::left_cordoned(run, &cluster);
         }
         Err(e) => {
             run.notice(None, format!("could not read the cluster at the end: {e}"));
-            summary.left_cordoned = verify::left_cordoned_by_hosts(run, &summary.hosts);
+            summary.left_cordoned = shared_steps::left_cordoned_by_hosts(run, &summary.hosts);
             summary.cluster_read_error = Some(e.message.clone());
             if let Some(started) = started {
                 // A check that cannot read what it checks fails: every host it should have verified fails verify

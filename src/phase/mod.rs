@@ -6,6 +6,7 @@ pub(crate) mod certificates;
 pub(crate) mod cluster_calls;
 pub(crate) mod cluster_hooks;
 pub(crate) mod cluster_lock;
+pub(crate) mod cluster_reads;
 pub(crate) mod control_plane;
 pub(crate) mod etcd_backup;
 pub(crate) mod fence;
@@ -18,6 +19,7 @@ pub(crate) mod preflight;
 pub(crate) mod recorder;
 pub(crate) mod run;
 pub(crate) mod sequence;
+pub(crate) mod shared_steps;
 pub(crate) mod step_runner;
 pub(crate) mod verify;
 
