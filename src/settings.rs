@@ -744,36 +744,41 @@ pub fn resolve_hooks(host: &str, vars: &Vars, points: &[HookPoint], base_dir: &P
     for &point in points {
         let (canonical, alias) = point.variables();
         let Some((name, var)) = pick(vars, canonical, alias) else { continue };
-        let path = match hook_path(&var.value, base_dir) {
-            Ok(None) => continue,
-            Ok(Some(path)) => path,
-            Err(type_name) => {
-                return Err(located(
-                    Error::input(format!("{name} (for {host}) is {type_name}, not a path to a task file"))
-                        .hint("set it to the path of an Ansible task list, e.g. hooks/pre.yml"),
-                    name,
-                    &var.origin,
-                ));
-            }
-        };
-        if let Value::String(text) = &var.value {
-            reject_template(name, text.trim(), &var.origin)?;
-        }
-        if !path.is_file() {
+        let Some(path) = hook_file(host, name, var, base_dir)? else { continue };
+        hooks.insert(point, Hook { path, variable: name.to_string(), origin: var.origin.clone() });
+    }
+    Ok(hooks)
+}
+
+/// The task file a hook variable names, checked: a path (not another type, not a template) to a file that exists.
+/// The one place hooks are resolved: the hooks of every hook point (`resolve_hooks`) and blue-green's surge hooks.
+pub(crate) fn hook_file(host: &str, name: &str, var: &Var, base_dir: &Path) -> Result<Option<PathBuf>> {
+    let path = match hook_path(&var.value, base_dir) {
+        Ok(None) => return Ok(None),
+        Ok(Some(path)) => path,
+        Err(type_name) => {
             return Err(located(
-                Error::input(format!("{name} (for {host}) names {}, which does not exist", path.display())).hint(
-                    format!(
-                        "create the task file, or fix the path (relative paths resolve against {})",
-                        base_dir.display()
-                    ),
-                ),
+                Error::input(format!("{name} (for {host}) is {type_name}, not a path to a task file"))
+                    .hint("set it to the path of an Ansible task list, e.g. hooks/pre.yml"),
                 name,
                 &var.origin,
             ));
         }
-        hooks.insert(point, Hook { path, variable: name.to_string(), origin: var.origin.clone() });
+    };
+    if let Value::String(text) = &var.value {
+        reject_template(name, text.trim(), &var.origin)?;
     }
-    Ok(hooks)
+    if !path.is_file() {
+        return Err(located(
+            Error::input(format!("{name} (for {host}) names {}, which does not exist", path.display())).hint(format!(
+                "create the task file, or fix the path (relative paths resolve against {})",
+                base_dir.display()
+            )),
+            name,
+            &var.origin,
+        ));
+    }
+    Ok(Some(path))
 }
 
 /// The task file a hook variable's value names, resolved the one way the run, `upgrade check` and blue-green's surge
