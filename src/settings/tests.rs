@@ -1,5 +1,17 @@
+// The moved tests read the parent as the single file it was: what each file of it imports, and more.
+#![allow(unused_imports)]
+
 use super::*;
+use super::{hooks::*, labels::*, limits::*, max_fail_percentage::*, readers::*, resolve::*, serial::*, target::*};
+use crate::ansible_compat::unquote;
+use crate::error::{Error, Result};
+use crate::inventory::{Origin, Var, Vars, python_int};
+use serde_json::Value;
 use serde_json::json;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 fn items(s: &Serial) -> Vec<SerialItem> {
     s.items().to_vec()

@@ -1,4 +1,22 @@
+// The moved tests read the parent as the single file it was: what each file of it imports, and more.
+#![allow(unused_imports)]
+
+use super::{
+    cluster_access::*, decision::*, drain_blockers::*, health_gate::*, host_checks::*, lock::*, node_names::*,
+    reachable::*,
+};
+use crate::cluster::ClusterNode;
+use crate::error::{Error, Result};
+use crate::flavor::Flavor;
+use crate::journal::History;
+use crate::phase::run::UpgradeRun;
+use crate::settings::TargetVersion;
+use crate::tasks::host_vars::HostFacts;
+use crate::vocabulary::Phase;
+use crate::vocabulary::{HostOutcome, HostReport, Resume, Step};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Instant;
 
 use super::*;
 use crate::error::{ErrorKind, Location};
