@@ -11,6 +11,7 @@ pub(crate) mod control_plane;
 pub(crate) mod etcd_backup;
 pub(crate) mod fence;
 pub(crate) mod kured_lock;
+pub(crate) mod lease;
 pub(crate) mod manager;
 pub(crate) mod node_marks;
 pub(crate) mod nodes;
