@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::layers::{expand_use_tree, module_of, rust_files};
+use super::layers::{code_lines, expand_use_tree, module_of, rust_files};
 
 /// One source file: its defined top-level items, its `use` aliases, its globs, and its code lines without tests.
 struct SourceFile {
@@ -24,36 +24,6 @@ struct SourceFile {
     code: Vec<(usize, String)>,
     /// `use` statements: (line, paths after expansion, alias names, re-exported?).
     uses: Vec<(usize, Vec<(String, String)>, bool)>,
-}
-
-/// Lines outside `#[cfg(test)]` blocks, with `//` comments cut off.
-fn code_lines(text: &str) -> Vec<(usize, String)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        if line.trim_start() == "#[cfg(test)]" && lines.get(i + 1).is_some_and(|next| next.trim_end().ends_with('{')) {
-            // A test module: skip to its closing brace, which rustfmt puts alone at the module's indentation.
-            let indent = &lines[i + 1][..lines[i + 1].len() - lines[i + 1].trim_start().len()];
-            let close = format!("{indent}}}");
-            i += 2;
-            while i < lines.len() && lines[i].trim_end() != close {
-                i += 1;
-            }
-            i += 1;
-            continue;
-        }
-        let code = match line.find("//") {
-            Some(at) if !line[..at].contains('"') => &line[..at],
-            _ => line,
-        };
-        if !code.trim().is_empty() {
-            out.push((i + 1, code.to_string()));
-        }
-        i += 1;
-    }
-    out
 }
 
 /// Splits `a::b::c as d` into the path and the name it brings into scope.

@@ -164,8 +164,36 @@ struct Import {
 fn imports(text: &str) -> Vec<Import> {
     let inline = regex::Regex::new(r"(^|[^$\w])crate::([a-z_][a-z0-9_]*(::[a-z_][a-z0-9_]*)*)").expect("pattern");
     let use_start = regex::Regex::new(r"^\s*(pub(\([a-z]+\))?\s+)?use\s+crate::").expect("pattern");
-    let lines: Vec<&str> = text.lines().collect();
+    let lines = code_lines(text);
     let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let (number, line) = &lines[i];
+        if use_start.is_match(line) {
+            let mut statement = line.clone();
+            while !statement.contains(';') && i + 1 < lines.len() {
+                i += 1;
+                statement.push_str(&lines[i].1);
+            }
+            let tree = statement.split("crate::").skip(1).collect::<Vec<_>>().join("crate::");
+            let tree = tree.split(';').next().unwrap_or_default();
+            for path in expand_use_tree(tree) {
+                found.push(Import { line: *number, path });
+            }
+        } else {
+            for capture in inline.captures_iter(line) {
+                found.push(Import { line: *number, path: capture[2].to_string() });
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Lines outside `#[cfg(test)]` blocks, with `//` comments cut off.
+pub(crate) fn code_lines(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
@@ -180,30 +208,16 @@ fn imports(text: &str) -> Vec<Import> {
             i += 1;
             continue;
         }
-        if line.trim_start().starts_with("//") {
-            i += 1;
-            continue;
-        }
-        if use_start.is_match(line) {
-            let first = i;
-            let mut statement = String::from(line);
-            while !statement.contains(';') && i + 1 < lines.len() {
-                i += 1;
-                statement.push_str(lines[i]);
-            }
-            let tree = statement.split("crate::").skip(1).collect::<Vec<_>>().join("crate::");
-            let tree = tree.split(';').next().unwrap_or_default();
-            for path in expand_use_tree(tree) {
-                found.push(Import { line: first + 1, path });
-            }
-        } else {
-            for capture in inline.captures_iter(line) {
-                found.push(Import { line: i + 1, path: capture[2].to_string() });
-            }
+        let code = match line.find("//") {
+            Some(at) if !line[..at].contains('"') => &line[..at],
+            _ => line,
+        };
+        if !code.trim().is_empty() {
+            out.push((i + 1, code.to_string()));
         }
         i += 1;
     }
-    found
+    out
 }
 
 /// Every backward edge in src/: "from -> to" with the places that make it.
