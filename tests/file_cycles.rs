@@ -8,9 +8,8 @@
 //! (`tests.rs` files and `#[cfg(test)]` blocks) may reach anything: it is not part of the flow of data.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
-use super::layers::{code_lines, expand_use_tree, module_of, rust_files};
+use super::layers::{code_lines, expand_use_tree, source_files};
 
 /// One source file: its defined top-level items, its `use` aliases, its globs, and its code lines without tests.
 struct SourceFile {
@@ -192,17 +191,8 @@ impl Resolved {
 type Edges = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 fn file_edges() -> Edges {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files: Vec<PathBuf> = Vec::new();
-    rust_files(&src, &mut files);
     let mut modules = BTreeMap::new();
-    for file in files {
-        let module = module_of(&src, &file);
-        let last = module.rsplit("::").next().unwrap_or_default();
-        if last == "tests" || last.ends_with("_tests") || module == "main" {
-            continue;
-        }
-        let shown = file.strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap_or(&file).display().to_string();
+    for (module, shown, file) in source_files() {
         let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("read {shown}: {e}"));
         modules.insert(module, parse(shown, &text));
     }

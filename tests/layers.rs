@@ -220,13 +220,13 @@ pub(crate) fn code_lines(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-/// Every backward edge in src/: "from -> to" with the places that make it.
-fn backward_edges() -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+/// The files of src/ that are part of the flow of data, with their module path and the path to show: not the
+/// unit-test files (`tests.rs`, `*_tests.rs`) nor `main.rs`.
+pub(crate) fn source_files() -> Vec<(String, String, PathBuf)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut unplaced = Vec::new();
+    let mut out = Vec::new();
     for file in files {
         let module = module_of(&src, &file);
         let last = module.rsplit("::").next().unwrap_or_default();
@@ -234,6 +234,16 @@ fn backward_edges() -> (BTreeMap<String, Vec<String>>, Vec<String>) {
             continue;
         }
         let shown = file.strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap_or(&file).display().to_string();
+        out.push((module, shown, file));
+    }
+    out
+}
+
+/// Every backward edge in src/: "from -> to" with the places that make it.
+fn backward_edges() -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+    let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut unplaced = Vec::new();
+    for (module, shown, file) in source_files() {
         let Some((from, from_layer)) = layer_entry(&module) else {
             unplaced.push(format!("{shown}: module {module} is in no layer"));
             continue;
