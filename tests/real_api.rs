@@ -69,6 +69,14 @@ impl RealCluster {
                 api.apply(&static_pod(component, m, target));
             }
         }
+        // kubeadm's own ConfigMap, there in every kubeadm cluster: preflight reads its imageRepository for the
+        // masters' image pulls before their windows.
+        api.apply(
+            r#"{"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "kubeadm-config", "namespace": "kube-system"},
+                "data": {"ClusterConfiguration":
+                  "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nimageRepository: registry.k8s.io\n"}}"#,
+        );
         let cluster = RealCluster {
             api,
             dir,
@@ -102,7 +110,8 @@ impl RealCluster {
     fn write_stand_ins(&self) {
         let kubeadm = r#"#!/bin/sh
 # kubeadm on a host of the real-API tests: the control plane is the test's own, so `upgrade apply/node` have nothing
-# to do; `certs check-expiration` prints kubeadm's table with every certificate a year ahead.
+# to do, nor `config images pull` (preflight's image pull on the masters); `certs check-expiration` prints kubeadm's
+# table with every certificate a year ahead.
 case "$*" in
 "certs check-expiration")
     when=$(date -u -d "@$(($(date -u +%s) + 365 * 86400))" '+%b %d, %Y %H:%M UTC')
@@ -110,6 +119,7 @@ case "$*" in
     for c in admin.conf apiserver apiserver-kubelet-client; do printf '%-26s %-24s %-15s %-23s %s\n' "$c" "$when" 364d ca no; done
     ;;
 upgrade\ apply\ *|upgrade\ node|upgrade\ plan\ *) echo "[upgrade] done" ;;
+config\ images\ pull\ *) echo "[config/images] Pulled the images of $*" ;;
 *) echo "unexpected: kubeadm $*" >&2; exit 1 ;;
 esac
 "#;
