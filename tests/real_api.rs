@@ -453,9 +453,12 @@ fn an_ha_control_plane_with_api_servers_a_minor_apart_goes_on_only_once_each_mas
     assert_eq!(server_version(&first), K8S_VERSION);
     assert_eq!(server_version(&next), NEXT_K8S_VERSION);
     cluster.workload("web", 2, r#""maxUnavailable": 1"#);
-    // m2's own API server is polled for the target this long before the run stops.
+    // m2's own API server is polled for the target this long before the run stops. The hosts are this machine
+    // (ansible_connection: local): on a cgroup v1 machine the gate on removed APIs rightly blocks 1.35 (cgroup v2
+    // required), which is not what this test is about; acknowledged, the gate still runs and the run goes on.
     let cluster = cluster
         .var("upgrade_control_plane_ready_timeout: 15")
+        .var("upgrade_acknowledge_api_removals: [\"1.35\"]")
         .host_var("m1", &format!("upgrade_api_server_url: \"{}\"", next.url))
         .host_var("m2", &format!("upgrade_api_server_url: \"{}\"", first.url));
     let inventory = cluster.inventory(&next.kubectl_command());
