@@ -3,7 +3,7 @@
 
 use crate::console::errln;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,27 +30,7 @@ use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
 pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
     let Remote { runtime, connect, engine: engine_options } = remote;
     let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
-    let target = match plan.settings.target_version.value.clone() {
-        Some(target) => target,
-        // A rollback goes back to what ran before: it needs no target (journal entries say v0.0.0).
-        None if request.rollback_blue_green => TargetVersion { major: 0, minor: 0, patch: 0, suffix: String::new() },
-        None => {
-            let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
-                let passed = if plan.target_passed_over.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({} names no 3.11.z)", plan.target_passed_over.join(", "))
-                };
-                format!(
-                    "set upgrade_target_version (or openshift_pkg_version=-3.11.z, openshift_image_tag=v3.11.z) in \
-                     the inventory, or pass --target-version{passed}"
-                )
-            } else {
-                "set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)".to_string()
-            };
-            return Err(Error::input("no target version").in_file(&inventory.path).hint(hint));
-        }
-    };
+    let target = target_of(&plan, request, &inventory)?;
     check_hook_files(&plan)?;
     blue_green::check_surge_hooks(&plan)?;
 
@@ -62,33 +42,9 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
 
     // Past this point every return goes through `drain_output`.
     let hosts = crate::inventory::host_vars_json(&inventory, &extra);
-    let redactor = Arc::new(Redactor::from_hosts(&hosts));
-    let stdout = OutputQueue::stdout();
-    let primary: SharedSink = match request.output {
-        OutputFormat::Text => {
-            // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
-            if !request.rollback_blue_green {
-                let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(&plan, &inventory)));
-            }
-            Arc::new(HumanReporter::for_terminal(engine_options.verbosity, &stdout))
-        }
-        OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
-    };
-    let (stop_handle, stop) = stop_signal();
-    let stop_handle = Arc::new(stop_handle);
-    // Secrets are masked before any reporter sees an event, the state directory's failure notices included (they
-    // go to the primary reporter alone: the host logs may be what cannot be written).
-    let say_failures: SharedSink = Arc::new(Redacting { redactor: redactor.clone(), inner: primary.clone() });
-    let write_failures = Arc::new(WriteFailures::new(stop_handle.clone(), say_failures));
-    let log_failures = write_failures.clone();
-    let host_logs: SharedSink = Arc::new(HostLogReporter::new(
-        &state_dir.join("logs"),
-        Box::new(move |path, error| log_failures.failed("the host log", path, error)),
-    ));
-    let sink: SharedSink =
-        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
+    let Reporting { redactor, stdout, sink, write_failures, stop_handle, stop } =
+        reporting(request, &plan, &inventory, &hosts, &state_dir, engine_options.verbosity);
 
-    let grace = request.grace_period;
     let base = RunBase {
         inventory: Arc::new(inventory),
         plan,
@@ -105,37 +61,8 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
         write_failures,
         redactor: redactor.clone(),
     };
-    let (summary, error) = runtime.block_on(async {
-        // One watcher for the whole invocation (every hop of an update path, or the rollback): it speaks through the
-        // run context in progress, and its stop is the one every hop and the write failures share.
-        let current = Arc::new(CurrentRun::default());
-        let signals = tokio::spawn(watch_signals(stop_handle, current.clone(), grace, stdout.clone()));
-        let result = if request.rollback_blue_green {
-            match base.run(target.clone(), &journal, history, stop.clone()) {
-                Ok(run) => {
-                    let run = current.set(run);
-                    let (mut summary, error) = blue_green::rollback(&run).await;
-                    summary.interrupted |= run.was_interrupted();
-                    if let Some(failure) = run.recorder.write_failures.failure() {
-                        summary.state_error = Some(failure.clone());
-                    }
-                    (summary, error)
-                }
-                Err(e) => {
-                    (Summary { stopped: Some(preflight_failed(&e)), ..Summary::empty(target.to_string()) }, Some(e))
-                }
-            }
-        } else {
-            run_hops(&base, &journal, history, &target, &stop, &current).await
-        };
-        signals.abort();
-        match current.get() {
-            // Also kills the commands cut at the end of the grace period before the connections close.
-            Some(run) => run.close().await,
-            None => base.pool.close_all().await,
-        }
-        result
-    });
+    let (summary, error) =
+        runtime.block_on(carry_out(request, &base, &journal, history, &target, stop_handle, stop, &stdout));
     drop(lock);
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
     let junit = request.junit.as_ref().map(|path| write_junit(path, &redactor.summary(&summary))).transpose();
@@ -145,6 +72,123 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
         Some(e) => Err(redactor.error(e)),
         None => Ok(summary.exit_code().code()),
     }
+}
+
+/// The version the run goes to: the plan's, none for a rollback (it goes back to what ran before), else refused.
+fn target_of(plan: &Plan, request: &UpgradeRequest, inventory: &Inventory) -> Result<TargetVersion> {
+    match plan.settings.target_version.value.clone() {
+        Some(target) => Ok(target),
+        // A rollback goes back to what ran before: it needs no target (journal entries say v0.0.0).
+        None if request.rollback_blue_green => {
+            Ok(TargetVersion { major: 0, minor: 0, patch: 0, suffix: String::new() })
+        }
+        None => {
+            let hint = if plan.flavor.flavor == crate::flavor::Flavor::Openshift {
+                let passed = if plan.target_passed_over.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} names no 3.11.z)", plan.target_passed_over.join(", "))
+                };
+                format!(
+                    "set upgrade_target_version (or openshift_pkg_version=-3.11.z, openshift_image_tag=v3.11.z) in \
+                     the inventory, or pass --target-version{passed}"
+                )
+            } else {
+                "set upgrade_target_version in the inventory, or pass --target-version (e.g. v1.29.1)".to_string()
+            };
+            Err(Error::input("no target version").in_file(&inventory.path).hint(hint))
+        }
+    }
+}
+
+/// How the run is told: the secrets masked first, the terminal or JSON reporter, the host logs, and the failures to
+/// write the state directory, which stop the run through the stop signal made here.
+struct Reporting {
+    redactor: Arc<Redactor>,
+    stdout: OutputQueue,
+    sink: SharedSink,
+    write_failures: Arc<WriteFailures>,
+    stop_handle: Arc<StopHandle>,
+    stop: StopSignal,
+}
+
+fn reporting(
+    request: &UpgradeRequest,
+    plan: &Plan,
+    inventory: &Inventory,
+    hosts: &crate::inventory::HostVarsJson,
+    state_dir: &Path,
+    verbosity: u8,
+) -> Reporting {
+    let redactor = Arc::new(Redactor::from_hosts(hosts));
+    let stdout = OutputQueue::stdout();
+    let primary: SharedSink = match request.output {
+        OutputFormat::Text => {
+            // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
+            if !request.rollback_blue_green {
+                let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(plan, inventory)));
+            }
+            Arc::new(HumanReporter::for_terminal(verbosity, &stdout))
+        }
+        OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
+    };
+    let (stop_handle, stop) = stop_signal();
+    let stop_handle = Arc::new(stop_handle);
+    // Secrets are masked before any reporter sees an event, the state directory's failure notices included (they
+    // go to the primary reporter alone: the host logs may be what cannot be written).
+    let say_failures: SharedSink = Arc::new(Redacting { redactor: redactor.clone(), inner: primary.clone() });
+    let write_failures = Arc::new(WriteFailures::new(stop_handle.clone(), say_failures));
+    let log_failures = write_failures.clone();
+    let host_logs: SharedSink = Arc::new(HostLogReporter::new(
+        &state_dir.join("logs"),
+        Box::new(move |path, error| log_failures.failed("the host log", path, error)),
+    ));
+    let sink: SharedSink =
+        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
+    Reporting { redactor, stdout, sink, write_failures, stop_handle, stop }
+}
+
+/// The run itself, under one watcher of the signals: every hop of the update path, or the blue-green rollback; then
+/// the connections closed.
+#[allow(clippy::too_many_arguments)]
+async fn carry_out(
+    request: &UpgradeRequest,
+    base: &RunBase,
+    journal: &Journal,
+    history: History,
+    target: &TargetVersion,
+    stop_handle: Arc<StopHandle>,
+    stop: StopSignal,
+    stdout: &OutputQueue,
+) -> (Summary, Option<Error>) {
+    let grace = request.grace_period;
+    // One watcher for the whole invocation (every hop of an update path, or the rollback): it speaks through the
+    // run context in progress, and its stop is the one every hop and the write failures share.
+    let current = Arc::new(CurrentRun::default());
+    let signals = tokio::spawn(watch_signals(stop_handle, current.clone(), grace, stdout.clone()));
+    let result = if request.rollback_blue_green {
+        match base.run(target.clone(), journal, history, stop.clone()) {
+            Ok(run) => {
+                let run = current.set(run);
+                let (mut summary, error) = blue_green::rollback(&run).await;
+                summary.interrupted |= run.was_interrupted();
+                if let Some(failure) = run.recorder.write_failures.failure() {
+                    summary.state_error = Some(failure.clone());
+                }
+                (summary, error)
+            }
+            Err(e) => (Summary { stopped: Some(preflight_failed(&e)), ..Summary::empty(target.to_string()) }, Some(e)),
+        }
+    } else {
+        run_hops(base, journal, history, target, &stop, &current).await
+    };
+    signals.abort();
+    match current.get() {
+        // Also kills the commands cut at the end of the grace period before the connections close.
+        Some(run) => run.close().await,
+        None => base.pool.close_all().await,
+    }
+    result
 }
 
 /// Before exiting, queued output is written for as long as the reader keeps taking it; a reader that takes

@@ -46,9 +46,9 @@ pub(crate) fn unlock(
             Error::hosts_failed(format!("cannot read the cluster lock on {}: {why}", run.first_master))
                 .hint("check upgrade_kubectl and the cluster credentials on the first master")
         };
-        let name = cluster_lock::lock_name(&run);
-        let ttl = cluster_lock::ttl(&run)?;
-        let Some(lease) = cluster_lock::read(&run, true).await.map_err(cannot)? else {
+        let name = cluster_lock::lock_name(run.as_ref());
+        let ttl = cluster_lock::ttl(run.as_ref())?;
+        let Some(lease) = cluster_lock::read(run.as_ref(), true).await.map_err(cannot)? else {
             outln!("no cluster lock is held: nothing to release");
             return Ok(0);
         };
@@ -81,7 +81,7 @@ pub(crate) fn unlock(
             outln!("left in place");
             return Ok(1);
         }
-        let released = cluster_lock::force_release(&run, &lease).await.map_err(cannot)?;
+        let released = cluster_lock::force_release(run.as_ref(), &lease).await.map_err(cannot)?;
         if released.rc != 0 {
             return Err(cannot(released.reason()));
         }

@@ -85,7 +85,7 @@ fn layer_entry(module: &str) -> Option<(&'static str, u8)> {
 
 /// The module path of a source file: `src/plan/live.rs` is `plan::live`, `src/plan/mod.rs` is `plan`, `src/lib.rs`
 /// is the crate root (empty).
-fn module_of(src: &Path, file: &Path) -> String {
+pub(crate) fn module_of(src: &Path, file: &Path) -> String {
     let relative = file.strip_prefix(src).unwrap_or(file).with_extension("");
     let mut parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
@@ -94,7 +94,7 @@ fn module_of(src: &Path, file: &Path) -> String {
     parts.join("::")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.expect("a directory entry").path())
@@ -110,7 +110,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Expands a use tree after `crate::` (`a::{b, c::{d, e}}`) into its paths (`a::b`, `a::c::d`, `a::c::e`).
-fn expand_use_tree(tree: &str) -> Vec<String> {
+pub(crate) fn expand_use_tree(tree: &str) -> Vec<String> {
     let renames = regex::Regex::new(r"\s+as\s+\w+").expect("pattern");
     let tree: String = renames.replace_all(tree, "").chars().filter(|c| !c.is_whitespace()).collect();
     let mut out = Vec::new();
@@ -172,8 +172,36 @@ struct Import {
 fn imports(text: &str) -> Vec<Import> {
     let inline = regex::Regex::new(r"(^|[^$\w])crate::([a-z_][a-z0-9_]*(::[a-z_][a-z0-9_]*)*)").expect("pattern");
     let use_start = regex::Regex::new(r"^\s*(pub(\([a-z]+\))?\s+)?use\s+crate::").expect("pattern");
-    let lines: Vec<&str> = text.lines().collect();
+    let lines = code_lines(text);
     let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let (number, line) = &lines[i];
+        if use_start.is_match(line) {
+            let mut statement = line.clone();
+            while !statement.contains(';') && i + 1 < lines.len() {
+                i += 1;
+                statement.push_str(&lines[i].1);
+            }
+            let tree = statement.split("crate::").skip(1).collect::<Vec<_>>().join("crate::");
+            let tree = tree.split(';').next().unwrap_or_default();
+            for path in expand_use_tree(tree) {
+                found.push(Import { line: *number, path });
+            }
+        } else {
+            for capture in inline.captures_iter(line) {
+                found.push(Import { line: *number, path: capture[2].to_string() });
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Lines outside `#[cfg(test)]` blocks, with `//` comments cut off.
+pub(crate) fn code_lines(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
@@ -188,39 +216,25 @@ fn imports(text: &str) -> Vec<Import> {
             i += 1;
             continue;
         }
-        if line.trim_start().starts_with("//") {
-            i += 1;
-            continue;
-        }
-        if use_start.is_match(line) {
-            let first = i;
-            let mut statement = String::from(line);
-            while !statement.contains(';') && i + 1 < lines.len() {
-                i += 1;
-                statement.push_str(lines[i]);
-            }
-            let tree = statement.split("crate::").skip(1).collect::<Vec<_>>().join("crate::");
-            let tree = tree.split(';').next().unwrap_or_default();
-            for path in expand_use_tree(tree) {
-                found.push(Import { line: first + 1, path });
-            }
-        } else {
-            for capture in inline.captures_iter(line) {
-                found.push(Import { line: i + 1, path: capture[2].to_string() });
-            }
+        let code = match line.find("//") {
+            Some(at) if !line[..at].contains('"') => &line[..at],
+            _ => line,
+        };
+        if !code.trim().is_empty() {
+            out.push((i + 1, code.to_string()));
         }
         i += 1;
     }
-    found
+    out
 }
 
-/// Every backward edge in src/: "from -> to" with the places that make it.
-fn backward_edges() -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+/// The files of src/ that are part of the flow of data, with their module path and the path to show: not the
+/// unit-test files (`tests.rs`, `*_tests.rs`) nor `main.rs`.
+pub(crate) fn source_files() -> Vec<(String, String, PathBuf)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut unplaced = Vec::new();
+    let mut out = Vec::new();
     for file in files {
         let module = module_of(&src, &file);
         let last = module.rsplit("::").next().unwrap_or_default();
@@ -228,6 +242,16 @@ fn backward_edges() -> (BTreeMap<String, Vec<String>>, Vec<String>) {
             continue;
         }
         let shown = file.strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap_or(&file).display().to_string();
+        out.push((module, shown, file));
+    }
+    out
+}
+
+/// Every backward edge in src/: "from -> to" with the places that make it.
+fn backward_edges() -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+    let mut edges: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut unplaced = Vec::new();
+    for (module, shown, file) in source_files() {
         let Some((from, from_layer)) = layer_entry(&module) else {
             unplaced.push(format!("{shown}: module {module} is in no layer"));
             continue;

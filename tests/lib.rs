@@ -13,6 +13,7 @@ mod debian;
 mod etcd_backup;
 mod fail_closed;
 mod fake_cluster;
+mod file_cycles;
 mod flavors;
 mod forks;
 mod golden;

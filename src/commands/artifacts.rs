@@ -1,6 +1,6 @@
 //! `upgrade artifacts`: the packages and images the upgrade to the target needs (plan/artifacts.rs).
 
-use super::{Loaded, load, print, remote};
+use super::arguments::{Loaded, load, print, remote};
 use crate::cli::ArtifactsArgs;
 use crate::error::{Error, Result};
 use crate::plan::PlanRequest;

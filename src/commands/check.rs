@@ -4,7 +4,8 @@
 use crate::console::{errln, outln};
 use std::path::PathBuf;
 
-use super::{extra_vars, load_inventory, vault::vault_secrets};
+use super::arguments::{extra_vars, load_inventory};
+use super::vault::vault_secrets;
 use crate::cli::CheckArgs;
 use crate::inventory::{Inventory, Vars};
 use crate::plan::{Plan, PlanRequest};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{Loaded, load, print, remote};
+use super::arguments::{Loaded, load, print, remote};
 use crate::cli::CheckApisArgs;
 use crate::error::{Error, Result};
 use crate::plan::PlanRequest;

@@ -1,7 +1,7 @@
 //! `upgrade plan` (= `upgrade --plan`): what an upgrade would do, without contacting any host; with `--live`, read
 //! the cluster and the hosts first, changing nothing.
 
-use super::{Loaded, load, plan_request, print, remote, upgrade_request};
+use super::arguments::{Loaded, load, plan_request, print, remote, upgrade_request};
 use crate::cli::UpgradeArgs;
 use crate::error::{Error, Result};
 use crate::plan::{Plan, live, plan_json, plan_text};

@@ -1,6 +1,6 @@
 //! `upgrade restore`: puts a backup taken by an upgrade back on the selected hosts.
 
-use super::{Loaded, load, remote};
+use super::arguments::{Loaded, load, remote};
 use crate::cli::RestoreArgs;
 use crate::error::Result;
 use crate::restore::RestoreRequest;

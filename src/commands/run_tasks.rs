@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Loaded, load, remote};
+use super::arguments::{Loaded, load, remote};
 use crate::cli::RunTasksArgs;
 use crate::error::{Error, Result};
 use crate::events::SharedSink;

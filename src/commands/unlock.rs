@@ -1,6 +1,6 @@
 //! `upgrade unlock --inventory X`: removes the cluster lock a dead run left behind.
 
-use super::{Loaded, load, remote};
+use super::arguments::{Loaded, load, remote};
 use crate::cli::UnlockArgs;
 use crate::error::Result;
 use crate::plan::PlanRequest;

@@ -1,6 +1,6 @@
 //! `upgrade --inventory X`: the upgrade itself.
 
-use super::{Loaded, load, remote, upgrade_request};
+use super::arguments::{Loaded, load, remote, upgrade_request};
 use crate::cli::UpgradeArgs;
 use crate::error::Result;
 

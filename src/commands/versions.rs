@@ -1,6 +1,6 @@
 //! `upgrade versions`: the targets the update graph offers from the running version.
 
-use super::{Loaded, load, print, remote};
+use super::arguments::{Loaded, load, print, remote};
 use crate::cli::VersionsArgs;
 use crate::error::Result;
 use crate::settings::OutputFormat;

@@ -28,250 +28,18 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::run::UpgradeRun;
+use super::cluster_calls::ClusterCalls;
+pub(crate) use super::lease::{Decision, Lease, Me, controller_id, decide, epoch_ms, epoch_now, micro_time};
 use crate::error::{Error, Result};
 use crate::vocabulary::Phase;
 use crate::vocabulary::Step;
 
 /// Default of `upgrade_cluster_lock_ttl`.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
-
-/// The file of the state directory that keeps this controller's id.
-const CONTROLLER_ID_FILE: &str = "controller-id";
-
-/// This controller and run, as its lease names them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Me {
-    /// The controller id (`holderIdentity`): what decides whose lease it is.
-    pub id: String,
-    /// user@machine, for people.
-    pub holder: String,
-    /// The state directory, for people.
-    pub location: String,
-    /// When the run took the lease (UTC).
-    pub started: String,
-    pub run: String,
-    /// `upgrade_change_id`, the change ticket (may be empty).
-    pub change_id: String,
-}
-
-impl Me {
-    pub(crate) fn new(id: &str, run: &str, state_dir: &str, change_id: &str) -> Me {
-        let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
-        Me {
-            id: id.to_string(),
-            holder: format!("{user}@{}", crate::journal::host_name()),
-            location: state_dir.to_string(),
-            started: crate::time_format::utc_timestamp(SystemTime::now()),
-            run: run.to_string(),
-            change_id: change_id.to_string(),
-        }
-    }
-}
-
-/// The lease as read from the cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Lease {
-    pub resource_version: String,
-    /// `holderIdentity`; empty when released.
-    pub identity: String,
-    /// `leaseDurationSeconds` as its holder wrote it.
-    pub duration: Option<Duration>,
-    pub acquired: String,
-    /// `renewTime`, milliseconds since the epoch (the holder's clock).
-    pub renewed_ms: Option<u64>,
-    pub transitions: u64,
-    pub holder: String,
-    pub location: String,
-    pub started: String,
-    pub run: String,
-    pub change_id: String,
-}
-
-impl Lease {
-    /// Reads `get configmap NAME -o json` (or what `create`/`replace -o json` answer). A lock written by an earlier
-    /// version of this tool (no `holderIdentity`, seconds in `renewed`) reads as held by a controller that is never
-    /// this one, renewed when it said.
-    pub(crate) fn parse(json: &str) -> Option<Lease> {
-        let object: Value = serde_json::from_str(json).ok()?;
-        let data = object.get("data").and_then(Value::as_object).cloned().unwrap_or_default();
-        let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-        let number = |key: &str| text(key).trim().parse::<u64>().ok();
-        let mut lease = Lease {
-            resource_version: object
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            identity: text("holderIdentity"),
-            duration: number("leaseDurationSeconds").filter(|s| *s > 0).map(Duration::from_secs),
-            acquired: text("acquireTime"),
-            renewed_ms: parse_micro_time(&text("renewTime")),
-            transitions: number("leaderTransitions").unwrap_or(0),
-            holder: text("holder"),
-            location: text("where"),
-            started: text("started"),
-            run: text("run"),
-            change_id: text("change_id"),
-        };
-        if !data.contains_key("holderIdentity") {
-            let annotated = object
-                .pointer("/metadata/annotations")
-                .and_then(|a| a.get("upgrade/renewed"))
-                .and_then(Value::as_str)
-                .and_then(|s| s.trim().parse::<u64>().ok());
-            lease.renewed_ms = annotated.max(number("renewed")).map(|s| s * 1000);
-            lease.identity = format!("an earlier version of upgrade: {} {}", lease.holder, lease.location);
-        }
-        Some(lease)
-    }
-
-    /// No run holds it: released at the end of a run, or by `upgrade unlock`.
-    pub(crate) fn released(&self) -> bool {
-        self.identity.is_empty()
-    }
-
-    /// How long ago it was renewed, by this machine's clock.
-    pub(crate) fn renewed_ago(&self, now_ms: u64) -> Option<Duration> {
-        self.renewed_ms.map(|r| Duration::from_millis(now_ms.saturating_sub(r)))
-    }
-
-    /// Renewed within its lease (its own `leaseDurationSeconds`, else `ttl`): its holder may be alive and driving
-    /// the cluster. A lease whose renewal time cannot be read counts as live: nothing proves its holder dead.
-    pub(crate) fn live(&self, now_ms: u64, ttl: Duration) -> bool {
-        let duration = self.duration.unwrap_or(ttl);
-        match self.renewed_ms {
-            Some(renewed) => now_ms <= renewed.saturating_add(duration.as_millis() as u64),
-            None => true,
-        }
-    }
-
-    /// "root@ci-7 (state directory /srv/c1/.upgrade-state), run 20261123T105800Z-4242, controller 3f.., started
-    /// ..., renewed 40s ago, change CHG-1".
-    pub(crate) fn describe(&self) -> String {
-        let mut text = if self.holder.is_empty() { "an unnamed holder".to_string() } else { self.holder.clone() };
-        if !self.location.is_empty() {
-            text.push_str(&format!(" (state directory {})", self.location));
-        }
-        if !self.run.is_empty() {
-            text.push_str(&format!(", run {}", self.run));
-        }
-        if !self.identity.is_empty() && !self.identity.starts_with("an earlier version") {
-            text.push_str(&format!(", controller {}", self.identity));
-        }
-        if !self.started.is_empty() {
-            text.push_str(&format!(", started {}", self.started));
-        }
-        if let Some(ago) = self.renewed_ago(epoch_ms()) {
-            text.push_str(&format!(", renewed {}s ago", ago.as_secs()));
-        }
-        if let Some(d) = self.duration {
-            text.push_str(&format!(" (lease {}s)", d.as_secs()));
-        }
-        if !self.change_id.is_empty() {
-            text.push_str(&format!(", change {}", self.change_id));
-        }
-        text
-    }
-}
-
-/// What a run does with the lease it read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Decision {
-    /// There is none: create it (atomic; AlreadyExists when another run was faster).
-    Take,
-    /// This controller's own, left by a run from this state directory that is no longer running: take it back.
-    Mine,
-    /// Released, or not renewed within its lease: take it over with a conditional write.
-    TakeOver { stale: bool },
-    /// Another controller's, renewed within its lease.
-    Refuse,
-}
-
-/// The lease decision, as a function of what was read, this machine's clock, the TTL and this controller's id.
-pub(crate) fn decide(read: Option<&Lease>, now_ms: u64, ttl: Duration, my_id: &str) -> Decision {
-    match read {
-        None => Decision::Take,
-        Some(lease) if !my_id.is_empty() && lease.identity == my_id => Decision::Mine,
-        Some(lease) if lease.released() => Decision::TakeOver { stale: false },
-        Some(lease) if !lease.live(now_ms, ttl) => Decision::TakeOver { stale: true },
-        Some(_) => Decision::Refuse,
-    }
-}
-
-pub(crate) fn epoch_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-pub(crate) fn epoch_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-/// client-go's MicroTime: `2026-11-24T10:00:00.123456Z`.
-pub(crate) fn micro_time(ms: u64) -> String {
-    let t = UNIX_EPOCH + Duration::from_millis(ms);
-    let (y, mo, d, h, mi, s) = crate::time_format::civil(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:06}Z", (ms % 1000) * 1000)
-}
-
-/// Reads `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, as client-go and this module write it).
-pub(crate) fn parse_micro_time(text: &str) -> Option<u64> {
-    let text = text.trim().strip_suffix('Z')?;
-    let (date, time) = text.split_once('T')?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
-    let mut c = clock.split(':').map(|p| p.parse::<i64>().ok());
-    let (h, mi, s) = (c.next()??, c.next()??, c.next()??);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let ms = if fraction.is_empty() {
-        0
-    } else {
-        let digits: String = fraction.chars().chain("000".chars()).take(3).collect();
-        digits.parse::<i64>().ok()?
-    };
-    // Howard Hinnant's days-from-civil.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + s;
-    u64::try_from(secs * 1000 + ms).ok()
-}
-
-/// This controller's id, made once per state directory (`controller-id`, random) and kept: what the lease names as
-/// its holder. Bad input (exit 2) when it can be neither read nor made.
-pub(crate) fn controller_id(state_dir: &std::path::Path) -> Result<String> {
-    let path = state_dir.join(CONTROLLER_ID_FILE);
-    let cannot = |e: std::io::Error| {
-        Error::input(format!("cannot keep this controller's id in {}: {e}", path.display()))
-            .hint("the state directory must be writable; nothing was changed")
-    };
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let id = text.trim();
-        if id.len() >= 16 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-            return Ok(id.to_string());
-        }
-    }
-    let mut bytes = [0u8; 16];
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(cannot)?;
-    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    // Written beside, then renamed: a kill -9 never leaves half an id.
-    let partial = state_dir.join(format!("{CONTROLLER_ID_FILE}.{}", std::process::id()));
-    std::fs::write(&partial, format!("{id}\n")).map_err(cannot)?;
-    std::fs::rename(&partial, &path).map_err(cannot)?;
-    Ok(id)
-}
 
 /// What one lock command did.
 #[derive(Debug, Clone, Default)]
@@ -299,7 +67,7 @@ impl Outcome {
 
 /// `read`, `take` or `write` through cluster_lock.yml on the first master, with the action's variables.
 pub(crate) async fn call(
-    run: &UpgradeRun,
+    run: &impl ClusterCalls,
     action: &str,
     vars: &[(&str, Value)],
     quiet: bool,
@@ -308,9 +76,9 @@ pub(crate) async fn call(
     all.extend(vars.iter().cloned());
     let file = run.playbook("cluster_lock.yml");
     let facts = if quiet {
-        run.run_step_quietly(&run.first_master, Step::ClusterLock, &file, &all).await
+        run.run_step_quietly(run.first_master(), Step::ClusterLock, &file, &all).await
     } else {
-        run.run_step(Phase::Preflight, &run.first_master, Step::ClusterLock, &file, &all, None).await
+        run.run_step(Phase::Preflight, run.first_master(), Step::ClusterLock, &file, &all, None).await
     }
     .map_err(|f| f.reason)?;
     let result = facts.get(format!("upgrade_cluster_lock_{action}").as_str()).cloned().unwrap_or_default();
@@ -323,7 +91,7 @@ pub(crate) async fn call(
 }
 
 /// Reads the lease: `Ok(None)` when there is none.
-pub(crate) async fn read(run: &UpgradeRun, quiet: bool) -> std::result::Result<Option<Lease>, String> {
+pub(crate) async fn read(run: &impl ClusterCalls, quiet: bool) -> std::result::Result<Option<Lease>, String> {
     let read = call(run, "read", &[], quiet).await?;
     if read.not_found() {
         return Ok(None);
@@ -355,15 +123,19 @@ fn record(me: &Me, acquired: &str, renewed_ms: u64, duration: Duration, transiti
 }
 
 /// `namespace/name` of the lease.
-pub(crate) fn lock_name(run: &UpgradeRun) -> String {
+pub(crate) fn lock_name(run: &impl ClusterCalls) -> String {
     run.render_for(
-        &run.first_master,
+        run.first_master(),
         "{{ upgrade_cluster_lock_namespace | default('kube-system') }}/{{ upgrade_cluster_lock_name | default('upgrade-lock') }}",
     )
 }
 
 /// The atomic first take: `create configmap NAME --from-literal=K=V ... -o json`.
-async fn create(run: &UpgradeRun, data: &Map<String, Value>, quiet: bool) -> std::result::Result<Outcome, String> {
+async fn create(
+    run: &impl ClusterCalls,
+    data: &Map<String, Value>,
+    quiet: bool,
+) -> std::result::Result<Outcome, String> {
     let literals: Vec<Value> =
         data.iter().map(|(k, v)| Value::String(format!("{k}={}", v.as_str().unwrap_or_default()))).collect();
     call(run, "take", &[("upgrade_cluster_lock_literals", Value::Array(literals))], quiet).await
@@ -372,7 +144,7 @@ async fn create(run: &UpgradeRun, data: &Map<String, Value>, quiet: bool) -> std
 /// A conditional write: `replace -f - -o json` of the whole ConfigMap carrying `resource_version`; Conflict when the
 /// lease changed since.
 pub(crate) async fn write(
-    run: &UpgradeRun,
+    run: &impl ClusterCalls,
     resource_version: &str,
     data: &Map<String, Value>,
     quiet: bool,
@@ -392,8 +164,8 @@ pub(crate) async fn write(
 
 /// `upgrade_cluster_lock_ttl` of the first master: seconds or a duration ("15m"); bad input is refused (exit 2)
 /// before the lock is touched (the plan checks it too: `check_ttl_setting`).
-pub(crate) fn ttl(run: &UpgradeRun) -> Result<Duration> {
-    let text = run.render_for(&run.first_master, "{{ upgrade_cluster_lock_ttl | default('') }}");
+pub(crate) fn ttl(run: &impl ClusterCalls) -> Result<Duration> {
+    let text = run.render_for(run.first_master(), "{{ upgrade_cluster_lock_ttl | default('') }}");
     crate::settings::cluster_lock_ttl(&text)
 }
 
@@ -429,43 +201,24 @@ impl Held {
     }
 }
 
-/// Why the run stopped driving the cluster, set once by the fence (cluster_lock.rs); read by `UpgradeRun::halt`.
-#[derive(Debug, Default)]
-pub(crate) struct Fence {
-    /// The first stage's reason, replaced by the second's.
-    reason: Mutex<Option<String>>,
-    /// Past the whole lease, or taken by another: the run no longer holds the lease (no clean-up writes either).
-    lost: AtomicBool,
-}
-
-impl Fence {
-    pub(crate) fn reason(&self) -> Option<String> {
-        self.reason.lock().ok().and_then(|r| r.clone())
-    }
-
-    pub(crate) fn lost(&self) -> bool {
-        self.lost.load(Ordering::SeqCst)
-    }
-}
-
 /// Starts no new host: the lease has not been renewed for half its duration.
-fn hold_back(run: &UpgradeRun, why: String) {
-    let first = run.fence.reason.lock().map(|mut r| r.is_none() && r.replace(why.clone()).is_none()).unwrap_or(false);
+fn hold_back(run: &impl ClusterCalls, why: String) {
+    let first = run.fence().reason.lock().map(|mut r| r.is_none() && r.replace(why.clone()).is_none()).unwrap_or(false);
     if first {
-        run.recorder.write_failures.stop_handle().stop();
+        run.stop_handle().stop();
         run.notice(None, format!("{why}: no new host starts; the run ends with exit 1 (re-run to resume)"));
     }
 }
 
 /// Stops every host at its next safe point: the run no longer holds the lease.
-fn lose(run: &UpgradeRun, why: String) {
-    if run.fence.lost.swap(true, Ordering::SeqCst) {
+fn lose(run: &impl ClusterCalls, why: String) {
+    if run.fence().lost.swap(true, Ordering::SeqCst) {
         return;
     }
-    if let Ok(mut reason) = run.fence.reason.lock() {
+    if let Ok(mut reason) = run.fence().reason.lock() {
         *reason = Some(why.clone());
     }
-    let stop = run.recorder.write_failures.stop_handle();
+    let stop = run.stop_handle();
     stop.stop();
     stop.abort();
     run.notice(
@@ -478,7 +231,7 @@ fn lose(run: &UpgradeRun, why: String) {
 }
 
 /// Takes the lease for this run, or refuses the run (exit 2) naming who holds it.
-pub(crate) async fn take(run: &UpgradeRun, me: &Me, ttl: Duration) -> Result<Arc<Held>> {
+pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Result<Arc<Held>> {
     let name = lock_name(run);
     let failed = |why: String| {
         Error::hosts_failed(format!("cannot take the cluster lock {name}: {why}"))
@@ -568,9 +321,9 @@ pub(crate) async fn take(run: &UpgradeRun, me: &Me, ttl: Duration) -> Result<Arc
 }
 
 /// One renewal: a conditional write of this run's record with a fresh renewTime.
-async fn renew(run: &UpgradeRun, held: &Held) {
+async fn renew(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
-    if run.fence.lost() || held.ending.load(Ordering::SeqCst) {
+    if run.fence().lost() || held.ending.load(Ordering::SeqCst) {
         return;
     }
     let (rv, acquired, transitions, extension) = match held.state.lock() {
@@ -625,7 +378,7 @@ async fn renew(run: &UpgradeRun, held: &Held) {
     }
 }
 
-fn warn_once(run: &UpgradeRun, held: &Held, why: String) {
+fn warn_once(run: &impl ClusterCalls, held: &Held, why: String) {
     let first = held.state.lock().map(|mut s| !std::mem::replace(&mut s.warned, true)).unwrap_or(false);
     if first {
         run.notice(
@@ -642,7 +395,8 @@ fn warn_once(run: &UpgradeRun, held: &Held, why: String) {
 /// Renews the lease every fifth of the TTL, and fences the run by the time since the last successful renewal, until
 /// the task is aborted (the end of the run). A fifth: two renewals fall within the first half of the lease, so one
 /// slow or failed renewal alone does not stop the run.
-pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
+pub(crate) async fn keep_renewed(run: Arc<impl ClusterCalls + 'static>, held: Arc<Held>) {
+    let run = &*run;
     let every = renewal_period(held.ttl);
     let renewing = async {
         // On a fixed beat from when the take was sent (the lease counts from there, a slow take included), not
@@ -652,10 +406,10 @@ pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
         loop {
             tokio::time::sleep_until(next).await;
             next = (next + every).max(tokio::time::Instant::now());
-            if run.fence.lost() {
+            if run.fence().lost() {
                 return;
             }
-            renew(&run, &held).await;
+            renew(run, &held).await;
         }
     };
     // Apart from the renewals: a renewal that hangs (an API that does not answer) must not stop the clock.
@@ -667,7 +421,7 @@ pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
             };
             if since >= duration {
                 lose(
-                    &run,
+                    run,
                     format!(
                         "lost the cluster lock {}: not renewed for {:.1}s, its whole lease: another controller may \
                          take it over now",
@@ -677,9 +431,9 @@ pub(crate) async fn keep_renewed(run: Arc<UpgradeRun>, held: Arc<Held>) {
                 );
                 return;
             }
-            if since >= duration / 2 && run.fence.reason().is_none() {
+            if since >= duration / 2 && run.fence().reason().is_none() {
                 hold_back(
-                    &run,
+                    run,
                     format!(
                         "the cluster lock {} has not been renewed for {:.1}s, half its {}s lease",
                         held.name,
@@ -702,15 +456,13 @@ pub(crate) fn renewal_period(ttl: Duration) -> Duration {
 /// `upgrade_control_plane_ready_timeout` more: renewals may fail that long without fencing the run, and another
 /// controller waits that long more before it takes a dead run's lease. `Duration::ZERO` ends the window. The write
 /// is made at once, before the API goes away; if it fails the run keeps its plain lease (said).
-pub(crate) async fn extend(run: &UpgradeRun, extension: Duration) {
-    let held = run.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(h, _)| h.clone()));
-    let Some(held) = held else { return };
+pub(crate) async fn extend(run: &impl ClusterCalls, held: &Held, extension: Duration) {
     if let Ok(mut s) = held.state.lock() {
         s.extension = extension;
     }
-    renew(run, &held).await;
+    renew(run, held).await;
     let duration = held.state.lock().map(|s| s.duration).unwrap_or(held.ttl);
-    if !extension.is_zero() && duration < held.lease_duration(extension) && !run.fence.lost() {
+    if !extension.is_zero() && duration < held.lease_duration(extension) && !run.fence().lost() {
         run.notice(
             None,
             format!(
@@ -732,7 +484,7 @@ pub(crate) async fn stop_renewing(held: &Held) {
 /// Releases the lease when it is still this run's: a conditional write with no holder, so a run that lost it never
 /// touches the new holder's. The ConfigMap stays (released), as client-go leaves its lock objects: a delete cannot be
 /// made conditional with kubectl 1.11, and a delete after the write could remove a lease another run just took.
-pub(crate) async fn release(run: &UpgradeRun, held: &Held) {
+pub(crate) async fn release(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
     let (rv, acquired, transitions) = match held.state.lock() {
         Ok(s) => (s.resource_version.clone(), s.acquired.clone(), s.transitions),
@@ -758,7 +510,7 @@ pub(crate) async fn release(run: &UpgradeRun, held: &Held) {
 
 /// `upgrade unlock`: marks the lease released with a conditional write on what was read (so a renewal in between
 /// wins and nothing is lost). Its holder, if alive, finds it at its next renewal and stops.
-pub(crate) async fn force_release(run: &UpgradeRun, lease: &Lease) -> std::result::Result<Outcome, String> {
+pub(crate) async fn force_release(run: &impl ClusterCalls, lease: &Lease) -> std::result::Result<Outcome, String> {
     let mut data = Map::new();
     for (key, value) in [
         ("holderIdentity", String::new()),
@@ -784,6 +536,7 @@ pub(crate) async fn force_release(run: &UpgradeRun, lease: &Lease) -> std::resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::phase::lease::parse_micro_time;
 
     fn lease(identity: &str, renewed_s: u64, duration_s: u64) -> Lease {
         Lease {

@@ -34,11 +34,11 @@ pub(crate) async fn run(
         // control-plane ready timeout more for that time, so the renewals it misses do not fence the run.
         let window = api_away_window(run, master);
         if let Some(window) = window {
-            super::cluster_lock::extend(run, window).await;
+            run.extend_cluster_lock(window).await;
         }
         let report = upgrade_host(run, master, Role::Master).await;
         if window.is_some() {
-            super::cluster_lock::extend(run, std::time::Duration::ZERO).await;
+            run.extend_cluster_lock(std::time::Duration::ZERO).await;
         }
         let failed = report.outcome.is_failure();
         run.event(Event::BatchFinished {

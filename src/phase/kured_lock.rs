@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::cluster_calls::ClusterCalls;
 use super::cluster_lock::Outcome;
-use super::run::UpgradeRun;
 use crate::error::{Error, Result};
 use crate::vocabulary::{Phase, Step};
 
@@ -97,17 +97,17 @@ pub(crate) fn lock_value(node_id: &str, created: &str) -> String {
     json!({"nodeID": node_id, "metadata": {"unschedulable": false}, "created": created, "TTL": 0}).to_string()
 }
 
-fn setting(run: &UpgradeRun, name: &str, default: &str) -> String {
-    let text = run.render_for(&run.first_master, &format!("{{{{ {name} | default('{default}') }}}}"));
+fn setting(run: &impl ClusterCalls, name: &str, default: &str) -> String {
+    let text = run.render_for(run.first_master(), &format!("{{{{ {name} | default('{default}') }}}}"));
     let text = text.trim();
     if text.is_empty() { default.to_string() } else { text.to_string() }
 }
 
-fn annotation(run: &UpgradeRun) -> String {
+fn annotation(run: &impl ClusterCalls) -> String {
     setting(run, "upgrade_kured_lock_annotation", "weave.works/kured-node-lock")
 }
 
-fn daemonset(run: &UpgradeRun) -> String {
+fn daemonset(run: &impl ClusterCalls) -> String {
     format!(
         "{}/{}",
         setting(run, "upgrade_kured_namespace", "kube-system"),
@@ -116,14 +116,14 @@ fn daemonset(run: &UpgradeRun) -> String {
 }
 
 /// One action of kured_lock.yml on the first master.
-async fn call(run: &UpgradeRun, action: &str, pair: Option<String>) -> std::result::Result<Outcome, String> {
+async fn call(run: &impl ClusterCalls, action: &str, pair: Option<String>) -> std::result::Result<Outcome, String> {
     let mut vars: Vec<(&str, Value)> = vec![("upgrade_kured_lock_action", Value::from(action))];
     if let Some(pair) = pair {
         vars.push(("upgrade_kured_lock_pair", Value::from(pair)));
     }
     let file = run.playbook("kured_lock.yml");
     let facts = run
-        .run_step(Phase::Preflight, &run.first_master, Step::KuredLock, &file, &vars, None)
+        .run_step(Phase::Preflight, run.first_master(), Step::KuredLock, &file, &vars, None)
         .await
         .map_err(|f| f.reason)?;
     let result = facts.get(format!("upgrade_kured_lock_{action}").as_str()).cloned().unwrap_or_default();
@@ -136,7 +136,7 @@ async fn call(run: &UpgradeRun, action: &str, pair: Option<String>) -> std::resu
 }
 
 /// What the DaemonSet says: `Ok(None)` when kured is not installed, else who holds its lock.
-async fn read(run: &UpgradeRun, annotation: &str) -> std::result::Result<Option<Option<Holder>>, String> {
+async fn read(run: &impl ClusterCalls, annotation: &str) -> std::result::Result<Option<Option<Holder>>, String> {
     let out = call(run, "read", None).await?;
     if out.rc != 0 {
         return Err(out.reason());
@@ -148,15 +148,15 @@ async fn read(run: &UpgradeRun, annotation: &str) -> std::result::Result<Option<
     holder(&object, annotation).map(Some)
 }
 
-async fn remove(run: &UpgradeRun, annotation: &str) -> std::result::Result<(), String> {
+async fn remove(run: &impl ClusterCalls, annotation: &str) -> std::result::Result<(), String> {
     let out = call(run, "release", Some(format!("{annotation}-"))).await?;
     if out.rc != 0 { Err(out.reason()) } else { Ok(()) }
 }
 
 /// In preflight, with the cluster lease held: gives back a lock a dead run of ours left, then, when the run will
 /// change something (`take`), takes kured's lock for the run, waiting while kured holds it. Not installed: nothing.
-pub(crate) async fn hold(run: &UpgradeRun, take: bool) -> Result<()> {
-    if !run.host_flag(&run.first_master, "upgrade_kured_lock", true) {
+pub(crate) async fn hold(run: &impl ClusterCalls, slot: &Slot, take: bool) -> Result<()> {
+    if !run.host_flag(run.first_master(), "upgrade_kured_lock", true) {
         return Ok(());
     }
     let annotation = annotation(run);
@@ -168,8 +168,8 @@ pub(crate) async fn hold(run: &UpgradeRun, take: bool) -> Result<()> {
              not installed or its reboots are stopped otherwise; nothing was changed",
         )
     };
-    let wait = Duration::from_secs(run.host_seconds(&run.first_master, "upgrade_kured_lock_wait", 600));
-    let delay = Duration::from_secs(run.host_seconds(&run.first_master, "upgrade_kured_lock_delay", 10).max(1));
+    let wait = Duration::from_secs(run.host_seconds(run.first_master(), "upgrade_kured_lock_wait", 600));
+    let delay = Duration::from_secs(run.host_seconds(run.first_master(), "upgrade_kured_lock_delay", 10).max(1));
     let started = Instant::now();
     let mut said_waiting = false;
     let mut lost_races = 0;
@@ -198,8 +198,8 @@ pub(crate) async fn hold(run: &UpgradeRun, take: bool) -> Result<()> {
                     .await
                     .map_err(&failed)?;
                 if out.rc == 0 {
-                    if let Ok(mut slot) = run.kured_lock.lock() {
-                        *slot =
+                    if let Ok(mut held_slot) = slot.lock() {
+                        *held_slot =
                             Some(Held { daemonset: daemonset.clone(), annotation: annotation.clone(), node_id: me });
                     }
                     run.notice(
@@ -249,7 +249,7 @@ pub(crate) async fn hold(run: &UpgradeRun, take: bool) -> Result<()> {
                         ),
                     );
                 }
-                if run.stop.is_stopping() {
+                if run.stop().is_stopping() {
                     return Ok(());
                 }
                 tokio::time::sleep(delay).await;
@@ -260,9 +260,9 @@ pub(crate) async fn hold(run: &UpgradeRun, take: bool) -> Result<()> {
 
 /// At the end of the run, whatever happened (not after the cluster lease was lost: the controller that holds the
 /// cluster now gives a lock of ours back itself): removes kured's lock when it still names this run.
-pub(crate) async fn release(run: &UpgradeRun) {
-    let Some(held) = run.kured_lock.lock().ok().and_then(|mut slot| slot.take()) else { return };
-    if run.fence.lost() {
+pub(crate) async fn release(run: &impl ClusterCalls, slot: &Slot) {
+    let Some(held) = slot.lock().ok().and_then(|mut slot| slot.take()) else { return };
+    if run.fence().lost() {
         return;
     }
     let still_ours = match read(run, &held.annotation).await {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::batches::StopSignal;
 use super::preflight::{self, Preflight};
 use super::run::UpgradeRun;
-use super::{cluster_hooks, control_plane, etcd_backup, nodes, verify};
+use super::{cluster_hooks, control_plane, etcd_backup, nodes, shared_steps, verify};
 use crate::error::Error;
 use crate::events::Event;
 use crate::journal::JournalEntry;
@@ -253,7 +253,7 @@ async fn run_preflight(state: &mut RunState<'_>) {
     // of an interrupt the one under way is cut (its command killed) and the run ends here, nothing touched (N9).
     let mut aborted = state.stop.clone();
     let result = tokio::select! {
-        result = preflight::run(run) => result,
+        result = preflight::run(run, &[blue_green::check_green]) => result,
         _ = aborted.aborted() => Err(Error {
             kind: crate::error::ErrorKind::Interrupted,
             ..Error::hosts_failed(format!(
@@ -313,7 +313,7 @@ async fn run_verify(state: &mut RunState<'_>) {
         .filter(|r| r.phase == Phase::ControlPlane || r.phase == Phase::Nodes)
         .map(|r| r.host.clone())
         .collect();
-    match verify::final_state(run).await {
+    match shared_steps::final_state(run).await {
         Ok(cluster) => {
             if verifying {
                 let upgraded = blue_green::to_verify(run, upgraded);
@@ -328,11 +328,11 @@ async fn run_verify(state: &mut RunState<'_>) {
                     phase_finished(run, Phase::Verify, ok, started);
                 }
             }
-            summary.left_cordoned = verify::left_cordoned(run, &cluster);
+            summary.left_cordoned = shared_steps::left_cordoned(run, &cluster);
         }
         Err(e) => {
             run.notice(None, format!("could not read the cluster at the end: {e}"));
-            summary.left_cordoned = verify::left_cordoned_by_hosts(run, &summary.hosts);
+            summary.left_cordoned = shared_steps::left_cordoned_by_hosts(run, &summary.hosts);
             summary.cluster_read_error = Some(e.message.clone());
             if let Some(started) = started {
                 // A check that cannot read what it checks fails: every host it should have verified fails verify
@@ -380,7 +380,7 @@ fn phase_finished(run: &UpgradeRun, phase: Phase, ok: bool, started: Instant) {
 /// kured's reboot lock goes back whatever happened, before the cluster lease (bounded as the lease's release is
 /// after the grace period of an interrupt).
 async fn release_kured_lock(run: &UpgradeRun) {
-    let release = super::kured_lock::release(run);
+    let release = super::kured_lock::release(run, &run.kured_lock);
     if run.stop.is_aborting() {
         if tokio::time::timeout(RELEASE_AFTER_ABORT, release).await.is_err() {
             run.notice(None, "warning: kured's reboot lock was not given back: the cluster did not answer");

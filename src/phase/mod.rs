@@ -4,11 +4,15 @@
 pub(crate) mod api_removals;
 pub(crate) mod batches;
 pub(crate) mod certificates;
+pub(crate) mod cluster_calls;
 pub(crate) mod cluster_hooks;
 pub(crate) mod cluster_lock;
+pub(crate) mod cluster_reads;
 pub(crate) mod control_plane;
 pub(crate) mod etcd_backup;
+pub(crate) mod fence;
 pub(crate) mod kured_lock;
+pub(crate) mod lease;
 pub(crate) mod manager;
 pub(crate) mod node_marks;
 pub(crate) mod nodes;
@@ -18,6 +22,7 @@ pub(crate) mod preflight;
 pub(crate) mod recorder;
 pub(crate) mod run;
 pub(crate) mod sequence;
+pub(crate) mod shared_steps;
 pub(crate) mod step_runner;
 pub(crate) mod verify;
 

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::run::{StepFailure, UpgradeRun};
+use super::cluster_calls::ClusterCalls;
+use super::step_runner::StepFailure;
 use crate::cluster::{ClusterNode, parse_node, parse_nodes_named};
 use crate::settings::TargetVersion;
 use crate::vocabulary::Step;
@@ -100,7 +101,7 @@ impl NodePoller {
     }
 
     /// One read for every node waiting now, after the gap since the last read (`State::gap`).
-    async fn read(&self, run: &UpgradeRun, interval: Duration, deadline: Instant) {
+    async fn read(&self, run: &impl ClusterCalls, interval: Duration, deadline: Instant) {
         // Woken when a node starts waiting: its first look is due sooner than the back-off's next read.
         loop {
             let due = self.state.lock().ok().and_then(|s| s.last_read.map(|last| last + s.gap(interval)));
@@ -129,7 +130,7 @@ impl NodePoller {
         let one = if waiting.len() == 1 { waiting[0].clone() } else { String::new() };
         let vars = [("upgrade_poll_node", Value::String(one.clone()))];
         let file = run.playbook("node_poll.yml");
-        let result = run.run_step_quietly(&run.first_master, Step::WaitReady, &file, &vars).await;
+        let result = run.run_step_quietly(run.first_master(), Step::WaitReady, &file, &vars).await;
         let register = if one.is_empty() { "upgrade_poll_all" } else { "upgrade_poll_one" };
         // Parsed where it lies in the fact store: the node list of a large cluster is tens of MB.
         let nodes: Result<Vec<ClusterNode>, String> = result.map_err(|f| f.reason).and_then(|facts| {
@@ -146,7 +147,7 @@ impl NodePoller {
                 parse_node(field("stdout")).map(|n| vec![n])
             }
         });
-        run.steps.forget(&run.first_master, register);
+        run.forget(run.first_master(), register);
         if let Ok(mut state) = self.state.lock() {
             match nodes {
                 Ok(nodes) => {
@@ -172,7 +173,7 @@ impl NodePoller {
 
 /// The wait-ready step of `host`: its node Ready at the target within `upgrade_node_ready_timeout`, read by the
 /// run's one poller every `upgrade_node_ready_delay` seconds.
-pub(crate) async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepFailure> {
+pub(crate) async fn wait_ready(run: &impl ClusterCalls, poller: &NodePoller, host: &str) -> Result<(), StepFailure> {
     let fail = |reason: String| StepFailure::new(Step::WaitReady, reason);
     let seconds = |template: &str, default: u64| {
         run.render_for(host, template)
@@ -185,14 +186,13 @@ pub(crate) async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepF
     };
     let timeout = seconds("{{ upgrade_node_ready_timeout | default(600) }}", 600);
     let interval = Duration::from_secs(
-        run.render_for(&run.first_master, "{{ upgrade_node_ready_delay | default(5) }}")
+        run.render_for(run.first_master(), "{{ upgrade_node_ready_delay | default(5) }}")
             .trim()
             .parse::<u64>()
             .unwrap_or(5)
             .max(1),
     );
     let node = run.node_name(host);
-    let poller = &run.poller;
     let registered = Instant::now();
     let deadline = registered + Duration::from_secs(timeout);
     let mut generation = poller.generation.subscribe();
@@ -200,10 +200,10 @@ pub(crate) async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepF
     // A flavour that reads "at the target" from what the host has installed (OpenShift 3.11: every 3.11.z reports one
     // kubelet version) waits for Ready only, as its own wait_ready.yml does.
     let wants_version = !run.probes_host_version(host);
-    let at = if wants_version { format!(" at {}", run.target) } else { String::new() };
+    let at = if wants_version { format!(" at {}", run.target()) } else { String::new() };
     let outcome = loop {
         if let Some(Seen::Node(seen)) = poller.seen_since(&node, registered) {
-            let at_target = TargetVersion::parse(&seen.kubelet_version).ok().as_ref() == Some(&run.target);
+            let at_target = TargetVersion::parse(&seen.kubelet_version).ok().as_ref() == Some(run.target());
             if (at_target || !wants_version) && seen.ready {
                 break Ok(());
             }
@@ -220,7 +220,7 @@ pub(crate) async fn wait_ready(run: &UpgradeRun, host: &str) -> Result<(), StepF
             };
             break Err(fail(format!("node {node} is not Ready{at} after {timeout}s: {said}")));
         }
-        if run.stop.is_aborting() {
+        if run.stop().is_aborting() {
             break Err(StepFailure::interrupted(Step::WaitReady));
         }
         match poller.read_turn.try_lock() {

@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::batches::StopSignal;
+use std::future::Future;
+
+use super::batches::{StopHandle, StopSignal};
+use super::cluster_calls::ClusterCalls;
+use super::fence::Fence;
 pub(crate) use super::recorder::{Recorder, WriteFailures};
 pub(crate) use super::step_runner::{StepFacts, StepFailure, StepRunner};
 use crate::cluster::ClusterNode;
@@ -48,7 +52,7 @@ pub(crate) struct UpgradeRun {
     /// The cluster-wide lock this run holds, and the task that renews it and keeps its fence (cluster_lock.rs).
     pub cluster_lock: Mutex<Option<(Arc<super::cluster_lock::Held>, tokio::task::JoinHandle<()>)>>,
     /// Set when the run can no longer vouch for its cluster lock: it starts nothing more (cluster_lock.rs).
-    pub fence: super::cluster_lock::Fence,
+    pub fence: super::fence::Fence,
     /// kured's reboot lock, when this run holds it (kured_lock.rs).
     pub kured_lock: super::kured_lock::Slot,
     /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
@@ -101,7 +105,7 @@ impl UpgradeRun {
             cluster_before: Mutex::default(),
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
-            fence: super::cluster_lock::Fence::default(),
+            fence: super::fence::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
             api_removals_acknowledged: Mutex::default(),
@@ -476,9 +480,99 @@ impl UpgradeRun {
         report
     }
 
+    /// Writes the cluster lock's lease with `extension` more than its TTL (zero: back to the TTL), when the run holds
+    /// it: see `cluster_lock::extend`.
+    pub(crate) async fn extend_cluster_lock(&self, extension: Duration) {
+        let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(h, _)| h.clone()));
+        if let Some(held) = held {
+            super::cluster_lock::extend(self, &held, extension).await;
+        }
+    }
+
     pub(crate) async fn close(&self) {
         // Commands cut at the end of the grace period are killed on their hosts before the masters close.
         crate::connection::ssh::finish_pending_kills(Duration::from_secs(10)).await;
         self.steps.pool().close_all().await;
+    }
+}
+
+/// The few things the cluster lock, kured's lock and the poller take of the run: see `ClusterCalls`.
+impl ClusterCalls for UpgradeRun {
+    fn first_master(&self) -> &str {
+        &self.first_master
+    }
+
+    fn run_id(&self) -> String {
+        UpgradeRun::run_id(self)
+    }
+
+    fn target(&self) -> &TargetVersion {
+        &self.target
+    }
+
+    fn playbook(&self, name: &str) -> PathBuf {
+        UpgradeRun::playbook(self, name)
+    }
+
+    fn render_for(&self, host: &str, template: &str) -> String {
+        UpgradeRun::render_for(self, host, template)
+    }
+
+    fn host_flag(&self, host: &str, name: &str, default: bool) -> bool {
+        UpgradeRun::host_flag(self, host, name, default)
+    }
+
+    fn host_seconds(&self, host: &str, name: &str, default: u64) -> u64 {
+        UpgradeRun::host_seconds(self, host, name, default)
+    }
+
+    fn node_name(&self, host: &str) -> String {
+        UpgradeRun::node_name(self, host)
+    }
+
+    fn probes_host_version(&self, host: &str) -> bool {
+        UpgradeRun::probes_host_version(self, host)
+    }
+
+    fn notice(&self, host: Option<&str>, message: String) {
+        UpgradeRun::notice(self, host, message)
+    }
+
+    fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    fn stop(&self) -> &StopSignal {
+        &self.stop
+    }
+
+    fn stop_handle(&self) -> &StopHandle {
+        self.recorder.write_failures.stop_handle()
+    }
+
+    fn forget(&self, host: &str, name: &str) {
+        self.steps.forget(host, name)
+    }
+
+    fn run_step(
+        &self,
+        phase: Phase,
+        host: &str,
+        step: Step,
+        file: &Path,
+        more: &[(&str, Value)],
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<StepFacts, StepFailure>> + Send {
+        UpgradeRun::run_step(self, phase, host, step, file, more, timeout)
+    }
+
+    fn run_step_quietly(
+        &self,
+        host: &str,
+        step: Step,
+        file: &Path,
+        more: &[(&str, Value)],
+    ) -> impl Future<Output = Result<StepFacts, StepFailure>> + Send {
+        UpgradeRun::run_step_quietly(self, host, step, file, more)
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::run::{StepFailure, UpgradeRun};
+use super::shared_steps::{cut_at_abort, drain, hook, safe_point};
 use crate::events::Event;
 use crate::settings::HookPoint;
 use crate::vocabulary::Phase;
@@ -104,26 +105,6 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
     run.host_completed_with_window(phase, host, outcome, started, window).await
 }
 
-/// Before each step: past the grace period of an interrupt, the host stops here, between steps.
-pub(crate) fn safe_point(run: &UpgradeRun, step: Step) -> Result<(), StepFailure> {
-    if run.stop.is_aborting() { Err(StepFailure::interrupted(step)) } else { Ok(()) }
-}
-
-/// Runs the host's hook at `point` after the safe-point check.
-pub(crate) async fn hook(
-    run: &UpgradeRun,
-    phase: Phase,
-    host: &str,
-    point: HookPoint,
-    step: Step,
-) -> Result<(), StepFailure> {
-    if !run.has_hook(host, point) {
-        return Ok(());
-    }
-    safe_point(run, step)?;
-    cut_at_abort(run, phase, host, step, run.run_hook(phase, host, point, step)).await
-}
-
 /// Runs a built-in step after the safe-point check.
 async fn step(
     run: &UpgradeRun,
@@ -144,37 +125,6 @@ async fn step(
     cut_at_abort(run, phase, host, step, work).await.map(|_| ())
 }
 
-/// Runs a hook or a built-in step until it ends or the grace period of an interrupt runs out, whichever comes
-/// first. A hook can run for ever (`sleep 600`, a drain waiting on a PodDisruptionBudget): past the grace period
-/// the step is dropped, which kills its command (the connection kills what it started when dropped), and the host
-/// stops there as at a safe point; the caller's clean-up then uncordons a node this run cordoned and did not
-/// upgrade.
-async fn cut_at_abort<T>(
-    run: &UpgradeRun,
-    phase: Phase,
-    host: &str,
-    step: Step,
-    work: impl std::future::Future<Output = Result<T, StepFailure>>,
-) -> Result<T, StepFailure> {
-    let started = Instant::now();
-    let mut stop = run.stop.clone();
-    tokio::select! {
-        result = work => result,
-        _ = stop.aborted() => {
-            let failure = StepFailure::interrupted(step);
-            run.event(Event::StepFinished {
-                phase,
-                host: host.into(),
-                step,
-                ok: false,
-                duration: started.elapsed(),
-                error: Some(failure.reason.clone()),
-            });
-            Err(failure)
-        }
-    }
-}
-
 /// The node Ready at the target, read by the run's one poller (poller.rs), told as a step like the others.
 async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
     safe_point(run, Step::WaitReady)?;
@@ -188,7 +138,7 @@ async fn wait_ready_polled(run: &UpgradeRun, phase: Phase, host: &str) -> Result
         error,
     };
     run.event(Event::StepStarted { phase, host: host.into(), step: Step::WaitReady });
-    let result = super::poller::wait_ready(run, host).await;
+    let result = super::poller::wait_ready(run, &run.poller, host).await;
     run.event(event(result.is_ok(), result.as_ref().err().map(|f| f.reason.clone())));
     if result.is_ok() {
         run.record_step_done(phase, host, Step::WaitReady).await;
@@ -390,7 +340,7 @@ async fn wait_ready(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), St
             return Ok(());
         };
         if !failure.interrupted && !failure.unreachable {
-            if let Ok(pending) = super::preflight::pending_csrs(run, phase).await {
+            if let Ok(pending) = super::cluster_reads::pending_csrs(run, phase).await {
                 let names: Vec<&str> =
                     pending.iter().filter(|c| c.node() == Some(node.as_str())).map(|c| c.name.as_str()).collect();
                 if !names.is_empty() {
@@ -484,17 +434,6 @@ fn control_plane_etcd_host(run: &UpgradeRun, master: &str) -> String {
     etcd.iter().find(|h| run.plan.masters.contains(h)).cloned().unwrap_or_default()
 }
 
-/// The drain, bounded by the drain timeout, and cut short when the grace period of an interrupt runs out (a drain
-/// can wait for ever on a PodDisruptionBudget; stopping it changes nothing on the node).
-pub(crate) async fn drain(run: &UpgradeRun, phase: Phase, host: &str) -> Result<(), StepFailure> {
-    safe_point(run, Step::Drain)?;
-    let limit = run.plan.settings.drain_timeout.value.limit();
-    let file = run.playbook("drain.yml");
-    cut_at_abort(run, phase, host, Step::Drain, run.run_step(phase, host, Step::Drain, &file, &[], limit))
-        .await
-        .map(|_| ())
-}
-
 /// Past the grace period, a node this run cordoned and did not upgrade gets its capacity back.
 async fn uncordon_after_interrupt(run: &UpgradeRun, host: &str, role: Role, was_cordoned: bool, attempt: &mut Attempt) {
     if !attempt.cordoned || was_cordoned || attempt.upgraded {
@@ -520,12 +459,12 @@ fn upgrade_cut_short(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
 /// The reads are labelled with the host's own phase (a master's re-read is the control plane's, not the nodes').
 async fn now_at_target(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
     if run.probes_host_version(host) {
-        return super::preflight::read_host_version(run, phase, host)
+        return super::cluster_reads::read_host_version(run, phase, host)
             .await
             .is_ok_and(|v| run.target.is_reported_by(&v));
     }
     let node = run.node_name(host);
-    match super::preflight::read_cluster(run, phase).await {
+    match super::cluster_reads::read_cluster(run, phase).await {
         Ok(nodes) => {
             nodes.iter().find(|n| n.name == node).is_some_and(|n| run.target.is_reported_by(&n.kubelet_version))
         }

@@ -4,12 +4,11 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::preflight::read_cluster;
 use super::run::UpgradeRun;
 use crate::cluster::ClusterNode;
 use crate::error::Result;
 use crate::vocabulary::Phase;
-use crate::vocabulary::{CordonedNode, HostOutcome, HostReport, LeftToOperator, Step};
+use crate::vocabulary::{HostOutcome, HostReport, LeftToOperator, Step};
 
 /// What the upgraded hosts whose flavour probes them have installed now (`host_version.yml`), by host.
 pub(crate) async fn installed_versions(
@@ -17,9 +16,9 @@ pub(crate) async fn installed_versions(
     upgraded: &[String],
 ) -> HashMap<String, Result<String, String>> {
     let probed: Vec<&String> = upgraded.iter().filter(|h| run.probes_host_version(h)).collect();
-    let reads = probed
-        .into_iter()
-        .map(|host| async move { (host.clone(), super::preflight::read_host_version(run, Phase::Verify, host).await) });
+    let reads = probed.into_iter().map(|host| async move {
+        (host.clone(), super::cluster_reads::read_host_version(run, Phase::Verify, host).await)
+    });
     super::fan_out(run.forks(), reads).await.into_iter().collect()
 }
 
@@ -176,54 +175,4 @@ pub(crate) fn not_ready_untouched(
 
 pub(crate) fn failed(reason: String) -> HostOutcome {
     HostOutcome::Failed { step: Step::Verify, reason, unreachable: false, left_cordoned: false }
-}
-
-/// Reads the cluster at the end of the run.
-pub(crate) async fn final_state(run: &UpgradeRun) -> Result<HashMap<String, ClusterNode>> {
-    let nodes = read_cluster(run, Phase::Verify).await?;
-    Ok(nodes.into_iter().map(|n| (n.name.clone(), n)).collect())
-}
-
-/// Every node the cluster reports unschedulable, with how to make it schedulable again.
-pub(crate) fn left_cordoned(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Vec<CordonedNode> {
-    let before = run.cluster_before.lock().map(|b| b.clone()).unwrap_or_default();
-    let nodes = cluster
-        .values()
-        .filter(|n| n.unschedulable)
-        // "Before the run" from the Node's mark as preflight read it: a cordon a killed run left is marked, and is not
-        // said to be the operator's (R7).
-        .map(|n| (n.name.clone(), before.get(&n.name).is_some_and(|b| b.cordoned_by_someone_else())));
-    cordoned_nodes(run, nodes)
-}
-
-/// When the cluster cannot be read at the end: the nodes the hosts' own sequences reported left cordoned (a failed
-/// host whose node this run cordoned, an upgraded node that was cordoned before the run).
-pub(crate) fn left_cordoned_by_hosts(run: &UpgradeRun, reports: &[HostReport]) -> Vec<CordonedNode> {
-    let nodes = reports.iter().filter_map(|r| {
-        let node = || r.node.clone().unwrap_or_else(|| r.host.clone());
-        match r.outcome {
-            HostOutcome::Failed { left_cordoned: true, .. } => Some((node(), false)),
-            HostOutcome::Upgraded { left_cordoned: true } => Some((node(), true)),
-            _ => None,
-        }
-    });
-    cordoned_nodes(run, nodes)
-}
-
-fn cordoned_nodes(run: &UpgradeRun, nodes: impl Iterator<Item = (String, bool)>) -> Vec<CordonedNode> {
-    // As the flavour's defaults.yml derives it for the steps: the openshift flavour's is `<upgrade_kubectl> adm`
-    // (3.11's uncordon is `oc adm uncordon`), the others' is upgrade_kubectl itself.
-    let template = match run.plan.flavor.flavor {
-        crate::flavor::Flavor::Openshift => {
-            "{{ upgrade_kubectl_adm | default((upgrade_kubectl | default('oc')) ~ ' adm') }}"
-        }
-        _ => "{{ upgrade_kubectl_adm | default(upgrade_kubectl | default('kubectl')) }}",
-    };
-    let kubectl = run.render_for(&run.first_master, template);
-    let mut nodes: Vec<CordonedNode> = nodes
-        .map(|(node, before_run)| CordonedNode { fix: format!("{kubectl} uncordon {node}"), node, before_run })
-        .collect();
-    nodes.sort_by(|a, b| a.node.cmp(&b.node));
-    nodes.dedup_by(|a, b| a.node == b.node);
-    nodes
 }

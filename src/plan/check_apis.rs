@@ -9,7 +9,7 @@ use crate::api_removals::Report;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
 use crate::inventory::{Inventory, Vars};
-use crate::phase::{api_removals, preflight};
+use crate::phase::{api_removals, cluster_reads, preflight};
 use crate::plan::Phase;
 use crate::session::{Remote, Session, UpgradeRequest};
 
@@ -43,14 +43,14 @@ pub(crate) fn check_apis(
     let run = session.run.clone();
     let outcome = session.runtime.block_on(async {
         preflight::check_reachable(&run).await?;
-        let cluster = preflight::read_cluster(&run, Phase::Preflight).await?;
+        let cluster = cluster_reads::read_cluster(&run, Phase::Preflight).await?;
         let by_name: std::collections::HashMap<String, crate::cluster::ClusterNode> =
             cluster.into_iter().map(|n| (n.name.clone(), n)).collect();
         let by_name = Arc::new(by_name);
         if let Ok(mut before) = run.cluster_before.lock() {
             *before = by_name.clone();
         }
-        preflight::read_host_versions(&run).await?;
+        cluster_reads::read_host_versions(&run).await?;
         let decided = preflight::decide(&run, &by_name)?;
         let hosts = api_removals::hosts_to_upgrade(&decided);
         let report =

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
 use crate::inventory::{Inventory, Vars};
 use crate::phase::run::UpgradeRun;
-use crate::phase::{cluster_lock, fan_out, preflight};
+use crate::phase::{cluster_lock, cluster_reads, fan_out, preflight};
 use crate::plan::Phase;
 use crate::session::{Remote, Session, UpgradeRequest};
 use crate::vocabulary::Step;
@@ -110,8 +110,8 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
     let mut problems = Vec::new();
     let mut notices = Vec::new();
     // A released lease, or one not renewed within its lease, would be taken by a run started now.
-    let ttl = cluster_lock::ttl(run).unwrap_or(cluster_lock::DEFAULT_TTL);
-    let cluster_lock_holder = match cluster_lock::read(run, true).await {
+    let ttl = cluster_lock::ttl(run.as_ref()).unwrap_or(cluster_lock::DEFAULT_TTL);
+    let cluster_lock_holder = match cluster_lock::read(run.as_ref(), true).await {
         Ok(Some(lease)) if !lease.released() && lease.live(cluster_lock::epoch_ms(), ttl) => Some(lease.describe()),
         Ok(_) => None,
         Err(why) => {
@@ -122,12 +122,12 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
     if let Some(holder) = &cluster_lock_holder {
         problems.push(format!("the cluster lock is held by {holder}: a run started now would be refused"));
     }
-    let cluster = preflight::read_cluster(run, Phase::Preflight).await?;
+    let cluster = cluster_reads::read_cluster(run, Phase::Preflight).await?;
     let by_name: std::collections::HashMap<String, crate::cluster::ClusterNode> =
         cluster.iter().map(|n| (n.name.clone(), n.clone())).collect();
     // As preflight: a flavour that decides "at the target" by what the host has installed (OpenShift 3.11, whose
     // every 3.11.z kubelet reports one version) is read on the hosts first, or every host looks a minor behind.
-    preflight::read_host_versions(run).await?;
+    cluster_reads::read_host_versions(run).await?;
     let decided = preflight::decide(run, &by_name)?;
     let blockers = match preflight::read_drain_blockers(run, Phase::Preflight).await {
         Ok(found) => found,

@@ -121,6 +121,9 @@ impl Plan {
         Plan::build_with(inventory, extra, request, true)
     }
 
+    /// The plan in one pass down, as the README tells it: the phases asked for; the groups (masters, etcd, the
+    /// nodes `--limit` keeps); each host's variables once; the settings and the flavour, resolved up front with
+    /// their origins; the nodes selected, ordered and cut into batches; the hooks; the host settings; the phases.
     fn build_with(
         inventory: &Inventory,
         extra: &Vars,
@@ -130,78 +133,13 @@ impl Plan {
         let selected = select_phases(&request.phases)?;
         let wants = |p: Phase| selected.contains(&p);
         let limit = request.limit.clone();
-
-        if inventory.hosts.is_empty() {
-            // Say why there are no masters: an empty file, or a directory without inventory files.
-            let (what, hint) = if inventory.path.is_dir() {
-                (
-                    "the inventory directory holds no inventory with hosts",
-                    "put an INI or YAML inventory file in it, or pass the file itself to --inventory",
-                )
-            } else {
-                (
-                    "the inventory has no hosts",
-                    "list the control-plane hosts in a `masters` group and the workers in `nodes` ([masters] in INI, \
-                     all.children.masters in YAML)",
-                )
-            };
-            return Err(Error::input(what).in_file(&inventory.path).hint(hint));
-        }
-        let groups = ClusterGroups::resolve(inventory, extra)?;
-        let masters = match inventory.group_hosts(&groups.masters.name) {
-            Some(hosts) if !hosts.is_empty() => hosts,
-            found => {
-                let name = &groups.masters.name;
-                let what =
-                    if found.is_some() { format!("an empty `{name}` group") } else { format!("no `{name}` group") };
-                return Err(Error::input(format!("the inventory has {what}")).in_file(&inventory.path).hint(
-                    "list the control-plane hosts in a `masters` group ([masters] in INI, all.children.masters in \
-                     YAML), or name their group with upgrade_masters_group (kubespray's kube_control_plane is found \
-                     without it)",
-                ));
-            }
-        };
-        let etcd = match inventory.group_hosts(&groups.etcd.name) {
-            Some(hosts) if !hosts.is_empty() => hosts,
-            _ => masters.iter().take(1).cloned().collect(),
-        };
-        let master_set: HashSet<&str> = masters.iter().map(String::as_str).collect();
-        let all_nodes: Vec<String> = inventory
-            .group_hosts(&groups.nodes.name)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|h| !master_set.contains(h.as_str()))
-            .collect();
-        let candidates = match &limit {
-            Some(pattern) => {
-                let allowed: HashSet<String> = inventory.select(pattern)?.into_iter().collect();
-                let kept: Vec<String> = all_nodes.iter().filter(|h| allowed.contains(*h)).cloned().collect();
-                if kept.is_empty() && !all_nodes.is_empty() && wants(Phase::Nodes) {
-                    return Err(Error::input(format!("--limit `{pattern}` selects none of the nodes to upgrade"))
-                        .hint(
-                            "name hosts of the `nodes` group that are not masters, or leave out the nodes phase \
-                               with --phase",
-                        ));
-                }
-                kept
-            }
-            None => all_nodes,
-        };
-
-        // Each host's variables once: the settings, the labels and the hooks all read them.
-        let mut host_vars: IndexMap<String, Vars> = IndexMap::new();
-        for host in masters.iter().chain(&etcd).chain(&candidates) {
-            if !host_vars.contains_key(host) {
-                host_vars.insert(host.clone(), inventory.host_vars(host, extra));
-            }
-        }
+        let Groups { masters, etcd, candidates, cluster: groups } =
+            groups(inventory, extra, limit.as_deref(), wants(Phase::Nodes))?;
+        let host_vars = vars_once(inventory, extra, masters.iter().chain(&etcd).chain(&candidates))?;
         let vars_of = |hosts: &[String]| -> Vec<(&str, &Vars)> {
             hosts.iter().filter_map(|h| host_vars.get_key_value(h).map(|(k, v)| (k.as_str(), v))).collect()
         };
         let node_vars = vars_of(&candidates);
-        for (host, vars) in &host_vars {
-            crate::builtin_vars::check_host(host, vars)?;
-        }
 
         let mut hosts: Vec<String> = masters.clone();
         let mut seen: HashSet<String> = hosts.iter().cloned().collect();
@@ -213,70 +151,21 @@ impl Plan {
         let provisional_all: Vec<String> =
             hosts.iter().chain(if wants(Phase::Nodes) { candidates.as_slice() } else { &[] }).cloned().collect();
         let provisional_all = dedup(provisional_all);
-        let mut settings = settings::resolve(&request.flags, &node_vars, &vars_of(&provisional_all), extra)?;
         let all_vars = vars_of(&provisional_all);
-        let flavor = flavor::choose(inventory, &all_vars)?;
-        let mut target_passed_over = Vec::new();
-        if flavor.flavor == Flavor::Openshift && settings.target_version.value.is_none() {
-            let (target, passed_over) = settings::resolve_openshift_target(&all_vars, extra)?;
-            if let Some(target) = target {
-                settings.target_version = target;
-            }
-            target_passed_over = passed_over;
-        }
-        if flavor.flavor == Flavor::Openshift {
-            settings::check_openshift_image_tag(&settings.target_version, &all_vars, extra)?;
-        }
-        if flavor.flavor != Flavor::Openshift && settings.target_version.value.is_none() {
-            // kubespray sets kube_version for the cluster's hosts (k8s_cluster), not for etcd hosts of their own.
-            let cluster_vars: Vec<(&str, &Vars)> = all_vars
-                .iter()
-                .filter(|(h, _)| master_set.contains(h) || candidates.iter().any(|c| c == h))
-                .copied()
-                .collect();
-            if let Some(target) = crate::cluster_groups::kubespray_target(&cluster_vars, extra)? {
-                settings.target_version = target;
-            }
-        }
-        let openshift_packages = match flavor.flavor {
-            Flavor::Openshift => {
-                let first = all_vars.first().map(|(_, v)| *v);
-                let service_type = first.map(flavor::openshift_service_type).transpose()?.unwrap_or("atomic-openshift");
-                Some(flavor::openshift_packages(service_type))
-            }
-            _ => None,
-        };
-        let certificate_expiry =
-            settings::resolve_certificate_expiry(&all_vars, extra, flavor.flavor.default_certificate_warning_days())?;
+        let resolved = resolve_settings(request, inventory, extra, &node_vars, &all_vars, &masters, &candidates)?;
+        let ResolvedSettings { settings, flavor, target_passed_over, openshift_packages, certificate_expiry } =
+            resolved;
         if flavor.flavor == Flavor::Custom {
-            let hosts_needing = |hosts: &[String], variable: &str| -> Result<()> {
-                for host in hosts {
-                    let set = host_vars
-                        .get(host)
-                        .and_then(|v| v.get(variable))
-                        .is_some_and(|v| v.value.as_str().is_some_and(|s| !s.trim().is_empty()));
-                    if !set {
-                        return Err(Error::input(format!(
-                            "upgrade_flavor is custom ({}) but {host} has no {variable}",
-                            flavor.why
-                        ))
-                        .in_file(&inventory.path)
-                        .hint(format!(
-                            "the custom flavour runs only your commands: set {variable} (the whole upgrade of one \
-                             host), or choose upgrade_flavor kubeadm or openshift"
-                        )));
-                    }
-                }
-                Ok(())
-            };
+            let needs =
+                |hosts: &[String], variable: &str| custom_command_set(inventory, &flavor, &host_vars, hosts, variable);
             if wants(Phase::ControlPlane) {
-                hosts_needing(&masters, "upgrade_master_upgrade_command")?;
+                needs(&masters, "upgrade_master_upgrade_command")?;
             }
             if wants(Phase::Nodes) {
-                hosts_needing(&candidates, "upgrade_node_upgrade_command")?;
+                needs(&candidates, "upgrade_node_upgrade_command")?;
             }
         }
-        let strategy = crate::strategy::Strategy::resolve(&node_vars, &vars_of(&provisional_all), extra, inventory)?;
+        let strategy = crate::strategy::Strategy::resolve(&node_vars, &all_vars, extra, inventory)?;
 
         let mut node_labels = IndexMap::new();
         let mut groups_cache = NodeGroupsCache::default();
@@ -301,32 +190,7 @@ impl Plan {
             hosts.extend(nodes.iter().filter(|h| seen.insert((*h).clone())).cloned());
         }
 
-        let mut hooks: IndexMap<String, HostHooks> = IndexMap::new();
-        let mut add_hooks = |host: &String, points: &[HookPoint]| -> Result<()> {
-            let Some(vars) = host_vars.get(host) else { return Ok(()) };
-            let found = settings::resolve_hooks(host, vars, points, &inventory.dir)?;
-            if !found.is_empty() {
-                hooks.entry(host.clone()).or_default().extend(found);
-            }
-            Ok(())
-        };
-        if wants(Phase::ControlPlane) {
-            for host in &masters {
-                add_hooks(host, &HookPoint::MASTER)?;
-            }
-        }
-        if wants(Phase::Nodes) {
-            for host in &nodes {
-                add_hooks(host, &HookPoint::NODE)?;
-            }
-        }
-        let cluster_hooks = match masters.first().and_then(|m| host_vars.get(m).map(|v| (m, v))) {
-            Some((first, vars)) if wants(Phase::ControlPlane) || wants(Phase::Nodes) => {
-                settings::resolve_hooks(first, vars, &HookPoint::CLUSTER, &inventory.dir)?
-            }
-            _ => HostHooks::new(),
-        };
-
+        let (hooks, cluster_hooks) = hooks_of(inventory, &host_vars, &masters, &nodes, &wants)?;
         let upgraded: Vec<String> = dedup(
             masters
                 .iter()
@@ -336,37 +200,8 @@ impl Plan {
                 .collect(),
         );
         let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
-        // The run reads the cluster lock's TTL on the first master and refuses a bad one: `check` and `--plan`
-        // refuse it too, at its line, before anything connects.
-        if let Some(var) =
-            masters.first().and_then(|m| host_vars.get(m)).and_then(|v| v.get("upgrade_cluster_lock_ttl"))
-        {
-            let text = match &var.value {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                Value::Null => None,
-                other => Some(other.to_string()),
-            };
-            if let Some(text) = text.filter(|t| !t.contains("{{") && !t.contains("{%")) {
-                settings::cluster_lock_ttl(&text)
-                    .map_err(|e| settings::located(e, "upgrade_cluster_lock_ttl", &var.origin))?;
-            }
-        }
-
-        let phases = selected
-            .iter()
-            .map(|&phase| PhasePlan {
-                phase,
-                batches: match phase {
-                    Phase::Preflight | Phase::Verify => Vec::new(),
-                    Phase::EtcdBackup => vec![etcd.clone()],
-                    Phase::ControlPlane => masters.iter().map(|m| vec![m.clone()]).collect(),
-                    Phase::Nodes => node_batches.clone(),
-                    // The pseudo-phases (cluster hooks, config backup) are never selected: `Phase::select`.
-                    _ => Vec::new(),
-                },
-            })
-            .collect();
+        check_cluster_lock_ttl(masters.first().and_then(|m| host_vars.get(m)))?;
+        let phases = phase_plans(&selected, &etcd, &masters, &node_batches);
 
         Ok(Plan {
             phases,
@@ -389,6 +224,249 @@ impl Plan {
             groups,
         })
     }
+}
+
+/// The groups a plan is made of: the masters, the etcd hosts (the first master when there is no etcd group) and
+/// the nodes `--limit` keeps (the nodes group without the masters), each group named as `ClusterGroups` resolved it.
+struct Groups {
+    masters: Vec<String>,
+    etcd: Vec<String>,
+    candidates: Vec<String>,
+    cluster: ClusterGroups,
+}
+
+fn groups(inventory: &Inventory, extra: &Vars, limit: Option<&str>, wants_nodes: bool) -> Result<Groups> {
+    if inventory.hosts.is_empty() {
+        // Say why there are no masters: an empty file, or a directory without inventory files.
+        let (what, hint) = if inventory.path.is_dir() {
+            (
+                "the inventory directory holds no inventory with hosts",
+                "put an INI or YAML inventory file in it, or pass the file itself to --inventory",
+            )
+        } else {
+            (
+                "the inventory has no hosts",
+                "list the control-plane hosts in a `masters` group and the workers in `nodes` ([masters] in INI, \
+                     all.children.masters in YAML)",
+            )
+        };
+        return Err(Error::input(what).in_file(&inventory.path).hint(hint));
+    }
+    let groups = ClusterGroups::resolve(inventory, extra)?;
+    let masters = match inventory.group_hosts(&groups.masters.name) {
+        Some(hosts) if !hosts.is_empty() => hosts,
+        found => {
+            let name = &groups.masters.name;
+            let what = if found.is_some() { format!("an empty `{name}` group") } else { format!("no `{name}` group") };
+            return Err(Error::input(format!("the inventory has {what}")).in_file(&inventory.path).hint(
+                "list the control-plane hosts in a `masters` group ([masters] in INI, all.children.masters in \
+                 YAML), or name their group with upgrade_masters_group (kubespray's kube_control_plane is found \
+                 without it)",
+            ));
+        }
+    };
+    let etcd = match inventory.group_hosts(&groups.etcd.name) {
+        Some(hosts) if !hosts.is_empty() => hosts,
+        _ => masters.iter().take(1).cloned().collect(),
+    };
+    let master_set: HashSet<&str> = masters.iter().map(String::as_str).collect();
+    let all_nodes: Vec<String> = inventory
+        .group_hosts(&groups.nodes.name)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|h| !master_set.contains(h.as_str()))
+        .collect();
+    let candidates = match limit {
+        Some(pattern) => {
+            let allowed: HashSet<String> = inventory.select(pattern)?.into_iter().collect();
+            let kept: Vec<String> = all_nodes.iter().filter(|h| allowed.contains(*h)).cloned().collect();
+            if kept.is_empty() && !all_nodes.is_empty() && wants_nodes {
+                return Err(Error::input(format!("--limit `{pattern}` selects none of the nodes to upgrade")).hint(
+                    "name hosts of the `nodes` group that are not masters, or leave out the nodes phase \
+                               with --phase",
+                ));
+            }
+            kept
+        }
+        None => all_nodes,
+    };
+    Ok(Groups { masters, etcd, candidates, cluster: groups })
+}
+
+/// Each host's variables once: the settings, the labels and the hooks all read them. Checked for the run's own
+/// variables a host may not set.
+fn vars_once<'a>(
+    inventory: &Inventory,
+    extra: &Vars,
+    hosts: impl Iterator<Item = &'a String>,
+) -> Result<IndexMap<String, Vars>> {
+    let mut host_vars: IndexMap<String, Vars> = IndexMap::new();
+    for host in hosts {
+        if !host_vars.contains_key(host) {
+            host_vars.insert(host.clone(), inventory.host_vars(host, extra));
+        }
+    }
+    for (host, vars) in &host_vars {
+        crate::builtin_vars::check_host(host, vars)?;
+    }
+    Ok(host_vars)
+}
+
+/// The settings and the flavour, resolved once, up front, with their origins: the plan is built from these.
+struct ResolvedSettings {
+    settings: Settings,
+    flavor: FlavorChoice,
+    target_passed_over: Vec<String>,
+    openshift_packages: Option<flavor::OpenShiftPackages>,
+    certificate_expiry: settings::CertificateExpiry,
+}
+
+fn resolve_settings(
+    request: &PlanRequest,
+    inventory: &Inventory,
+    extra: &Vars,
+    node_vars: &[(&str, &Vars)],
+    all_vars: &[(&str, &Vars)],
+    masters: &[String],
+    candidates: &[String],
+) -> Result<ResolvedSettings> {
+    let mut settings = settings::resolve(&request.flags, node_vars, all_vars, extra)?;
+    let flavor = flavor::choose(inventory, all_vars)?;
+    let mut target_passed_over = Vec::new();
+    if flavor.flavor == Flavor::Openshift && settings.target_version.value.is_none() {
+        let (target, passed_over) = settings::resolve_openshift_target(all_vars, extra)?;
+        if let Some(target) = target {
+            settings.target_version = target;
+        }
+        target_passed_over = passed_over;
+    }
+    if flavor.flavor == Flavor::Openshift {
+        settings::check_openshift_image_tag(&settings.target_version, all_vars, extra)?;
+    }
+    if flavor.flavor != Flavor::Openshift && settings.target_version.value.is_none() {
+        // kubespray sets kube_version for the cluster's hosts (k8s_cluster), not for etcd hosts of their own.
+        let cluster_vars: Vec<(&str, &Vars)> =
+            all_vars.iter().filter(|(h, _)| masters.iter().chain(candidates).any(|m| m == h)).copied().collect();
+        if let Some(target) = crate::cluster_groups::kubespray_target(&cluster_vars, extra)? {
+            settings.target_version = target;
+        }
+    }
+    let openshift_packages = match flavor.flavor {
+        Flavor::Openshift => {
+            let first = all_vars.first().map(|(_, v)| *v);
+            let service_type = first.map(flavor::openshift_service_type).transpose()?.unwrap_or("atomic-openshift");
+            Some(flavor::openshift_packages(service_type))
+        }
+        _ => None,
+    };
+    let certificate_expiry =
+        settings::resolve_certificate_expiry(all_vars, extra, flavor.flavor.default_certificate_warning_days())?;
+    Ok(ResolvedSettings { settings, flavor, target_passed_over, openshift_packages, certificate_expiry })
+}
+
+/// The custom flavour runs only the operator's commands: every host it upgrades must name its command.
+fn custom_command_set(
+    inventory: &Inventory,
+    flavor: &FlavorChoice,
+    host_vars: &IndexMap<String, Vars>,
+    hosts: &[String],
+    variable: &str,
+) -> Result<()> {
+    for host in hosts {
+        let set = host_vars
+            .get(host)
+            .and_then(|v| v.get(variable))
+            .is_some_and(|v| v.value.as_str().is_some_and(|s| !s.trim().is_empty()));
+        if !set {
+            return Err(Error::input(format!(
+                "upgrade_flavor is custom ({}) but {host} has no {variable}",
+                flavor.why
+            ))
+            .in_file(&inventory.path)
+            .hint(format!(
+                "the custom flavour runs only your commands: set {variable} (the whole upgrade of one \
+                     host), or choose upgrade_flavor kubeadm or openshift"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The hooks of the hosts the plan upgrades (masters, the nodes selected), and the cluster hooks, read on the first
+/// master, all through `settings::resolve_hooks`.
+fn hooks_of(
+    inventory: &Inventory,
+    host_vars: &IndexMap<String, Vars>,
+    masters: &[String],
+    nodes: &[String],
+    wants: &dyn Fn(Phase) -> bool,
+) -> Result<(IndexMap<String, HostHooks>, HostHooks)> {
+    let mut hooks: IndexMap<String, HostHooks> = IndexMap::new();
+    let mut add_hooks = |host: &String, points: &[HookPoint]| -> Result<()> {
+        let Some(vars) = host_vars.get(host) else { return Ok(()) };
+        let found = settings::resolve_hooks(host, vars, points, &inventory.dir)?;
+        if !found.is_empty() {
+            hooks.entry(host.clone()).or_default().extend(found);
+        }
+        Ok(())
+    };
+    if wants(Phase::ControlPlane) {
+        for host in masters {
+            add_hooks(host, &HookPoint::MASTER)?;
+        }
+    }
+    if wants(Phase::Nodes) {
+        for host in nodes {
+            add_hooks(host, &HookPoint::NODE)?;
+        }
+    }
+    let cluster_hooks = match masters.first().and_then(|m| host_vars.get(m).map(|v| (m, v))) {
+        Some((first, vars)) if wants(Phase::ControlPlane) || wants(Phase::Nodes) => {
+            settings::resolve_hooks(first, vars, &HookPoint::CLUSTER, &inventory.dir)?
+        }
+        _ => HostHooks::new(),
+    };
+    Ok((hooks, cluster_hooks))
+}
+
+/// The run reads the cluster lock's TTL on the first master and refuses a bad one: `check` and `--plan` refuse it
+/// too, at its line, before anything connects.
+fn check_cluster_lock_ttl(first_master_vars: Option<&Vars>) -> Result<()> {
+    let Some(var) = first_master_vars.and_then(|v| v.get("upgrade_cluster_lock_ttl")) else { return Ok(()) };
+    let text = match &var.value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    };
+    if let Some(text) = text.filter(|t| !t.contains("{{") && !t.contains("{%")) {
+        settings::cluster_lock_ttl(&text).map_err(|e| settings::located(e, "upgrade_cluster_lock_ttl", &var.origin))?;
+    }
+    Ok(())
+}
+
+/// Each phase asked for with its batches: etcd-backup on the etcd hosts, the masters one at a time, the nodes'
+/// batches.
+fn phase_plans(
+    selected: &[Phase],
+    etcd: &[String],
+    masters: &[String],
+    node_batches: &[Vec<String>],
+) -> Vec<PhasePlan> {
+    selected
+        .iter()
+        .map(|&phase| PhasePlan {
+            phase,
+            batches: match phase {
+                Phase::Preflight | Phase::Verify => Vec::new(),
+                Phase::EtcdBackup => vec![etcd.to_vec()],
+                Phase::ControlPlane => masters.iter().map(|m| vec![m.clone()]).collect(),
+                Phase::Nodes => node_batches.to_vec(),
+                // The pseudo-phases (cluster hooks, config backup) are never selected: `Phase::select`.
+                _ => Vec::new(),
+            },
+        })
+        .collect()
 }
 
 fn dedup(hosts: Vec<String>) -> Vec<String> {

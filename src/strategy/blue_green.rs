@@ -17,7 +17,7 @@ use crate::events::Event;
 use crate::phase::batches::{BatchStop, StopSignal};
 use crate::phase::nodes::run_in_batches_from;
 use crate::phase::run::{StepFailure, UpgradeRun};
-use crate::phase::sequence::{drain, hook, safe_point};
+use crate::phase::shared_steps::{drain, final_state, hook, left_cordoned, safe_point};
 use crate::settings::HookPoint;
 use crate::vocabulary::Phase;
 use crate::vocabulary::{HostOutcome, HostReport, Step, StopReason, Summary};
@@ -84,7 +84,7 @@ async fn green_can_take_the_load(run: &UpgradeRun, switched: bool) -> std::resul
         // Surge hooks add the replacements: nothing to count here.
         return Ok(());
     }
-    let cluster = crate::phase::preflight::read_cluster(run, Phase::Nodes)
+    let cluster = crate::phase::cluster_reads::read_cluster(run, Phase::Nodes)
         .await
         .map_err(|e| format!("the green nodes could not be read: {}", e.message))?;
     let mut ok = 0;
@@ -373,7 +373,8 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
         resumed: false,
         change_id: Some(run.change_id()).filter(|c| !c.is_empty()),
     });
-    let cluster: HashMap<String, ClusterNode> = match crate::phase::preflight::read_cluster(run, Phase::Preflight).await
+    let cluster: HashMap<String, ClusterNode> = match crate::phase::cluster_reads::read_cluster(run, Phase::Preflight)
+        .await
     {
         Ok(nodes) => {
             let cluster: HashMap<String, ClusterNode> = nodes.into_iter().map(|n| (n.name.clone(), n)).collect();
@@ -429,8 +430,8 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
         run.event(Event::HostFinished { report: report.clone() });
         summary.hosts.push(report);
     }
-    if let Ok(after) = crate::phase::verify::final_state(run).await {
-        summary.left_cordoned = crate::phase::verify::left_cordoned(run, &after);
+    if let Ok(after) = final_state(run).await {
+        summary.left_cordoned = left_cordoned(run, &after);
     }
     run.event(Event::RunFinished { summary: summary.clone() });
     (summary, None)

@@ -97,14 +97,14 @@ async fn running_version(probe: &UpgradeRun) -> Result<TargetVersion> {
     let mut versions = Vec::new();
     for master in &probed {
         let version =
-            crate::phase::preflight::read_host_version(probe, Phase::Preflight, master).await.map_err(|why| {
+            crate::phase::cluster_reads::read_host_version(probe, Phase::Preflight, master).await.map_err(|why| {
                 Error::hosts_failed(format!("cannot read what {master} has installed: {why}"))
                     .hint("upgrade_host_version_command must print the installed version")
             })?;
         versions.extend(TargetVersion::parse(&version).ok());
     }
     if probed.len() < probe.plan.masters.len() {
-        let cluster = crate::phase::preflight::read_cluster(probe, Phase::Preflight).await?;
+        let cluster = crate::phase::cluster_reads::read_cluster(probe, Phase::Preflight).await?;
         let masters: Vec<String> =
             probe.plan.masters.iter().filter(|m| !probed.contains(m)).map(|m| probe.node_name(m)).collect();
         versions.extend(

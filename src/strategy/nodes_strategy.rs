@@ -239,25 +239,5 @@ fn bool_value(value: &Value) -> Result<bool> {
 
 fn surge_hook(host: &str, vars: &Vars, name: &str, base_dir: &std::path::Path) -> Result<Option<PathBuf>> {
     let Some(var) = vars.get(name) else { return Ok(None) };
-    let path = match crate::settings::hook_path(&var.value, base_dir) {
-        Ok(None) => return Ok(None),
-        Ok(Some(path)) => path,
-        Err(_) => {
-            return Err(crate::settings::located(
-                Error::input(format!("{name} (for {host}) is not a path to a task file"))
-                    .hint("set it to the path of an Ansible task list, e.g. hooks/surge_add.yml"),
-                name,
-                &var.origin,
-            ));
-        }
-    };
-    if !path.is_file() {
-        return Err(crate::settings::located(
-            Error::input(format!("{name} (for {host}) names {}, which does not exist", path.display()))
-                .hint(format!("create the task file, or fix the path (relative to {})", base_dir.display())),
-            name,
-            &var.origin,
-        ));
-    }
-    Ok(Some(path))
+    crate::settings::hook_file(host, name, var, base_dir)
 }

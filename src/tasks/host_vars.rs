@@ -14,13 +14,7 @@ use serde_json::{Map, Value};
 use super::template::Vars;
 use crate::inventory::{self, HostVarsJson, Inventory, vars_to_json};
 
-/// One host's facts and registered results, in the order they were first set. Each value is shared: a snapshot of
-/// the map, which every task's variables hold while the task runs, copies no value, and a fact set while a snapshot
-/// is held copies the others' handles only (the first master's registered node list is tens of MB on a large
-/// cluster, and its tasks register while earlier tasks' snapshots are alive).
-///
-/// The names are shared too ([`FactStore`] keeps one copy of each): every host has the same 57 defaults.
-pub type HostFacts = indexmap::IndexMap<Arc<str>, Arc<Value>>;
+pub use super::facts::HostFacts;
 
 /// The facts (`set_fact`) and registered results of every host of one run, shared by every host's task engine and
 /// read through `hostvars`. One per run: facts persist from one step (play) to the next, as in one playbook run.

@@ -2,6 +2,7 @@
 
 pub mod connect;
 pub mod engine;
+pub mod facts;
 pub mod host_vars;
 pub mod model;
 pub mod modules;

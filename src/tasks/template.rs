@@ -45,7 +45,7 @@ use minijinja::value::{Enumerator, Object, Serde, Value, ValueKind, merge_maps};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde_json::Value as Json;
 
-use super::host_vars::HostFacts;
+use super::facts::HostFacts;
 
 mod filters;
 mod pyfmt;

@@ -87,21 +87,6 @@ impl VaultSecrets {
         VaultSecrets { secrets, id_match }
     }
 
-    /// The passwords of `--vault-id` and `--vault-password-file` values (and of the environment, as the command
-    /// line reads it), without a prompt: for the examples and benches that read inventories as `upgrade` does.
-    pub fn from_sources(
-        vault_ids: &[String],
-        password_files: &[std::path::PathBuf],
-    ) -> crate::error::Result<VaultSecrets> {
-        let options = passwords::VaultOptions {
-            vault_ids: vault_ids.to_vec(),
-            password_files: password_files.to_vec(),
-            ..passwords::VaultOptions::default()
-        }
-        .with_environment();
-        Ok(passwords::gather(&options, &mut |_| None)?.0)
-    }
-
     /// Decrypts a vault text (a whole file's content, or a `!vault` value) to its plaintext bytes.
     pub(crate) fn decrypt(&self, text: &str) -> Result<Vec<u8>, VaultError> {
         let envelope = Envelope::parse(text)?;

@@ -12,6 +12,25 @@ use std::process::{Command, Stdio};
 use super::{DEFAULT_ID, VaultSecret, VaultSecrets};
 use crate::error::{Error, Result};
 
+// Here rather than beside the type in `vault/mod.rs`: this file imports that one, and that one stays free of
+// where passwords come from (no two files import each other).
+impl VaultSecrets {
+    /// The passwords of `--vault-id` and `--vault-password-file` values (and of the environment, as the command
+    /// line reads it), without a prompt: for the examples and benches that read inventories as `upgrade` does.
+    pub fn from_sources(
+        vault_ids: &[String],
+        password_files: &[std::path::PathBuf],
+    ) -> crate::error::Result<VaultSecrets> {
+        let options = VaultOptions {
+            vault_ids: vault_ids.to_vec(),
+            password_files: password_files.to_vec(),
+            ..VaultOptions::default()
+        }
+        .with_environment();
+        Ok(gather(&options, &mut |_| None)?.0)
+    }
+}
+
 /// What the command line and the environment say about vault passwords.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct VaultOptions {

@@ -8,6 +8,7 @@
 //! judged by changed_when/failed_when), `module_context` (connection, become, environment, arguments) and
 //! `results` (Ansible's result shapes). The engine sits on `modules`, which sits on `model`.
 
+mod args;
 mod attempts;
 mod handlers;
 mod loops;
@@ -34,8 +35,8 @@ use super::{Templar, Vars};
 use crate::ansible_compat::{boolean, python_type_name};
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
+use args::render_args;
 pub use handlers::{answers_to, handler_not_found, handlers_file};
-use module_context::render_args;
 use results::{
     StopTask, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
 };

@@ -4,8 +4,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use crate::ansible_compat::boolean;
 use crate::connection::capture::bounded_text;
+use crate::events::TaskStatus;
+use crate::tasks::modules::failed;
 
 /// Ansible's internal `_ansible_*` keys of a result, which `register` does not keep and events do not carry.
 pub(super) fn is_internal(key: &str) -> bool {

@@ -5,8 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::common::*;
+use super::context::ModuleContext;
 use super::lineinfile::{apply_attributes, write_back};
-use super::*;
 use crate::ansible_compat::shell_quote;
 
 /// Puts the block where ansible-core does: in place of the old one (between its markers), else after the last line

@@ -4,7 +4,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use super::common::*;
+use super::context::{ModuleContext, read_local};
 use crate::ansible_compat::{shell_quote, shlex_split};
 use crate::connection::capture::bounded_text;
 use crate::connection::{ConnectionError, ExecOutput};

@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::*;
+use super::common::*;
 use crate::ansible_compat::shell_quote;
 use crate::connection::{ConnectionError, ExecOutput, SharedConnection, StdoutCapture};
+use crate::tasks::Templar;
+use crate::tasks::connect::ConnectionPool;
+use serde_json::{Map, Value};
 
 #[derive(Clone)]
 pub struct ModuleContext {
@@ -144,6 +147,13 @@ pub(super) fn without_prompt(stderr: &[u8]) -> Vec<u8> {
         return stderr.to_vec();
     }
     text.replace(BECOME_PROMPT, "").into_bytes()
+}
+
+pub(super) fn read_local(ctx: &ModuleContext, name: &str, sub: &str) -> Result<(PathBuf, Vec<u8>), Map<String, Value>> {
+    let path = resolve_local(&ctx.task_file, name, Some(sub));
+    std::fs::read(&path)
+        .map(|data| (path.clone(), data))
+        .map_err(|e| failed(format!("Could not find or access '{name}' (looked for {}): {e}", path.display())))
 }
 
 #[cfg(test)]

@@ -2,8 +2,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use super::common::*;
+use super::context::ModuleContext;
 use crate::ansible_compat::boolean;
+use crate::tasks::Vars;
 
 pub(super) fn debug(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> Map<String, Value> {
     let verbosity = arg_int(args, "verbosity").ok().flatten().unwrap_or(0);

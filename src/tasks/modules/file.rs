@@ -5,9 +5,11 @@
 
 use serde_json::{Map, Value, json};
 
+use super::common::*;
+use super::context::ModuleContext;
 use super::files::mode_text;
-use super::*;
 use crate::ansible_compat::shell_quote;
+use crate::connection::ConnectionError;
 
 /// What `stat` says of a path (not following a final symlink unless asked).
 #[derive(Debug, Clone, PartialEq)]

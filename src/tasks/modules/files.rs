@@ -4,9 +4,11 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use super::common::*;
+use super::context::{ModuleContext, read_local};
 use crate::ansible_compat::shell_quote;
 use crate::connection::ConnectionError;
+use crate::tasks::Vars;
 
 /// Octal text for chmod: YAML's `0644` arrives as 420 and means 0o644, as in Ansible.
 pub(super) fn mode_text(mode: &Value) -> Option<String> {

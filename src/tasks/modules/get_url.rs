@@ -6,10 +6,12 @@
 
 use serde_json::{Map, Value, json};
 
+use super::common::*;
+use super::context::ModuleContext;
 use super::file::{add_path_info, probe};
 use super::lineinfile::apply_attributes;
-use super::*;
 use crate::ansible_compat::shell_quote;
+use crate::connection::ConnectionError;
 
 /// `fail_json` with the fields the result has gathered so far.
 fn fail_with(msg: impl Into<String>, base: &Map<String, Value>) -> Map<String, Value> {

@@ -7,8 +7,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use super::common::*;
+use super::context::ModuleContext;
 use crate::ansible_compat::shell_quote;
+use crate::connection::ConnectionError;
 
 /// Lines with their endings, as Python's `readlines()`.
 fn read_lines(text: &str) -> Vec<String> {

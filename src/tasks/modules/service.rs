@@ -6,8 +6,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::*;
-use crate::ansible_compat::shell_quote;
+use super::common::*;
+use super::context::ModuleContext;
+use crate::ansible_compat::{boolean, shell_quote};
+use crate::connection::ConnectionError;
 
 /// `systemctl show` output as Ansible's `parse_systemctl_show` reads it: `Key=value` lines, an `Exec*={ ... }` value
 /// running over several lines until its closing brace.

@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use super::common::*;
+use super::context::ModuleContext;
 use crate::ansible_compat::shell_quote;
 
 const MARK: &str = "\n--upgrade-uri-headers--\n";

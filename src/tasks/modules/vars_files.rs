@@ -3,7 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use super::common::*;
+use super::context::ModuleContext;
 use crate::ansible_compat::shell_quote;
 
 /// `slurp: src=PATH`: `content` (base64), `encoding`, `source`.

@@ -4,7 +4,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
-use super::*;
+use super::common::*;
+use super::context::ModuleContext;
 use crate::ansible_compat::shell_quote;
 use crate::connection::{ConnectionError, SharedConnection};
 

@@ -1,0 +1,241 @@
+//! The cluster lock's lease record, pure: who holds it (this controller and run), how it reads and prints, whether it
+//! is live, and what a run decides from it. cluster_lock.rs reads and writes it on the cluster.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// The file of the state directory that keeps this controller's id.
+const CONTROLLER_ID_FILE: &str = "controller-id";
+
+/// This controller and run, as its lease names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Me {
+    /// The controller id (`holderIdentity`): what decides whose lease it is.
+    pub id: String,
+    /// user@machine, for people.
+    pub holder: String,
+    /// The state directory, for people.
+    pub location: String,
+    /// When the run took the lease (UTC).
+    pub started: String,
+    pub run: String,
+    /// `upgrade_change_id`, the change ticket (may be empty).
+    pub change_id: String,
+}
+
+impl Me {
+    pub(crate) fn new(id: &str, run: &str, state_dir: &str, change_id: &str) -> Me {
+        let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
+        Me {
+            id: id.to_string(),
+            holder: format!("{user}@{}", crate::journal::host_name()),
+            location: state_dir.to_string(),
+            started: crate::time_format::utc_timestamp(SystemTime::now()),
+            run: run.to_string(),
+            change_id: change_id.to_string(),
+        }
+    }
+}
+
+/// The lease as read from the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub resource_version: String,
+    /// `holderIdentity`; empty when released.
+    pub identity: String,
+    /// `leaseDurationSeconds` as its holder wrote it.
+    pub duration: Option<Duration>,
+    pub acquired: String,
+    /// `renewTime`, milliseconds since the epoch (the holder's clock).
+    pub renewed_ms: Option<u64>,
+    pub transitions: u64,
+    pub holder: String,
+    pub location: String,
+    pub started: String,
+    pub run: String,
+    pub change_id: String,
+}
+
+impl Lease {
+    /// Reads `get configmap NAME -o json` (or what `create`/`replace -o json` answer). A lock written by an earlier
+    /// version of this tool (no `holderIdentity`, seconds in `renewed`) reads as held by a controller that is never
+    /// this one, renewed when it said.
+    pub(crate) fn parse(json: &str) -> Option<Lease> {
+        let object: Value = serde_json::from_str(json).ok()?;
+        let data = object.get("data").and_then(Value::as_object).cloned().unwrap_or_default();
+        let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        let number = |key: &str| text(key).trim().parse::<u64>().ok();
+        let mut lease = Lease {
+            resource_version: object
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            identity: text("holderIdentity"),
+            duration: number("leaseDurationSeconds").filter(|s| *s > 0).map(Duration::from_secs),
+            acquired: text("acquireTime"),
+            renewed_ms: parse_micro_time(&text("renewTime")),
+            transitions: number("leaderTransitions").unwrap_or(0),
+            holder: text("holder"),
+            location: text("where"),
+            started: text("started"),
+            run: text("run"),
+            change_id: text("change_id"),
+        };
+        if !data.contains_key("holderIdentity") {
+            let annotated = object
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get("upgrade/renewed"))
+                .and_then(Value::as_str)
+                .and_then(|s| s.trim().parse::<u64>().ok());
+            lease.renewed_ms = annotated.max(number("renewed")).map(|s| s * 1000);
+            lease.identity = format!("an earlier version of upgrade: {} {}", lease.holder, lease.location);
+        }
+        Some(lease)
+    }
+
+    /// No run holds it: released at the end of a run, or by `upgrade unlock`.
+    pub(crate) fn released(&self) -> bool {
+        self.identity.is_empty()
+    }
+
+    /// How long ago it was renewed, by this machine's clock.
+    pub(crate) fn renewed_ago(&self, now_ms: u64) -> Option<Duration> {
+        self.renewed_ms.map(|r| Duration::from_millis(now_ms.saturating_sub(r)))
+    }
+
+    /// Renewed within its lease (its own `leaseDurationSeconds`, else `ttl`): its holder may be alive and driving
+    /// the cluster. A lease whose renewal time cannot be read counts as live: nothing proves its holder dead.
+    pub(crate) fn live(&self, now_ms: u64, ttl: Duration) -> bool {
+        let duration = self.duration.unwrap_or(ttl);
+        match self.renewed_ms {
+            Some(renewed) => now_ms <= renewed.saturating_add(duration.as_millis() as u64),
+            None => true,
+        }
+    }
+
+    /// "root@ci-7 (state directory /srv/c1/.upgrade-state), run 20261123T105800Z-4242, controller 3f.., started
+    /// ..., renewed 40s ago, change CHG-1".
+    pub(crate) fn describe(&self) -> String {
+        let mut text = if self.holder.is_empty() { "an unnamed holder".to_string() } else { self.holder.clone() };
+        if !self.location.is_empty() {
+            text.push_str(&format!(" (state directory {})", self.location));
+        }
+        if !self.run.is_empty() {
+            text.push_str(&format!(", run {}", self.run));
+        }
+        if !self.identity.is_empty() && !self.identity.starts_with("an earlier version") {
+            text.push_str(&format!(", controller {}", self.identity));
+        }
+        if !self.started.is_empty() {
+            text.push_str(&format!(", started {}", self.started));
+        }
+        if let Some(ago) = self.renewed_ago(epoch_ms()) {
+            text.push_str(&format!(", renewed {}s ago", ago.as_secs()));
+        }
+        if let Some(d) = self.duration {
+            text.push_str(&format!(" (lease {}s)", d.as_secs()));
+        }
+        if !self.change_id.is_empty() {
+            text.push_str(&format!(", change {}", self.change_id));
+        }
+        text
+    }
+}
+
+/// What a run does with the lease it read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// There is none: create it (atomic; AlreadyExists when another run was faster).
+    Take,
+    /// This controller's own, left by a run from this state directory that is no longer running: take it back.
+    Mine,
+    /// Released, or not renewed within its lease: take it over with a conditional write.
+    TakeOver { stale: bool },
+    /// Another controller's, renewed within its lease.
+    Refuse,
+}
+
+/// The lease decision, as a function of what was read, this machine's clock, the TTL and this controller's id.
+pub(crate) fn decide(read: Option<&Lease>, now_ms: u64, ttl: Duration, my_id: &str) -> Decision {
+    match read {
+        None => Decision::Take,
+        Some(lease) if !my_id.is_empty() && lease.identity == my_id => Decision::Mine,
+        Some(lease) if lease.released() => Decision::TakeOver { stale: false },
+        Some(lease) if !lease.live(now_ms, ttl) => Decision::TakeOver { stale: true },
+        Some(_) => Decision::Refuse,
+    }
+}
+
+pub(crate) fn epoch_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+pub(crate) fn epoch_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// client-go's MicroTime: `2026-11-24T10:00:00.123456Z`.
+pub(crate) fn micro_time(ms: u64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(ms);
+    let (y, mo, d, h, mi, s) = crate::time_format::civil(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:06}Z", (ms % 1000) * 1000)
+}
+
+/// Reads `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, as client-go and this module write it).
+pub(crate) fn parse_micro_time(text: &str) -> Option<u64> {
+    let text = text.trim().strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
+    let mut c = clock.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, mi, s) = (c.next()??, c.next()??, c.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let ms = if fraction.is_empty() {
+        0
+    } else {
+        let digits: String = fraction.chars().chain("000".chars()).take(3).collect();
+        digits.parse::<i64>().ok()?
+    };
+    // Howard Hinnant's days-from-civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s;
+    u64::try_from(secs * 1000 + ms).ok()
+}
+
+/// This controller's id, made once per state directory (`controller-id`, random) and kept: what the lease names as
+/// its holder. Bad input (exit 2) when it can be neither read nor made.
+pub(crate) fn controller_id(state_dir: &std::path::Path) -> Result<String> {
+    let path = state_dir.join(CONTROLLER_ID_FILE);
+    let cannot = |e: std::io::Error| {
+        Error::input(format!("cannot keep this controller's id in {}: {e}", path.display()))
+            .hint("the state directory must be writable; nothing was changed")
+    };
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if id.len() >= 16 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Ok(id.to_string());
+        }
+    }
+    let mut bytes = [0u8; 16];
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(cannot)?;
+    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    // Written beside, then renamed: a kill -9 never leaves half an id.
+    let partial = state_dir.join(format!("{CONTROLLER_ID_FILE}.{}", std::process::id()));
+    std::fs::write(&partial, format!("{id}\n")).map_err(cannot)?;
+    std::fs::rename(&partial, &path).map_err(cannot)?;
+    Ok(id)
+}
