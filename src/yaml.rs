@@ -492,7 +492,7 @@ mod tests {
     fn syntax_errors_name_the_line() {
         let err = parse("a: 1\nb: [1, 2\nc: 3\n", Path::new("bad.yml")).unwrap_err();
         let loc = err.location.unwrap();
-        assert_eq!(loc.file, Path::new("bad.yml"));
+        assert_eq!(&*loc.file, Path::new("bad.yml"));
         assert!(loc.line >= 2, "{loc}");
     }
 

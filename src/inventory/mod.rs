@@ -133,35 +133,59 @@ impl Inventory {
     /// then `extra` (`-e`). Unknown hosts get the `all` layers and `extra`.
     pub fn host_vars(&self, host: &str, extra: &Vars) -> Vars {
         let mut vars = Vars::new();
-        let put = |vars: &mut Vars, layer: &Vars| {
+        for layer in self.var_layers(host, extra) {
             for (k, v) in layer {
                 vars.insert(k.clone(), v.clone());
             }
-        };
+        }
+        vars
+    }
+
+    /// A host's variables as `host_vars` merges them, as plain values (no origins): what templates, connections
+    /// and the redactor read. Merged straight from the layers, without the origins' copies.
+    pub fn host_values(&self, host: &str, extra: &Vars) -> serde_json::Map<String, Value> {
+        let mut values = serde_json::Map::new();
+        for layer in self.var_layers(host, extra) {
+            for (k, v) in layer {
+                values.insert(k.clone(), v.value.clone());
+            }
+        }
+        values
+    }
+
+    /// One of a host's variables as `host_vars` would give it, read from the top layer down without merging the
+    /// others: for a question asked of every host of a large inventory.
+    pub fn host_var<'a>(&'a self, host: &str, name: &str, extra: &'a Vars) -> Option<&'a Var> {
+        self.var_layers(host, extra).into_iter().rev().find_map(|layer| layer.get(name))
+    }
+
+    /// Every layer any host's variables are merged from: each group's and each host's inventory and file
+    /// variables, then `extra`.
+    pub fn every_var_layer<'a>(&'a self, extra: &'a Vars) -> impl Iterator<Item = &'a Vars> + Clone {
+        let groups = self.groups.values().flat_map(|g| [&g.vars, &g.file_vars]);
+        let hosts = self.hosts.values().flat_map(|h| [&h.vars, &h.file_vars]);
+        groups.chain(hosts).chain(std::iter::once(extra))
+    }
+
+    /// The layers of a host's variables, lowest precedence first (see `host_vars`).
+    fn var_layers<'a>(&'a self, host: &str, extra: &'a Vars) -> Vec<&'a Vars> {
         let all = self.groups.get("all");
         let host_entry = self.hosts.get(host);
         let mut groups: Vec<&Group> = host_entry
             .map(|h| h.groups.iter().filter(|g| *g != "all").filter_map(|g| self.groups.get(g)).collect())
             .unwrap_or_default();
         groups.sort_by(|a, b| (a.depth, a.priority, &a.name).cmp(&(b.depth, b.priority, &b.name)));
-        if let Some(all) = all {
-            put(&mut vars, &all.vars);
-        }
-        for g in &groups {
-            put(&mut vars, &g.vars);
-        }
-        if let Some(all) = all {
-            put(&mut vars, &all.file_vars);
-        }
-        for g in &groups {
-            put(&mut vars, &g.file_vars);
-        }
+        let mut layers = Vec::with_capacity(2 * groups.len() + 5);
+        layers.extend(all.map(|all| &all.vars));
+        layers.extend(groups.iter().map(|g| &g.vars));
+        layers.extend(all.map(|all| &all.file_vars));
+        layers.extend(groups.iter().map(|g| &g.file_vars));
         if let Some(h) = host_entry {
-            put(&mut vars, &h.vars);
-            put(&mut vars, &h.file_vars);
+            layers.push(&h.vars);
+            layers.push(&h.file_vars);
         }
-        put(&mut vars, extra);
-        vars
+        layers.push(extra);
+        layers
     }
 
     /// The hosts an Ansible host pattern (`--limit`) selects, in the order Ansible evaluates them: `a,b` or
@@ -233,9 +257,7 @@ pub type HostVarsJson = std::collections::HashMap<String, serde_json::Map<String
 /// Every host's variables as JSON (`-e` included), by inventory name: what connections, templates and the redactor
 /// start from. Built once per run and shared: each copy is about 2 KB per host.
 pub fn host_vars_json(inventory: &Inventory, extra: &Vars) -> std::sync::Arc<HostVarsJson> {
-    std::sync::Arc::new(
-        inventory.hosts.keys().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, extra)))).collect(),
-    )
+    std::sync::Arc::new(inventory.hosts.keys().map(|h| (h.clone(), inventory.host_values(h, extra))).collect())
 }
 
 #[cfg(test)]

@@ -603,3 +603,26 @@ fn a_cut_vault_text_is_a_format_error_not_a_crash() {
     .unwrap_err();
     assert!(err.message.contains("must be the text ansible-vault printed"), "{err}");
 }
+
+#[test]
+fn the_inventory_redactor_masks_what_every_hosts_merged_variables_would_and_renders_a_templated_secret() {
+    use crate::redact::Redactor;
+    let layered = ini("[masters]\nm1 db_password=hunter2-m1\n[nodes]\nn1 ansible_become_password=sudo-n1\n\
+                       [nodes:vars]\nupgrade_secret_vars=db_password,api_token\napi_token=tok-nodes-1234\n")
+    .unwrap();
+    let extra: Vars = [("db_password".to_string(), Var { value: json!("from-extra-5678"), origin: Origin::Default })]
+        .into_iter()
+        .collect();
+    let from_layers = Redactor::for_inventory(&layered, &extra);
+    let from_hosts = Redactor::from_hosts(&host_vars_json(&layered, &extra));
+    let line = "tok-nodes-1234 sudo-n1 from-extra-5678";
+    assert_eq!(from_hosts.text(line), "******** ******** ********");
+    assert_eq!(from_layers.text(line), from_hosts.text(line));
+    // A superset: m1 does not call db_password secret, but n1 does, so m1's value (overridden by -e) is masked too.
+    assert_eq!(from_layers.text("hunter2-m1"), "********");
+    // A templated secret is rendered with each host's own variables, as from_hosts does.
+    let templated =
+        ini("[nodes]\nn1 token_suffix=abcd9\n[nodes:vars]\nupgrade_secret_vars=api_token\napi_token=tok-{{ token_suffix }}\n")
+            .unwrap();
+    assert_eq!(Redactor::for_inventory(&templated, &Vars::new()).text("Bearer tok-abcd9"), "Bearer ********");
+}

@@ -6,7 +6,8 @@ pub(crate) mod check_apis;
 pub mod live;
 pub mod render;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -137,7 +138,7 @@ impl Plan {
             groups(inventory, extra, limit.as_deref(), wants(Phase::Nodes))?;
         let host_vars = vars_once(inventory, extra, masters.iter().chain(&etcd).chain(&candidates))?;
         let vars_of = |hosts: &[String]| -> Vec<(&str, &Vars)> {
-            hosts.iter().filter_map(|h| host_vars.get_key_value(h).map(|(k, v)| (k.as_str(), v))).collect()
+            hosts.iter().filter_map(|h| host_vars.get_key_value(h).map(|(k, v)| (k.as_str(), &**v))).collect()
         };
         let node_vars = vars_of(&candidates);
 
@@ -200,7 +201,7 @@ impl Plan {
                 .collect(),
         );
         let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
-        check_cluster_lock_ttl(masters.first().and_then(|m| host_vars.get(m)))?;
+        check_cluster_lock_ttl(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
         let phases = phase_plans(&selected, &etcd, &masters, &node_batches);
 
         Ok(Plan {
@@ -294,17 +295,38 @@ fn groups(inventory: &Inventory, extra: &Vars, limit: Option<&str>, wants_nodes:
 }
 
 /// Each host's variables once: the settings, the labels and the hooks all read them. Checked for the run's own
-/// variables a host may not set.
+/// variables a host may not set. The hosts of one range (`node[0001:2400]`) have the same groups and the same
+/// variables of their own, so one merge serves them all: a 5,000-host inventory merges a handful, not 5,000.
 fn vars_once<'a>(
     inventory: &Inventory,
     extra: &Vars,
     hosts: impl Iterator<Item = &'a String>,
-) -> Result<IndexMap<String, Vars>> {
-    let mut host_vars: IndexMap<String, Vars> = IndexMap::new();
+) -> Result<IndexMap<String, Arc<Vars>>> {
+    let mut host_vars: IndexMap<String, Arc<Vars>> = IndexMap::new();
+    // The last merge made for each set of groups, with the host it was made for.
+    let mut last_merge: HashMap<&[String], (&crate::inventory::Host, Arc<Vars>)> = HashMap::new();
+    let same_layer = |a: &Vars, b: &Vars| a.len() == b.len() && a.iter().eq(b.iter());
     for host in hosts {
-        if !host_vars.contains_key(host) {
-            host_vars.insert(host.clone(), inventory.host_vars(host, extra));
+        if host_vars.contains_key(host) {
+            continue;
         }
+        let Some(entry) = inventory.hosts.get(host) else {
+            host_vars.insert(host.clone(), Arc::new(inventory.host_vars(host, extra)));
+            continue;
+        };
+        let vars = match last_merge.get(entry.groups.as_slice()) {
+            Some((previous, vars))
+                if same_layer(&previous.vars, &entry.vars) && same_layer(&previous.file_vars, &entry.file_vars) =>
+            {
+                vars.clone()
+            }
+            _ => {
+                let vars = Arc::new(inventory.host_vars(host, extra));
+                last_merge.insert(entry.groups.as_slice(), (entry, vars.clone()));
+                vars
+            }
+        };
+        host_vars.insert(host.clone(), vars);
     }
     for (host, vars) in &host_vars {
         crate::builtin_vars::check_host(host, vars)?;
@@ -368,7 +390,7 @@ fn resolve_settings(
 fn custom_command_set(
     inventory: &Inventory,
     flavor: &FlavorChoice,
-    host_vars: &IndexMap<String, Vars>,
+    host_vars: &IndexMap<String, Arc<Vars>>,
     hosts: &[String],
     variable: &str,
 ) -> Result<()> {
@@ -396,7 +418,7 @@ fn custom_command_set(
 /// master, all through `settings::resolve_hooks`.
 fn hooks_of(
     inventory: &Inventory,
-    host_vars: &IndexMap<String, Vars>,
+    host_vars: &IndexMap<String, Arc<Vars>>,
     masters: &[String],
     nodes: &[String],
     wants: &dyn Fn(Phase) -> bool,
@@ -578,14 +600,14 @@ pub fn batch_nodes(
     inventory: &Inventory,
     infra_first: bool,
 ) -> Vec<Vec<String>> {
+    let no_extra = Vars::new();
     let is_infra = |host: &String| {
         node_labels.get(host).and_then(|l| l.get("node-role.kubernetes.io/infra")).is_some_and(|v| v == "true")
-            || inventory.group_names(host).iter().any(|g| g.contains("infra"))
+            || inventory.hosts.get(host).is_some_and(|h| h.groups.iter().any(|g| g != "all" && g.contains("infra")))
             // A node group of the operator's own naming (`node-config-infra-east`) has no labels offline.
             || (infra_first
                 && inventory
-                    .host_vars(host, &Vars::new())
-                    .get("openshift_node_group_name")
+                    .host_var(host, "openshift_node_group_name", &no_extra)
                     .and_then(|v| v.value.as_str())
                     .is_some_and(|g| g.contains("infra")))
     };

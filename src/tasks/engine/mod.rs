@@ -171,7 +171,7 @@ struct HostRun<'e> {
     base: Vars,
     extra: Value,
     /// How often this host reached each task, to tell repeated run_once tasks apart.
-    seen: HashMap<(PathBuf, usize, usize), u32>,
+    seen: HashMap<(std::sync::Arc<std::path::Path>, usize, usize), u32>,
     /// `ansible_failed_task` and `ansible_failed_result` of the last failure, for `rescue`.
     last_failure: Option<Map<String, Value>>,
     /// Handlers notified and not yet run: their file and position in it.
@@ -213,7 +213,7 @@ impl HostRun<'_> {
             },
             None => task.display_name(),
         };
-        TaskRef { name, file: task.location.file.clone(), line: task.location.line }
+        TaskRef { name, file: task.location.file.to_path_buf(), line: task.location.line }
     }
     /// `hook.yml:3:3: task "x"`: where a templating error happened.
     pub(super) fn place(task: &Task) -> String {

@@ -51,7 +51,7 @@ impl HostRun<'_> {
             become_password,
             environment,
             timeout: self.engine.options.command_timeout,
-            task_file: task.location.file.clone(),
+            task_file: task.location.file.to_path_buf(),
             host: self.host.clone(),
             templar: self.engine.templar.clone(),
             options: self.engine.options.clone(),

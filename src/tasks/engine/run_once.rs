@@ -1,7 +1,6 @@
 //! `run_once`: the first host still running a task runs it; the others wait and take its outcome.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -13,7 +12,7 @@ use super::{HostRun, ModuleCall, Scope, Task, Vars};
 /// others take its outcome.
 #[derive(Default)]
 pub struct RunOnce {
-    slots: std::sync::Mutex<HashMap<(PathBuf, usize, usize, u32), Arc<OnceCell<Shared>>>>,
+    slots: std::sync::Mutex<HashMap<(Arc<std::path::Path>, usize, usize, u32), Arc<OnceCell<Shared>>>>,
     progress: std::sync::Mutex<Progress>,
     changed: tokio::sync::Notify,
 }
@@ -93,7 +92,7 @@ impl HostRun<'_> {
         call: &ModuleCall,
         scope: &Scope,
         ctx: &Vars,
-        key: (PathBuf, usize, usize, u32),
+        key: (Arc<std::path::Path>, usize, usize, u32),
         bypass_host_loop: bool,
     ) -> Shared {
         let slot = {
