@@ -3,6 +3,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::error::{ErrorKind, Location};
 use crate::inventory::{Group, Host, Origin, Var};
+use crate::settings::{MaxFailPercentage, Serial};
 
 fn serial(text: &str) -> Serial {
     Serial::parse(text).unwrap()
