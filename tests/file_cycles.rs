@@ -364,3 +364,17 @@ fn a_name_is_tied_to_the_file_that_defines_it_through_facades() {
     assert_eq!(at("phase::sequence", "std::mem::take"), None);
     assert_eq!(at("phase", "nodes::drain").as_deref(), Some("phase::nodes"));
 }
+
+/// No file a reader has to scroll for ten minutes: every file of `src/` (test modules aside, which hold tables of
+/// cases) stays within 800 lines. A concern that grows past it splits into files of its own (README, Development).
+#[test]
+fn no_file_of_src_passes_800_lines() {
+    let too_long: Vec<String> = source_files()
+        .into_iter()
+        .filter_map(|(_, shown, path)| {
+            let lines = std::fs::read_to_string(&path).map(|t| t.lines().count()).unwrap_or(0);
+            (lines > 800).then(|| format!("{shown}: {lines} lines"))
+        })
+        .collect();
+    assert!(too_long.is_empty(), "split these by concern (README, Development):\n{}", too_long.join("\n"));
+}
