@@ -37,6 +37,8 @@ pub(crate) enum What {
         flag: String,
     },
     ControlPlaneGate(String),
+    /// One of kubeadm's own feature gates (the ClusterConfiguration's `featureGates`).
+    KubeadmGate(String),
     AdmissionPlugin(String),
     /// `cgroup-v2`, `cri-v1`, `containerd>=2.0`.
     Host(String),
@@ -51,6 +53,7 @@ impl What {
             What::KubeletGate(gate) => format!("kubelet feature gate {gate}"),
             What::ComponentFlag { component, flag } => format!("{component} flag {flag}"),
             What::ControlPlaneGate(gate) => format!("control-plane feature gate {gate}"),
+            What::KubeadmGate(gate) => format!("kubeadm feature gate {gate}"),
             What::AdmissionPlugin(plugin) => format!("admission plugin {plugin}"),
             What::Host(requirement) => format!("host requirement {requirement}"),
         }
@@ -86,6 +89,7 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
             return Err(bad("want 5 tab-separated fields: MINOR TYPE WHAT REPLACEMENT SOURCE"));
         };
         let minor = parse_minor(minor).ok_or_else(|| bad("the minor is not MAJOR.MINOR"))?;
+        let mut also = None;
         let what = match *kind {
             "api" => {
                 let parts: Vec<&str> = what.split_whitespace().collect();
@@ -102,6 +106,13 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
             "kubelet-field" => What::KubeletField(what.to_string()),
             "kubelet-gate" => What::KubeletGate(what.to_string()),
             "control-plane-gate" => What::ControlPlaneGate(what.to_string()),
+            // The kubelet and the control-plane components register one list of gates: a gate removed from it is
+            // refused by every one of them ("unrecognized feature gate").
+            "feature-gate" => {
+                also = Some(What::ControlPlaneGate(what.to_string()));
+                What::KubeletGate(what.to_string())
+            }
+            "kubeadm-gate" => What::KubeadmGate(what.to_string()),
             "admission-plugin" => What::AdmissionPlugin(what.to_string()),
             "host" => What::Host(what.to_string()),
             other => match other.strip_suffix("-flag") {
@@ -114,7 +125,9 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
                 _ => return Err(bad(&format!("unknown TYPE `{other}`"))),
             },
         };
-        rows.push(Row { minor, what, replacement: replacement.to_string(), source: source.to_string() });
+        for what in std::iter::once(what).chain(also) {
+            rows.push(Row { minor, what, replacement: replacement.to_string(), source: source.to_string() });
+        }
     }
     Ok(rows)
 }
@@ -155,6 +168,20 @@ mod tests {
         assert!(err.contains("line 2"), "{err}");
         assert!(parse("1.x\thost\tcgroup-v2\tx\ty\n").unwrap_err().contains("MAJOR.MINOR"));
         assert!(parse("1.2\tnope\tx\tx\ty\n").unwrap_err().contains("unknown TYPE"));
+    }
+
+    #[test]
+    fn a_removed_feature_gate_is_refused_by_the_kubelet_and_the_control_plane_alike() {
+        let rows = parse("1.27\tfeature-gate\tCSIMigration\t-\tgates-removed\n").expect("parses");
+        let whats: Vec<&What> = rows.iter().map(|r| &r.what).collect();
+        assert_eq!(
+            whats,
+            vec![&What::KubeletGate("CSIMigration".into()), &What::ControlPlaneGate("CSIMigration".into())]
+        );
+        let table = table().expect("data/api_removals.tsv parses");
+        for gate in [What::KubeletGate("CSIMigration".into()), What::ControlPlaneGate("CSIMigration".into())] {
+            assert!(table.iter().any(|r| r.minor == (1, 27) && r.what == gate), "{gate:?}");
+        }
     }
 
     #[test]
