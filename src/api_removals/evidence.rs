@@ -729,15 +729,13 @@ mod tests {
     }
 
     #[test]
-    fn kubeadm_feature_gates_are_matched_against_kubeadm_gate_rows() {
-        let rows = super::super::table::parse("1.30\tkubeadm-gate\tOldGate\t- (drop it)\ttest\n").expect("row");
-        let scope = Scope { rows: &rows, minors: &[(1, 30)], target: (1, 30) };
-        let text = configmap("kind: ClusterConfiguration\nfeatureGates:\n  OldGate: true\n  EtcdLearnerMode: true\n");
-        let found = kubeadm_config(&text, &scope).expect("parses");
-        assert_eq!(
-            whats(&found),
-            vec![("kubeadm feature gate OldGate", "kubeadm-config ClusterConfiguration featureGates")]
-        );
+    fn kubeadm_feature_gates_kubeadm_no_longer_knows_are_found() {
+        let text =
+            configmap("kind: ClusterConfiguration\nfeatureGates:\n  IPv6DualStack: true\n  EtcdLearnerMode: true\n");
+        let found = kubeadm_config(&text, &scope(&[(1, 24)])).expect("parses");
+        let place = "kubeadm-config ClusterConfiguration featureGates";
+        assert_eq!(whats(&found), vec![("kubeadm feature gate IPv6DualStack", place)]);
+        assert!(kubeadm_config(&text, &scope(&[(1, 25)])).expect("parses").is_empty(), "gone before 1.25: not weighed");
     }
 
     #[test]
