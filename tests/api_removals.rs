@@ -80,19 +80,32 @@ fn a_policy_v1beta1_client_refuses_1_24_to_1_25_until_the_minor_is_acknowledged(
 /// A kubeadm cluster at 1.23 whose ClusterConfiguration (kube-system/kubeadm-config, v1beta4's list of extraArgs)
 /// still passes the API server `--insecure-port`, which 1.24's kube-apiserver no longer knows: `kubeadm upgrade
 /// apply` would write it into the new manifest and the API server would not start. The run to 1.24 is refused with
-/// where the flag is, nothing touched; acknowledged, it goes on and the summary says what was crossed.
+/// where the flag is, nothing touched; acknowledged, it goes on and the summary says what was crossed. Before that,
+/// with no kubeadm-config at all, `check-apis` says the source unreadable.
 #[test]
 fn a_removed_api_server_flag_in_kubeadm_config_refuses_1_23_to_1_24_until_the_minor_is_acknowledged() {
     const V1_23: &str = "v1.23.17";
     let Some(cluster) = RealCluster::at(V1_23, &["m1"], &[("n1", V1_23)]) else { return };
+    // Without the ConfigMap a kubeadm cluster's configuration cannot be read: said, never "nothing found".
+    cluster.api.ok(&["-n", "kube-system", "delete", "configmap", "kubeadm-config"]);
+    let metrics = format!("upgrade_api_removals_metrics_url: \"{}\"", cluster.api.url());
+    let cluster = cluster.var(&metrics);
+    crate::support::Scenario::in_dir(cluster.dir.path())
+        .env("NO_COLOR", "1")
+        .args(["check-apis", "--inventory"])
+        .arg(&cluster.inventory(&cluster.api.kubectl_command()))
+        .args(["--target", "v1.24.17"])
+        .run()
+        .expect_code(1)
+        .stdout_has("UNREADABLE kubeadm-config on kube-system/kubeadm-config")
+        .stdout_has("NotFound");
     cluster.api.apply(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubeadm-config\n  namespace: kube-system\ndata:\n  \
          ClusterConfiguration: |\n    apiVersion: kubeadm.k8s.io/v1beta4\n    kind: ClusterConfiguration\n    \
          imageRepository: registry.k8s.io\n    apiServer:\n      extraArgs:\n      - name: authorization-mode\n        \
          value: Node,RBAC\n      - name: insecure-port\n        value: \"0\"\n",
     );
-    let metrics = format!("upgrade_api_removals_metrics_url: \"{}\"", cluster.api.url());
-    let cluster = cluster.var("upgrade_target_version: \"v1.24.17\"").var(&metrics);
+    let cluster = cluster.var("upgrade_target_version: \"v1.24.17\"");
 
     let refused = cluster
         .upgrade(&[])
