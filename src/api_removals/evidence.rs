@@ -358,13 +358,29 @@ fn flags(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// `A=true,B=false`: the gates named.
-fn gates(value: &str) -> Vec<String> {
-    value.split(',').filter_map(|g| g.split_once('=').map(|(n, _)| n.trim().to_string())).collect()
+/// `A=true,B=false`: the gates named, with the value each is set to (`None` when it is not true or false).
+fn gates(value: &str) -> Vec<(String, Option<bool>)> {
+    value
+        .split(',')
+        .filter_map(|g| g.split_once('=').map(|(n, v)| (n.trim().to_string(), super::table::parse_bool(v))))
+        .collect()
 }
 
-/// A KubeletConfiguration (YAML): its top-level fields, its feature gates, and whether it says failCgroupV1: false.
-fn kubelet_config(text: &str) -> (Vec<String>, Vec<String>, bool) {
+/// What a gate set to a value can run into: the gate removed, or locked to the other value.
+fn gate_rows(gate: String, value: Option<bool>, kubelet: bool) -> Vec<What> {
+    let locked = value.map(|v| (gate.clone(), !v));
+    if kubelet {
+        let locked = locked.map(|(gate, locked_to)| What::KubeletGateLocked { gate, locked_to });
+        std::iter::once(What::KubeletGate(gate)).chain(locked).collect()
+    } else {
+        let locked = locked.map(|(gate, locked_to)| What::ControlPlaneGateLocked { gate, locked_to });
+        std::iter::once(What::ControlPlaneGate(gate)).chain(locked).collect()
+    }
+}
+
+/// A KubeletConfiguration (YAML): its top-level fields, its feature gates with their values, and whether it says
+/// failCgroupV1: false.
+fn kubelet_config(text: &str) -> (Vec<String>, Vec<(String, Option<bool>)>, bool) {
     let mut fields = Vec::new();
     let mut feature_gates = Vec::new();
     let mut in_gates = false;
@@ -379,8 +395,9 @@ fn kubelet_config(text: &str) -> (Vec<String>, Vec<String>, bool) {
             }
             fields.push(key.trim().to_string());
         } else if in_gates {
-            if let Some((gate, _)) = line.trim().split_once(':') {
-                feature_gates.push(gate.trim().trim_matches('"').to_string());
+            if let Some((gate, value)) = line.trim().split_once(':') {
+                let value = super::table::parse_bool(value.split(" #").next().unwrap_or_default());
+                feature_gates.push((gate.trim().trim_matches('"').to_string(), value));
             }
         }
     }
@@ -421,7 +438,9 @@ pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Find
             "flags" => {
                 for (flag, value) in flags(body) {
                     if flag == "--feature-gates" {
-                        gates(&value).into_iter().for_each(|g| add(&mut found, &What::KubeletGate(g), &place));
+                        for (gate, set) in gates(&value) {
+                            gate_rows(gate, set, true).iter().for_each(|w| add(&mut found, w, &place));
+                        }
                     }
                     add(&mut found, &What::KubeletFlag(flag), &place);
                 }
@@ -430,7 +449,9 @@ pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Find
                 let (fields, feature_gates, allowed) = kubelet_config(body);
                 cgroup_v1_allowed |= allowed;
                 fields.into_iter().for_each(|f| add(&mut found, &What::KubeletField(f), &place));
-                feature_gates.into_iter().for_each(|g| add(&mut found, &What::KubeletGate(g), &place));
+                for (gate, set) in feature_gates {
+                    gate_rows(gate, set, true).iter().for_each(|w| add(&mut found, w, &place));
+                }
             }
             _ => {
                 let file = path.rsplit('/').next().unwrap_or_default();
@@ -455,7 +476,9 @@ fn component_flags(
     let mut wanted = Vec::new();
     for (flag, value) in flags {
         match flag.as_str() {
-            "--feature-gates" => wanted.extend(gates(value).into_iter().map(What::ControlPlaneGate)),
+            "--feature-gates" => {
+                wanted.extend(gates(value).into_iter().flat_map(|(gate, set)| gate_rows(gate, set, false)))
+            }
             "--enable-admission-plugins" => {
                 wanted.extend(value.split(',').map(|p| What::AdmissionPlugin(p.trim().to_string())))
             }
@@ -749,6 +772,28 @@ mod tests {
         assert!(kubeadm_config(&nameless, &scope).unwrap_err().contains("without a name"));
         let scalar = configmap("apiServer:\n  extraArgs: oops\n");
         assert!(kubeadm_config(&scalar, &scope).unwrap_err().contains("neither a map nor a list"));
+    }
+
+    #[test]
+    fn a_gate_set_against_the_value_a_crossed_minor_locks_it_to_is_found_and_one_set_to_it_is_not() {
+        let text = "=== upgrade-file config /var/lib/kubelet/config.yaml\nkind: KubeletConfiguration\n\
+            featureGates:\n  CSIMigration: false  # keep in-tree volumes\n  RotateKubeletServerCertificate: true\n\
+            === upgrade-file manifest /etc/kubernetes/manifests/kube-controller-manager.yaml\n\
+            spec:\n  containers:\n  - command:\n    - kube-controller-manager\n    - --feature-gates=CSIMigration=true\n";
+        let (found, ..) = host_files("m1", text, &scope(&[(1, 25)]));
+        assert_eq!(
+            whats(&found),
+            vec![("kubelet feature gate CSIMigration=false (locked to true)", "m1:/var/lib/kubelet/config.yaml")]
+        );
+        // The same gate set false on the controller manager is found there too.
+        let text = text.replace("--feature-gates=CSIMigration=true", "--feature-gates=CSIMigration=False");
+        let (found, ..) = host_files("m1", &text, &scope(&[(1, 25)]));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[1].what, "control-plane feature gate CSIMigration=false (locked to true)");
+        assert_eq!(found[1].place, "m1:/etc/kubernetes/manifests/kube-controller-manager.yaml");
+        // Two minors on, the gate is gone: named whatever its value.
+        let (found, ..) = host_files("m1", &text, &scope(&[(1, 27)]));
+        assert_eq!(found[0].what, "kubelet feature gate CSIMigration");
     }
 
     #[test]

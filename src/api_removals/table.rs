@@ -31,12 +31,22 @@ pub(crate) enum What {
     KubeletFlag(String),
     KubeletField(String),
     KubeletGate(String),
+    /// A kubelet feature gate locked to `locked_to`: the kubelet refuses to start with it set to the other value.
+    KubeletGateLocked {
+        gate: String,
+        locked_to: bool,
+    },
     /// A flag of a control-plane component (`kube-apiserver`, `kube-controller-manager`, `kube-scheduler`).
     ComponentFlag {
         component: String,
         flag: String,
     },
     ControlPlaneGate(String),
+    /// A control-plane feature gate locked to `locked_to` (refused set to the other value).
+    ControlPlaneGateLocked {
+        gate: String,
+        locked_to: bool,
+    },
     /// One of kubeadm's own feature gates (the ClusterConfiguration's `featureGates`).
     KubeadmGate(String),
     AdmissionPlugin(String),
@@ -51,8 +61,14 @@ impl What {
             What::KubeletFlag(flag) => format!("kubelet flag {flag}"),
             What::KubeletField(field) => format!("KubeletConfiguration field {field}"),
             What::KubeletGate(gate) => format!("kubelet feature gate {gate}"),
+            What::KubeletGateLocked { gate, locked_to } => {
+                format!("kubelet feature gate {gate}={} (locked to {locked_to})", !locked_to)
+            }
             What::ComponentFlag { component, flag } => format!("{component} flag {flag}"),
             What::ControlPlaneGate(gate) => format!("control-plane feature gate {gate}"),
+            What::ControlPlaneGateLocked { gate, locked_to } => {
+                format!("control-plane feature gate {gate}={} (locked to {locked_to})", !locked_to)
+            }
             What::KubeadmGate(gate) => format!("kubeadm feature gate {gate}"),
             What::AdmissionPlugin(plugin) => format!("admission plugin {plugin}"),
             What::Host(requirement) => format!("host requirement {requirement}"),
@@ -112,6 +128,15 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
                 also = Some(What::ControlPlaneGate(what.to_string()));
                 What::KubeletGate(what.to_string())
             }
+            // Locked to the value given: a component refuses to start with it set to the other one.
+            "locked-gate" => {
+                let (gate, locked_to) = what
+                    .split_once('=')
+                    .and_then(|(gate, value)| Some((gate.to_string(), parse_bool(value)?)))
+                    .ok_or_else(|| bad("a locked-gate row's WHAT is `GateName=true` or `GateName=false`"))?;
+                also = Some(What::ControlPlaneGateLocked { gate: gate.clone(), locked_to });
+                What::KubeletGateLocked { gate, locked_to }
+            }
             "kubeadm-gate" => What::KubeadmGate(what.to_string()),
             "admission-plugin" => What::AdmissionPlugin(what.to_string()),
             "host" => What::Host(what.to_string()),
@@ -130,6 +155,15 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
         }
     }
     Ok(rows)
+}
+
+/// `true` / `false` as feature gates take them (any case).
+pub(crate) fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
 }
 
 fn flag(text: &str) -> Option<String> {
@@ -168,6 +202,7 @@ mod tests {
         assert!(err.contains("line 2"), "{err}");
         assert!(parse("1.x\thost\tcgroup-v2\tx\ty\n").unwrap_err().contains("MAJOR.MINOR"));
         assert!(parse("1.2\tnope\tx\tx\ty\n").unwrap_err().contains("unknown TYPE"));
+        assert!(parse("1.25\tlocked-gate\tCSIMigration\tx\ty\n").unwrap_err().contains("GateName=true"));
     }
 
     #[test]
