@@ -217,6 +217,10 @@ mod tests {
         for gate in [What::KubeletGate("CSIMigration".into()), What::ControlPlaneGate("CSIMigration".into())] {
             assert!(table.iter().any(|r| r.minor == (1, 27) && r.what == gate), "{gate:?}");
         }
+        // A gate the page says "GA until 1.23" whose removing pull request was not read is weighed at 1.23 and 1.24.
+        let node_lease: Vec<Minor> =
+            table.iter().filter(|r| r.what == What::KubeletGate("NodeLease".into())).map(|r| r.minor).collect();
+        assert_eq!(node_lease, vec![(1, 23), (1, 24)]);
     }
 
     #[test]
