@@ -358,8 +358,11 @@ fn flags(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// `A=true,B=false`: the gates named, with the value each is set to (`None` when it is not true or false).
-fn gates(value: &str) -> Vec<(String, Option<bool>)> {
+/// Feature gates as set: each gate's name and its value (`None` when it is not true or false).
+type GateSettings = Vec<(String, Option<bool>)>;
+
+/// `A=true,B=false`: the gates named, with the value each is set to.
+fn gates(value: &str) -> GateSettings {
     value
         .split(',')
         .filter_map(|g| g.split_once('=').map(|(n, v)| (n.trim().to_string(), super::table::parse_bool(v))))
@@ -380,7 +383,7 @@ fn gate_rows(gate: String, value: Option<bool>, kubelet: bool) -> Vec<What> {
 
 /// A KubeletConfiguration (YAML): its top-level fields, its feature gates with their values, and whether it says
 /// failCgroupV1: false.
-fn kubelet_config(text: &str) -> (Vec<String>, Vec<(String, Option<bool>)>, bool) {
+fn kubelet_config(text: &str) -> (Vec<String>, GateSettings, bool) {
     let mut fields = Vec::new();
     let mut feature_gates = Vec::new();
     let mut in_gates = false;
