@@ -93,7 +93,7 @@ fn a_removed_api_server_flag_in_kubeadm_config_refuses_1_23_to_1_24_until_the_mi
     crate::support::Scenario::in_dir(cluster.dir.path())
         .env("NO_COLOR", "1")
         .args(["check-apis", "--inventory"])
-        .arg(&cluster.inventory(&cluster.api.kubectl_command()))
+        .arg(cluster.inventory(&cluster.api.kubectl_command()))
         .args(["--target", "v1.24.17"])
         .run()
         .expect_code(1)
