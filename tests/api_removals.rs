@@ -77,6 +77,56 @@ fn a_policy_v1beta1_client_refuses_1_24_to_1_25_until_the_minor_is_acknowledged(
     assert!(entry["found"].to_string().contains("policy/v1beta1 podsecuritypolicies"), "{entry}");
 }
 
+/// A kubeadm cluster at 1.23 whose ClusterConfiguration (kube-system/kubeadm-config, v1beta4's list of extraArgs)
+/// still passes the API server `--insecure-port`, which 1.24's kube-apiserver no longer knows: `kubeadm upgrade
+/// apply` would write it into the new manifest and the API server would not start. The run to 1.24 is refused with
+/// where the flag is, nothing touched; acknowledged, it goes on and the summary says what was crossed. Before that,
+/// with no kubeadm-config at all, `check-apis` says the source unreadable.
+#[test]
+fn a_removed_api_server_flag_in_kubeadm_config_refuses_1_23_to_1_24_until_the_minor_is_acknowledged() {
+    const V1_23: &str = "v1.23.17";
+    let Some(cluster) = RealCluster::at(V1_23, &["m1"], &[("n1", V1_23)]) else { return };
+    // Without the ConfigMap a kubeadm cluster's configuration cannot be read: said, never "nothing found".
+    cluster.api.ok(&["-n", "kube-system", "delete", "configmap", "kubeadm-config"]);
+    let metrics = format!("upgrade_api_removals_metrics_url: \"{}\"", cluster.api.url());
+    let cluster = cluster.var(&metrics);
+    crate::support::Scenario::in_dir(cluster.dir.path())
+        .env("NO_COLOR", "1")
+        .args(["check-apis", "--inventory"])
+        .arg(cluster.inventory(&cluster.api.kubectl_command()))
+        .args(["--target", "v1.24.17"])
+        .run()
+        .expect_code(1)
+        .stdout_has("UNREADABLE kubeadm-config on kube-system/kubeadm-config")
+        .stdout_has("NotFound");
+    cluster.api.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubeadm-config\n  namespace: kube-system\ndata:\n  \
+         ClusterConfiguration: |\n    apiVersion: kubeadm.k8s.io/v1beta4\n    kind: ClusterConfiguration\n    \
+         imageRepository: registry.k8s.io\n    apiServer:\n      extraArgs:\n      - name: authorization-mode\n        \
+         value: Node,RBAC\n      - name: insecure-port\n        value: \"0\"\n",
+    );
+    let cluster = cluster.var("upgrade_target_version: \"v1.24.17\"");
+
+    let refused = cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .output_has("kube-apiserver flag --insecure-port")
+        .output_has("kubeadm-config ClusterConfiguration apiServer.extraArgs")
+        .output_has("upgrade_acknowledge_api_removals: [\"1.24\"]");
+    assert!(!refused.output().contains("UNREADABLE"), "every source was read:\n{}", refused.output());
+    assert_eq!(cluster.upgrades("m1") + cluster.upgrades("n1"), 0, "nothing touched\n{}", refused.output());
+    assert_eq!(cluster.kubelet_version("n1"), V1_23);
+
+    let cluster = cluster.var("upgrade_acknowledge_api_removals: [\"1.24\"]");
+    let run = cluster.upgrade(&["--output", "json"]).expect_code(0);
+    assert_eq!(cluster.kubelet_version("n1"), "v1.24.17", "{}", run.output());
+    let events: Vec<Value> = run.stdout_text().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let finished = events.iter().find(|e| e["event"] == "summary").expect("the summary event");
+    let acknowledged = finished["api_removals_acknowledged"].to_string();
+    assert!(acknowledged.contains("1.24: kube-apiserver flag --insecure-port"), "{finished}");
+    assert!(acknowledged.contains("kubeadm-config"), "{finished}");
+}
+
 /// `check-apis` from 1.24 to 1.27 on the real API server: a Helm release holding a PodSecurityPolicy (named by its
 /// release), an HPA applied as autoscaling/v2beta2 (by its annotation), a CRD with a stale stored version, a kubelet
 /// flag 1.27 removes on the host that has it (not on the one that does not), the real API server's own counter of a

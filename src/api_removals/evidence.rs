@@ -358,13 +358,32 @@ fn flags(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// `A=true,B=false`: the gates named.
-fn gates(value: &str) -> Vec<String> {
-    value.split(',').filter_map(|g| g.split_once('=').map(|(n, _)| n.trim().to_string())).collect()
+/// Feature gates as set: each gate's name and its value (`None` when it is not true or false).
+type GateSettings = Vec<(String, Option<bool>)>;
+
+/// `A=true,B=false`: the gates named, with the value each is set to.
+fn gates(value: &str) -> GateSettings {
+    value
+        .split(',')
+        .filter_map(|g| g.split_once('=').map(|(n, v)| (n.trim().to_string(), super::table::parse_bool(v))))
+        .collect()
 }
 
-/// A KubeletConfiguration (YAML): its top-level fields, its feature gates, and whether it says failCgroupV1: false.
-fn kubelet_config(text: &str) -> (Vec<String>, Vec<String>, bool) {
+/// What a gate set to a value can run into: the gate removed, or locked to the other value.
+fn gate_rows(gate: String, value: Option<bool>, kubelet: bool) -> Vec<What> {
+    let locked = value.map(|v| (gate.clone(), !v));
+    if kubelet {
+        let locked = locked.map(|(gate, locked_to)| What::KubeletGateLocked { gate, locked_to });
+        std::iter::once(What::KubeletGate(gate)).chain(locked).collect()
+    } else {
+        let locked = locked.map(|(gate, locked_to)| What::ControlPlaneGateLocked { gate, locked_to });
+        std::iter::once(What::ControlPlaneGate(gate)).chain(locked).collect()
+    }
+}
+
+/// A KubeletConfiguration (YAML): its top-level fields, its feature gates with their values, and whether it says
+/// failCgroupV1: false.
+fn kubelet_config(text: &str) -> (Vec<String>, GateSettings, bool) {
     let mut fields = Vec::new();
     let mut feature_gates = Vec::new();
     let mut in_gates = false;
@@ -379,8 +398,9 @@ fn kubelet_config(text: &str) -> (Vec<String>, Vec<String>, bool) {
             }
             fields.push(key.trim().to_string());
         } else if in_gates {
-            if let Some((gate, _)) = line.trim().split_once(':') {
-                feature_gates.push(gate.trim().trim_matches('"').to_string());
+            if let Some((gate, value)) = line.trim().split_once(':') {
+                let value = super::table::parse_bool(value.split(" #").next().unwrap_or_default());
+                feature_gates.push((gate.trim().trim_matches('"').to_string(), value));
             }
         }
     }
@@ -421,7 +441,9 @@ pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Find
             "flags" => {
                 for (flag, value) in flags(body) {
                     if flag == "--feature-gates" {
-                        gates(&value).into_iter().for_each(|g| add(&mut found, &What::KubeletGate(g), &place));
+                        for (gate, set) in gates(&value) {
+                            gate_rows(gate, set, true).iter().for_each(|w| add(&mut found, w, &place));
+                        }
                     }
                     add(&mut found, &What::KubeletFlag(flag), &place);
                 }
@@ -430,28 +452,105 @@ pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Find
                 let (fields, feature_gates, allowed) = kubelet_config(body);
                 cgroup_v1_allowed |= allowed;
                 fields.into_iter().for_each(|f| add(&mut found, &What::KubeletField(f), &place));
-                feature_gates.into_iter().for_each(|g| add(&mut found, &What::KubeletGate(g), &place));
+                for (gate, set) in feature_gates {
+                    gate_rows(gate, set, true).iter().for_each(|w| add(&mut found, w, &place));
+                }
             }
             _ => {
                 let file = path.rsplit('/').next().unwrap_or_default();
-                let component = file.split('.').next().unwrap_or_default().to_string();
-                for (flag, value) in flags(body) {
-                    match flag.as_str() {
-                        "--feature-gates" => {
-                            gates(&value).into_iter().for_each(|g| add(&mut found, &What::ControlPlaneGate(g), &place))
-                        }
-                        "--enable-admission-plugins" => value
-                            .split(',')
-                            .for_each(|p| add(&mut found, &What::AdmissionPlugin(p.trim().to_string()), &place)),
-                        _ => {}
-                    }
-                    add(&mut found, &What::ComponentFlag { component: component.clone(), flag }, &place);
-                }
+                let component = file.split('.').next().unwrap_or_default();
+                found.extend(component_flags(component, &flags(body), &place, "host", scope));
             }
         }
     }
     found.dedup();
     (found, unreadable, cgroup_v1_allowed)
+}
+
+/// What a control-plane component's flags (`--name`, value) hold that the crossed minors remove: the flags
+/// themselves, the gates of `--feature-gates`, the plugins of `--enable-admission-plugins`.
+fn component_flags(
+    component: &str,
+    flags: &[(String, String)],
+    place: &str,
+    source: &str,
+    scope: &Scope<'_>,
+) -> Vec<Finding> {
+    let mut wanted = Vec::new();
+    for (flag, value) in flags {
+        match flag.as_str() {
+            "--feature-gates" => {
+                wanted.extend(gates(value).into_iter().flat_map(|(gate, set)| gate_rows(gate, set, false)))
+            }
+            "--enable-admission-plugins" => {
+                wanted.extend(value.split(',').map(|p| What::AdmissionPlugin(p.trim().to_string())))
+            }
+            _ => {}
+        }
+        wanted.push(What::ComponentFlag { component: component.to_string(), flag: flag.clone() });
+    }
+    wanted
+        .iter()
+        .flat_map(|what| scope.crossed_rows().filter(move |r| &r.what == what))
+        .filter_map(|row| scope.finding(row, place.to_string(), source))
+        .collect()
+}
+
+/// kubeadm's ClusterConfiguration (`-n kube-system get configmap kubeadm-config -o json`): the `extraArgs` of
+/// `apiServer`, `controllerManager` and `scheduler` (v1beta3's map of name to value, v1beta4's list of
+/// `{name, value}`), which `kubeadm upgrade apply` writes into the new static pod manifests, and kubeadm's own
+/// `featureGates`. An answer that is not that ConfigMap, or a configuration that is not YAML, is an error.
+pub(crate) fn kubeadm_config(json: &str, scope: &Scope<'_>) -> Result<Vec<Finding>, String> {
+    let value: Value = serde_json::from_str(json).map_err(|e| format!("not JSON ({e})"))?;
+    let text = value
+        .pointer("/data/ClusterConfiguration")
+        .and_then(Value::as_str)
+        .ok_or("the ConfigMap has no data.ClusterConfiguration")?;
+    let config = crate::yaml::parse(text, std::path::Path::new("kubeadm-config ClusterConfiguration"))
+        .map_err(|e| format!("its ClusterConfiguration is not YAML ({e})"))?
+        .map_or(Value::Null, |node| node.to_json());
+    let scalar = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut found = Vec::new();
+    for (key, component) in [
+        ("apiServer", "kube-apiserver"),
+        ("controllerManager", "kube-controller-manager"),
+        ("scheduler", "kube-scheduler"),
+    ] {
+        let args: Vec<(String, String)> = match config.get(key).and_then(|c| c.get("extraArgs")) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Object(map)) => map.iter().map(|(name, value)| (name.clone(), scalar(value))).collect(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(|arg| match arg.get("name").and_then(Value::as_str) {
+                    Some(name) => Ok((name.to_string(), arg.get("value").map(scalar).unwrap_or_default())),
+                    None => Err(format!("{key}.extraArgs has an entry without a name: {arg}")),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(format!("{key}.extraArgs is neither a map nor a list: {other}")),
+        };
+        let flags: Vec<(String, String)> =
+            args.into_iter().map(|(name, value)| (format!("--{}", name.trim_start_matches('-')), value)).collect();
+        let place = format!("kubeadm-config ClusterConfiguration {key}.extraArgs");
+        found.extend(component_flags(component, &flags, &place, "kubeadm-config", scope));
+    }
+    match config.get("featureGates") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(gates)) => {
+            let place = "kubeadm-config ClusterConfiguration featureGates";
+            for gate in gates.keys() {
+                let wanted = What::KubeadmGate(gate.clone());
+                for row in scope.crossed_rows().filter(|r| r.what == wanted) {
+                    found.extend(scope.finding(row, place.to_string(), "kubeadm-config"));
+                }
+            }
+        }
+        Some(other) => return Err(format!("featureGates is not a map: {other}")),
+    }
+    Ok(found)
 }
 
 /// `1.7.13`, `v2.0.1`, `1.7.13-1`: (major, minor).
@@ -586,6 +685,118 @@ mod tests {
         assert_eq!(unreadable.len(), 1);
         let (found, ..) = host_files("n1", text, &scope(&[(1, 27)]));
         assert_eq!(found[0].what, "kubelet flag --container-runtime");
+    }
+
+    fn configmap(cluster_configuration: &str) -> String {
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kubeadm-config", "namespace": "kube-system"},
+            "data": {"ClusterConfiguration": cluster_configuration}})
+        .to_string()
+    }
+
+    fn whats(found: &[Finding]) -> Vec<(&str, &str)> {
+        found.iter().map(|f| (f.what.as_str(), f.place.as_str())).collect()
+    }
+
+    #[test]
+    fn kubeadm_config_v1beta3_extra_args_name_the_flags_and_gates_a_crossed_minor_removes() {
+        let text = configmap(
+            "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\napiServer:\n  extraArgs:\n    \
+             insecure-port: \"0\"\n    enable-admission-plugins: NodeRestriction,PodSecurityPolicy\n    \
+             feature-gates: \"EphemeralContainers=true,SomeGate=false\"\n    profiling: false\n\
+             controllerManager:\n  extraArgs:\n    feature-gates: CSIMigration=true\nscheduler: {}\n",
+        );
+        let found = kubeadm_config(&text, &scope(&[(1, 24), (1, 25)])).expect("parses");
+        let api_server = "kubeadm-config ClusterConfiguration apiServer.extraArgs";
+        assert_eq!(
+            whats(&found),
+            vec![
+                ("kube-apiserver flag --insecure-port", api_server),
+                ("admission plugin PodSecurityPolicy", api_server)
+            ]
+        );
+        assert!(found.iter().all(|f| f.blocking && f.source == "kubeadm-config"));
+        // 1.27 removes the gates: the one of the API server and the one of the controller manager.
+        let found = kubeadm_config(&text, &scope(&[(1, 26), (1, 27)])).expect("parses");
+        assert_eq!(
+            whats(&found),
+            vec![
+                ("control-plane feature gate EphemeralContainers", api_server),
+                (
+                    "control-plane feature gate CSIMigration",
+                    "kubeadm-config ClusterConfiguration controllerManager.extraArgs"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn kubeadm_config_v1beta4_extra_args_are_a_list_of_names_and_values() {
+        let text = configmap(
+            "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\napiServer:\n  extraArgs:\n  \
+             - name: authorization-mode\n    value: Node,RBAC\n  - name: port\n    value: \"0\"\n\
+             scheduler:\n  extraArgs:\n  - name: feature-gates\n    value: DefaultPodTopologySpread=true\n",
+        );
+        let found = kubeadm_config(&text, &scope(&[(1, 24)])).expect("parses");
+        assert_eq!(
+            whats(&found),
+            vec![("kube-apiserver flag --port", "kubeadm-config ClusterConfiguration apiServer.extraArgs")]
+        );
+        let found = kubeadm_config(&text, &scope(&[(1, 26)])).expect("parses");
+        assert_eq!(
+            whats(&found),
+            vec![(
+                "control-plane feature gate DefaultPodTopologySpread",
+                "kubeadm-config ClusterConfiguration scheduler.extraArgs"
+            )]
+        );
+        // Nothing the crossed minor removes: nothing found (a clean configuration is not an error).
+        assert!(kubeadm_config(&text, &scope(&[(1, 30)])).expect("parses").is_empty());
+    }
+
+    #[test]
+    fn kubeadm_feature_gates_kubeadm_no_longer_knows_are_found() {
+        let text =
+            configmap("kind: ClusterConfiguration\nfeatureGates:\n  IPv6DualStack: true\n  EtcdLearnerMode: true\n");
+        let found = kubeadm_config(&text, &scope(&[(1, 24)])).expect("parses");
+        let place = "kubeadm-config ClusterConfiguration featureGates";
+        assert_eq!(whats(&found), vec![("kubeadm feature gate IPv6DualStack", place)]);
+        assert!(kubeadm_config(&text, &scope(&[(1, 25)])).expect("parses").is_empty(), "gone before 1.25: not weighed");
+    }
+
+    #[test]
+    fn a_kubeadm_config_that_cannot_be_understood_is_an_error_never_nothing_found() {
+        let scope = scope(&[(1, 24)]);
+        assert!(kubeadm_config("Error from server (Forbidden)", &scope).unwrap_err().contains("not JSON"));
+        assert!(kubeadm_config("{\"data\": {}}", &scope).unwrap_err().contains("no data.ClusterConfiguration"));
+        let not_yaml = configmap("apiServer: [unclosed\n");
+        assert!(kubeadm_config(&not_yaml, &scope).unwrap_err().contains("not YAML"), "{not_yaml}");
+        let nameless = configmap("apiServer:\n  extraArgs:\n  - value: \"0\"\n");
+        assert!(kubeadm_config(&nameless, &scope).unwrap_err().contains("without a name"));
+        let scalar = configmap("apiServer:\n  extraArgs: oops\n");
+        assert!(kubeadm_config(&scalar, &scope).unwrap_err().contains("neither a map nor a list"));
+    }
+
+    #[test]
+    fn a_gate_set_against_the_value_a_crossed_minor_locks_it_to_is_found_and_one_set_to_it_is_not() {
+        let text = "=== upgrade-file config /var/lib/kubelet/config.yaml\nkind: KubeletConfiguration\n\
+            featureGates:\n  CSIMigration: false  # keep in-tree volumes\n  RotateKubeletServerCertificate: true\n\
+            === upgrade-file manifest /etc/kubernetes/manifests/kube-controller-manager.yaml\n\
+            spec:\n  containers:\n  - command:\n    - kube-controller-manager\n    - --feature-gates=CSIMigration=true\n";
+        let (found, ..) = host_files("m1", text, &scope(&[(1, 25)]));
+        assert_eq!(
+            whats(&found),
+            vec![("kubelet feature gate CSIMigration=false (locked to true)", "m1:/var/lib/kubelet/config.yaml")]
+        );
+        // The same gate set false on the controller manager is found there too.
+        let text = text.replace("--feature-gates=CSIMigration=true", "--feature-gates=CSIMigration=False");
+        let (found, ..) = host_files("m1", &text, &scope(&[(1, 25)]));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[1].what, "control-plane feature gate CSIMigration=false (locked to true)");
+        assert_eq!(found[1].place, "m1:/etc/kubernetes/manifests/kube-controller-manager.yaml");
+        // Two minors on, the gate is gone: named whatever its value.
+        let (found, ..) = host_files("m1", &text, &scope(&[(1, 27)]));
+        assert_eq!(found[0].what, "kubelet feature gate CSIMigration");
     }
 
     #[test]

@@ -31,12 +31,24 @@ pub(crate) enum What {
     KubeletFlag(String),
     KubeletField(String),
     KubeletGate(String),
+    /// A kubelet feature gate locked to `locked_to`: the kubelet refuses to start with it set to the other value.
+    KubeletGateLocked {
+        gate: String,
+        locked_to: bool,
+    },
     /// A flag of a control-plane component (`kube-apiserver`, `kube-controller-manager`, `kube-scheduler`).
     ComponentFlag {
         component: String,
         flag: String,
     },
     ControlPlaneGate(String),
+    /// A control-plane feature gate locked to `locked_to` (refused set to the other value).
+    ControlPlaneGateLocked {
+        gate: String,
+        locked_to: bool,
+    },
+    /// One of kubeadm's own feature gates (the ClusterConfiguration's `featureGates`).
+    KubeadmGate(String),
     AdmissionPlugin(String),
     /// `cgroup-v2`, `cri-v1`, `containerd>=2.0`.
     Host(String),
@@ -49,8 +61,15 @@ impl What {
             What::KubeletFlag(flag) => format!("kubelet flag {flag}"),
             What::KubeletField(field) => format!("KubeletConfiguration field {field}"),
             What::KubeletGate(gate) => format!("kubelet feature gate {gate}"),
+            What::KubeletGateLocked { gate, locked_to } => {
+                format!("kubelet feature gate {gate}={} (locked to {locked_to})", !locked_to)
+            }
             What::ComponentFlag { component, flag } => format!("{component} flag {flag}"),
             What::ControlPlaneGate(gate) => format!("control-plane feature gate {gate}"),
+            What::ControlPlaneGateLocked { gate, locked_to } => {
+                format!("control-plane feature gate {gate}={} (locked to {locked_to})", !locked_to)
+            }
+            What::KubeadmGate(gate) => format!("kubeadm feature gate {gate}"),
             What::AdmissionPlugin(plugin) => format!("admission plugin {plugin}"),
             What::Host(requirement) => format!("host requirement {requirement}"),
         }
@@ -86,6 +105,7 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
             return Err(bad("want 5 tab-separated fields: MINOR TYPE WHAT REPLACEMENT SOURCE"));
         };
         let minor = parse_minor(minor).ok_or_else(|| bad("the minor is not MAJOR.MINOR"))?;
+        let mut also = None;
         let what = match *kind {
             "api" => {
                 let parts: Vec<&str> = what.split_whitespace().collect();
@@ -102,6 +122,22 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
             "kubelet-field" => What::KubeletField(what.to_string()),
             "kubelet-gate" => What::KubeletGate(what.to_string()),
             "control-plane-gate" => What::ControlPlaneGate(what.to_string()),
+            // The kubelet and the control-plane components register one list of gates: a gate removed from it is
+            // refused by every one of them ("unrecognized feature gate").
+            "feature-gate" => {
+                also = Some(What::ControlPlaneGate(what.to_string()));
+                What::KubeletGate(what.to_string())
+            }
+            // Locked to the value given: a component refuses to start with it set to the other one.
+            "locked-gate" => {
+                let (gate, locked_to) = what
+                    .split_once('=')
+                    .and_then(|(gate, value)| Some((gate.to_string(), parse_bool(value)?)))
+                    .ok_or_else(|| bad("a locked-gate row's WHAT is `GateName=true` or `GateName=false`"))?;
+                also = Some(What::ControlPlaneGateLocked { gate: gate.clone(), locked_to });
+                What::KubeletGateLocked { gate, locked_to }
+            }
+            "kubeadm-gate" => What::KubeadmGate(what.to_string()),
             "admission-plugin" => What::AdmissionPlugin(what.to_string()),
             "host" => What::Host(what.to_string()),
             other => match other.strip_suffix("-flag") {
@@ -114,9 +150,20 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
                 _ => return Err(bad(&format!("unknown TYPE `{other}`"))),
             },
         };
-        rows.push(Row { minor, what, replacement: replacement.to_string(), source: source.to_string() });
+        for what in std::iter::once(what).chain(also) {
+            rows.push(Row { minor, what, replacement: replacement.to_string(), source: source.to_string() });
+        }
     }
     Ok(rows)
+}
+
+/// `true` / `false` as feature gates take them (any case).
+pub(crate) fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
 }
 
 fn flag(text: &str) -> Option<String> {
@@ -155,6 +202,25 @@ mod tests {
         assert!(err.contains("line 2"), "{err}");
         assert!(parse("1.x\thost\tcgroup-v2\tx\ty\n").unwrap_err().contains("MAJOR.MINOR"));
         assert!(parse("1.2\tnope\tx\tx\ty\n").unwrap_err().contains("unknown TYPE"));
+        assert!(parse("1.25\tlocked-gate\tCSIMigration\tx\ty\n").unwrap_err().contains("GateName=true"));
+    }
+
+    #[test]
+    fn a_removed_feature_gate_is_refused_by_the_kubelet_and_the_control_plane_alike() {
+        let rows = parse("1.27\tfeature-gate\tCSIMigration\t-\tgates-removed\n").expect("parses");
+        let whats: Vec<&What> = rows.iter().map(|r| &r.what).collect();
+        assert_eq!(
+            whats,
+            vec![&What::KubeletGate("CSIMigration".into()), &What::ControlPlaneGate("CSIMigration".into())]
+        );
+        let table = table().expect("data/api_removals.tsv parses");
+        for gate in [What::KubeletGate("CSIMigration".into()), What::ControlPlaneGate("CSIMigration".into())] {
+            assert!(table.iter().any(|r| r.minor == (1, 27) && r.what == gate), "{gate:?}");
+        }
+        // A gate the page says "GA until 1.23" whose removing pull request was not read is weighed at 1.23 and 1.24.
+        let node_lease: Vec<Minor> =
+            table.iter().filter(|r| r.what == What::KubeletGate("NodeLease".into())).map(|r| r.minor).collect();
+        assert_eq!(node_lease, vec![(1, 23), (1, 24)]);
     }
 
     #[test]

@@ -211,7 +211,7 @@ async fn read_cluster(run: &UpgradeRun, phase: Phase, scope: &Scope<'_>, report:
         Ok(facts) => facts,
         Err(f) => {
             let why = format!("the reads on {host} failed: {}", f.reason);
-            for source in ["metrics", "last-applied", "crd"] {
+            for source in ["metrics", "last-applied", "crd", "kubeadm-config"] {
                 report.unreadable.push(Unreadable { source: source.into(), place: host.clone(), why: why.clone() });
             }
             return;
@@ -263,6 +263,8 @@ async fn read_cluster(run: &UpgradeRun, phase: Phase, scope: &Scope<'_>, report:
             }),
         }
     }
+    let kubeadm = facts.get("upgrade_api_removals_kubeadm_config").map(|v| (**v).clone()).unwrap_or(Value::Null);
+    kubeadm_config(run, &kubeadm, scope, report);
     if read_helm {
         let helm = facts.get("upgrade_api_removals_helm").map(|v| (**v).clone()).unwrap_or(Value::Null);
         match failed(&helm).map_or_else(|| evidence::helm(&text(&helm, "stdout"), scope), Err) {
@@ -287,9 +289,33 @@ async fn read_cluster(run: &UpgradeRun, phase: Phase, scope: &Scope<'_>, report:
         "upgrade_api_removals_metrics",
         "upgrade_api_removals_objects",
         "upgrade_api_removals_crds",
+        "upgrade_api_removals_kubeadm_config",
         "upgrade_api_removals_helm",
     ] {
         run.steps.forget(host, name);
+    }
+}
+
+/// kubeadm-config's ClusterConfiguration: the control-plane flags and gates `kubeadm upgrade apply` will write into
+/// the new manifests. A kubeadm cluster always has it: not found there is unreadable; on a custom cluster it says the
+/// cluster was not set up by kubeadm (a note: the static pod manifests are still read on the masters).
+fn kubeadm_config(run: &UpgradeRun, result: &Value, scope: &Scope<'_>, report: &mut Report) {
+    let place = "kube-system/kubeadm-config".to_string();
+    let not_found = text(result, "stderr").contains("NotFound");
+    if not_found && run.plan.flavor.flavor != Flavor::Kubeadm {
+        report.notes.push(
+            "no kube-system/kubeadm-config: not a kubeadm cluster, so no ClusterConfiguration extraArgs read".into(),
+        );
+        return;
+    }
+    let outcome = match failed(result) {
+        Some(why) => Err(why),
+        None if result.is_null() => Err("not read".to_string()),
+        None => evidence::kubeadm_config(&text(result, "stdout"), scope),
+    };
+    match outcome {
+        Ok(found) => report.findings.extend(found),
+        Err(why) => report.unreadable.push(Unreadable { source: "kubeadm-config".into(), place, why }),
     }
 }
 
