@@ -27,6 +27,7 @@ mod live_plan;
 mod openshift;
 mod openshift_control_plane;
 mod ops;
+mod packages;
 mod plan;
 mod poller;
 mod real_api;

@@ -145,6 +145,12 @@ pub enum Module {
     IncludeVars,
     Blockinfile,
     GetUrl,
+    /// `package`: the host's package manager's module (`apt`, `dnf`), picked per host as Ansible's action does.
+    Package,
+    Apt,
+    /// `yum` is `dnf` in ansible-core 2.19 (a redirect).
+    Yum,
+    Dnf,
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -159,7 +165,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 29] = [
+    pub const ALL: [Module; 33] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -189,6 +195,10 @@ impl Module {
         Module::IncludeVars,
         Module::Blockinfile,
         Module::GetUrl,
+        Module::Package,
+        Module::Apt,
+        Module::Yum,
+        Module::Dnf,
     ];
 
     pub fn name(self) -> &'static str {
@@ -222,6 +232,10 @@ impl Module {
             Module::IncludeVars => "include_vars",
             Module::Blockinfile => "blockinfile",
             Module::GetUrl => "get_url",
+            Module::Package => "package",
+            Module::Apt => "apt",
+            Module::Yum => "yum",
+            Module::Dnf => "dnf",
         }
     }
 
@@ -235,6 +249,22 @@ impl Module {
     /// Modules whose free-form text is a command line (Ansible's `check_raw`).
     fn takes_raw(self) -> bool {
         matches!(self, Module::Command | Module::Shell | Module::Script)
+    }
+
+    /// Whether the module takes an argument of that name (any, for set_fact).
+    pub fn accepts(self, arg: &str) -> bool {
+        self.args().is_none_or(|spec| spec.iter().any(|(n, _)| *n == arg))
+    }
+
+    /// Arguments ansible-core's module has that upgrade's does not run: refused with their own message (not "no
+    /// such argument"), so the author knows the task is valid Ansible and what to change.
+    pub fn ansible_only_args(self) -> &'static [&'static str] {
+        match self {
+            Module::Apt => APT_ANSIBLE_ONLY,
+            Module::Dnf | Module::Yum => DNF_ANSIBLE_ONLY,
+            Module::Package => &[],
+            _ => &[],
+        }
     }
 
     /// The arguments a module accepts; `None` accepts any name (set_fact).
@@ -440,6 +470,10 @@ impl Module {
                 ("scope", Str),
                 ("no_block", Bool),
             ],
+            Module::Apt => APT_ARGS,
+            Module::Dnf | Module::Yum => DNF_ARGS,
+            // Ansible's `package` hands every argument but `use` to the host's module, which checks them there.
+            Module::Package => PACKAGE_ARGS,
             Module::File => &[
                 ("path", Str),
                 ("dest", Str),
@@ -456,6 +490,106 @@ impl Module {
         })
     }
 }
+
+const APT_ARGS: &[(&str, ArgKind)] = &[
+    ("name", ArgKind::StrOrList),
+    ("pkg", ArgKind::StrOrList),
+    ("package", ArgKind::StrOrList),
+    ("state", ArgKind::Str),
+    ("update_cache", ArgKind::Bool),
+    ("update-cache", ArgKind::Bool),
+    ("cache_valid_time", ArgKind::Int),
+    ("update_cache_retries", ArgKind::Int),
+    ("update_cache_retry_max_delay", ArgKind::Int),
+    ("allow_downgrade", ArgKind::Bool),
+    ("allow-downgrade", ArgKind::Bool),
+    ("allow_downgrades", ArgKind::Bool),
+    ("allow-downgrades", ArgKind::Bool),
+    ("allow_change_held_packages", ArgKind::Bool),
+    ("install_recommends", ArgKind::Bool),
+    ("install-recommends", ArgKind::Bool),
+    ("default_release", ArgKind::Str),
+    ("default-release", ArgKind::Str),
+    ("purge", ArgKind::Bool),
+    ("autoremove", ArgKind::Bool),
+    ("only_upgrade", ArgKind::Bool),
+    ("force", ArgKind::Bool),
+    ("lock_timeout", ArgKind::Int),
+];
+const APT_ANSIBLE_ONLY: &[&str] = &[
+    "deb",
+    "upgrade",
+    "dpkg_options",
+    "autoclean",
+    "fail_on_autoremove",
+    "policy_rc_d",
+    "force_apt_get",
+    "clean",
+    "allow_unauthenticated",
+    "allow-unauthenticated",
+    "auto_install_module_deps",
+];
+const DNF_ARGS: &[(&str, ArgKind)] = &[
+    ("name", ArgKind::StrOrList),
+    ("pkg", ArgKind::StrOrList),
+    ("state", ArgKind::Str),
+    ("update_cache", ArgKind::Bool),
+    ("expire-cache", ArgKind::Bool),
+    ("allow_downgrade", ArgKind::Bool),
+    ("disable_excludes", ArgKind::Str),
+    ("enablerepo", ArgKind::StrOrList),
+    ("disablerepo", ArgKind::StrOrList),
+];
+const DNF_ANSIBLE_ONLY: &[&str] = &[
+    "list",
+    "conf_file",
+    "disable_gpg_check",
+    "installroot",
+    "releasever",
+    "autoremove",
+    "exclude",
+    "skip_broken",
+    "update_only",
+    "security",
+    "bugfix",
+    "enable_plugin",
+    "disable_plugin",
+    "download_only",
+    "lock_timeout",
+    "install_weak_deps",
+    "download_dir",
+    "allowerasing",
+    "nobest",
+    "best",
+    "cacheonly",
+    "sslverify",
+    "validate_certs",
+    "use_backend",
+    "install_repoquery",
+];
+/// `package`'s own (`name`, `state`, `use`) and those of the modules it hands over to.
+const PACKAGE_ARGS: &[(&str, ArgKind)] = &[
+    ("name", ArgKind::StrOrList),
+    ("state", ArgKind::Str),
+    ("use", ArgKind::Str),
+    ("pkg", ArgKind::StrOrList),
+    ("package", ArgKind::StrOrList),
+    ("update_cache", ArgKind::Bool),
+    ("update-cache", ArgKind::Bool),
+    ("cache_valid_time", ArgKind::Int),
+    ("allow_downgrade", ArgKind::Bool),
+    ("allow_change_held_packages", ArgKind::Bool),
+    ("install_recommends", ArgKind::Bool),
+    ("default_release", ArgKind::Str),
+    ("purge", ArgKind::Bool),
+    ("autoremove", ArgKind::Bool),
+    ("only_upgrade", ArgKind::Bool),
+    ("force", ArgKind::Bool),
+    ("lock_timeout", ArgKind::Int),
+    ("disable_excludes", ArgKind::Str),
+    ("enablerepo", ArgKind::StrOrList),
+    ("disablerepo", ArgKind::StrOrList),
+];
 
 /// Arguments Ansible removed from a module that old task files still carry: accepted, ignored, and named by
 /// `upgrade check` (module, argument, the ansible-core release that removed it).

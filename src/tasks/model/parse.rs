@@ -635,6 +635,16 @@ impl Parser {
         for (name, value) in args {
             let Some((_, kind)) = spec.iter().find(|(n, _)| n == name) else {
                 let names: Vec<&str> = spec.iter().map(|(n, _)| *n).filter(|n| *n != "_raw_params").collect();
+                if module.ansible_only_args().contains(&name.as_str()) {
+                    let names: Vec<&str> = spec.iter().map(|(n, _)| *n).collect();
+                    self.error(
+                        node,
+                        label,
+                        format!("`{}` argument `{name}` is ansible-core's but not supported by upgrade", module.name()),
+                        format!("upgrade's `{}` takes: {}", module.name(), names.join(", ")),
+                    );
+                    continue;
+                }
                 let what = if name == "_raw_params" {
                     format!("`{}` takes no free-form text (`{}`)", module.name(), value.as_str().unwrap_or_default())
                 } else {

@@ -79,3 +79,18 @@ fn a_playbook_is_refused() {
     assert!(errors[0].message.contains("playbook"));
     assert!(errors[0].hint.as_deref().unwrap_or_default().contains("task list"));
 }
+
+#[test]
+fn package_modules_take_ansibles_common_arguments_and_name_the_ones_upgrade_does_not_run() {
+    let (tasks, errors) = parse(
+        "- apt: {name: [kubeadm=1.29.3-*], update_cache: yes, allow_change_held_packages: true}\n\
+         - yum: name=kubeadm-1.29.3 disable_excludes=kubernetes state=present\n\
+         - ansible.builtin.package: {name: kubelet, state: latest, use: auto}\n",
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(tasks.len(), 3);
+    let (_, errors) = parse("- apt:\n    deb: /tmp/kubeadm.deb\n- dnf:\n    name: x\n    colour: red\n");
+    let text: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert!(text[0].contains("`apt` argument `deb` is ansible-core's but not supported by upgrade"), "{text:?}");
+    assert!(text[1].contains("`dnf` has no argument `colour`"), "{text:?}");
+}
