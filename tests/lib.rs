@@ -2,6 +2,7 @@
 
 mod support;
 
+mod ansible_core;
 mod api_removals;
 mod artifacts;
 mod bad_input;

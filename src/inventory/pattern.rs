@@ -187,7 +187,6 @@ fn compile(pattern: &str) -> Result<Regex> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -151,6 +151,25 @@ pub enum Module {
     /// `yum` is `dnf` in ansible-core 2.19 (a redirect).
     Yum,
     Dnf,
+    /// A module `upgrade` does not implement, run through ansible-core itself; its name is the argument
+    /// [`ANSIBLE_CORE_MODULE_ARG`]. Not in [`Module::ALL`]: no name parses to it.
+    AnsibleCore,
+}
+
+/// The argument that carries the module's name in a task run through ansible-core (`_ansible_` names are reserved by
+/// Ansible, so no module argument is called this).
+pub const ANSIBLE_CORE_MODULE_ARG: &str = "_ansible_upgrade_module";
+
+impl ModuleCall {
+    /// The module as the task names it (`oc_obj` for a task run through ansible-core).
+    pub fn module_name(&self) -> &str {
+        match self.module {
+            Module::AnsibleCore => {
+                self.args.get(ANSIBLE_CORE_MODULE_ARG).and_then(Value::as_str).unwrap_or("ansible-core")
+            }
+            m => m.name(),
+        }
+    }
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -236,6 +255,7 @@ impl Module {
             Module::Apt => "apt",
             Module::Yum => "yum",
             Module::Dnf => "dnf",
+            Module::AnsibleCore => "ansible-core",
         }
     }
 
@@ -314,7 +334,7 @@ impl Module {
                 &[("that", StrOrList), ("fail_msg", Any), ("msg", Any), ("success_msg", Any), ("quiet", Bool)]
             }
             Module::Fail => &[("msg", Any)],
-            Module::SetFact => return None,
+            Module::SetFact | Module::AnsibleCore => return None,
             Module::WaitFor => &[
                 ("host", Str),
                 ("port", Int),
@@ -602,7 +622,7 @@ impl Task {
             return name.clone();
         }
         match &self.action {
-            Action::Module(call) => call.module.name().to_string(),
+            Action::Module(call) => call.module_name().to_string(),
             Action::Block { .. } => "block".into(),
             Action::Include { file, import } => {
                 format!("{} {file}", if *import { "import_tasks" } else { "include_tasks" })

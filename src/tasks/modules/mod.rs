@@ -9,6 +9,7 @@
 //! so the connection below only moves bytes. The layers: `model` below, `modules` here, `engine` above; nothing
 //! here imports the engine.
 
+mod ansible_core;
 mod async_jobs;
 mod async_run;
 mod async_status;
@@ -31,6 +32,7 @@ use serde_json::{Map, Value};
 
 use super::Vars;
 use super::model::Module;
+pub use ansible_core::AnsibleCore;
 pub use async_jobs::AsyncJobs;
 pub use async_run::run_async;
 use command::{command, script};
@@ -72,6 +74,7 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::Package => packages::package(ctx, args, vars).await,
         Module::Apt => packages::apt(ctx, args).await,
         Module::Yum | Module::Dnf => packages::dnf(ctx, args).await,
+        Module::AnsibleCore => ansible_core::run(ctx, args, vars).await,
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
         Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }

@@ -65,8 +65,9 @@ pub(super) async fn package(ctx: &ModuleContext, args: &Map<String, Value>, vars
     let manager = match arg_str(args, "use").filter(|u| u != "auto").or(fact) {
         Some(m) => m,
         None => {
-            let found = sh(ctx, "for m in apt-get dnf yum; do command -v $m >/dev/null 2>&1 && { echo $m; break; }; done")
-                .await?;
+            let found =
+                sh(ctx, "for m in apt-get dnf yum; do command -v $m >/dev/null 2>&1 && { echo $m; break; }; done")
+                    .await?;
             match found.stdout.trim() {
                 "apt-get" => "apt".to_string(),
                 "" => {
@@ -169,7 +170,9 @@ async fn apt_status(ctx: &ModuleContext, name: &str, pin: Option<(&str, &str)>) 
     let q = shell_quote(name);
     let run = sh(
         ctx,
-        &format!("{APT_ENV} dpkg-query -W -f='${{db:Status-Abbrev}}' {q} 2>/dev/null; echo; {APT_ENV} apt-cache policy {q}"),
+        &format!(
+            "{APT_ENV} dpkg-query -W -f='${{db:Status-Abbrev}}' {q} 2>/dev/null; echo; {APT_ENV} apt-cache policy {q}"
+        ),
     )
     .await?;
     let (abbrev, policy_text) = run.stdout.split_once('\n').unwrap_or((run.stdout.as_str(), ""));
@@ -186,9 +189,7 @@ async fn apt_status(ctx: &ModuleContext, name: &str, pin: Option<(&str, &str)>) 
     let (version_installed, installable) = match (&current, pin) {
         (None, _) => (false, best),
         (Some(v), Some(("=", pattern))) => (fnmatch(v, pattern), best.filter(|b| b != v && fnmatch(b, pattern))),
-        (Some(v), Some((_, minimum))) => {
-            (debian_at_least(v, minimum, &policy.versions), best.filter(|b| b != v))
-        }
+        (Some(v), Some((_, minimum))) => (debian_at_least(v, minimum, &policy.versions), best.filter(|b| b != v)),
         (Some(v), None) => (true, best.filter(|b| b != v)),
     };
     // A package apt does not know has nothing to install (Ansible: "No package matching").
@@ -266,7 +267,8 @@ pub(super) async fn apt(ctx: &ModuleContext, args: &Map<String, Value>) -> Modul
             for attempt in 0..retries {
                 let run = sh(ctx, &format!("{apt_get} update -q")).await?;
                 // apt-get update exits 0 with `W:` lines for indexes it could not fetch; python-apt's update fails.
-                let failed_fetch = run.stderr.lines().any(|l| l.starts_with("E:") || l.starts_with("W: Failed to fetch"));
+                let failed_fetch =
+                    run.stderr.lines().any(|l| l.starts_with("E:") || l.starts_with("W: Failed to fetch"));
                 if run.rc == 0 && !failed_fetch {
                     ok = true;
                     break;
@@ -458,7 +460,9 @@ fn rpm_vercmp(a: &str, b: &str) -> std::cmp::Ordering {
         }
         let numeric = a[0].is_ascii_digit();
         let run = |s: &[u8]| {
-            s.iter().position(|c| if numeric { !c.is_ascii_digit() } else { !c.is_ascii_alphabetic() }).unwrap_or(s.len())
+            s.iter()
+                .position(|c| if numeric { !c.is_ascii_digit() } else { !c.is_ascii_alphabetic() })
+                .unwrap_or(s.len())
         };
         let (la, lb) = (run(a), run(b));
         if lb == 0 {
@@ -541,7 +545,9 @@ pub(super) async fn dnf(ctx: &ModuleContext, args: &Map<String, Value>) -> Modul
         before.push((name.to_string(), current.clone()));
         let matches = |nvra: &str| match version {
             None => true,
-            Some(_) => fnmatch(nvra, spec) || fnmatch(nvra, &format!("{spec}-*")) || fnmatch(nvra, &format!("{spec}.*")),
+            Some(_) => {
+                fnmatch(nvra, spec) || fnmatch(nvra, &format!("{spec}-*")) || fnmatch(nvra, &format!("{spec}.*"))
+            }
         };
         match (state, &current) {
             ("absent", Some(nvra)) if matches(nvra) => remove.push(spec.clone()),
