@@ -203,6 +203,19 @@ impl Checker {
                 task.display_name()
             )),
             Err(why) => {
+                // A module of ours given an argument only ansible-core's has, or a module we do not have.
+                let what = match model::Module::from_name(name) {
+                    Some(ours) => {
+                        let only: Vec<String> = call
+                            .args
+                            .keys()
+                            .filter(|k| ours.ansible_only_args().contains(&k.as_str()))
+                            .map(|k| format!("`{k}`"))
+                            .collect();
+                        format!("`{name}` with {} runs through ansible-core: {why}", only.join(", "))
+                    }
+                    None => format!("unknown module `{name}`: {why}"),
+                };
                 let hint = if std::mem::replace(&mut self.said_how_to_get_ansible, true) {
                     "see the first such error for how ansible-core is found".to_string()
                 } else {
@@ -212,7 +225,7 @@ impl Checker {
                         .to_string()
                 };
                 self.out.errors.push(
-                    Error::input(format!("task \"{}\": unknown module `{name}`: {why}", task.display_name()))
+                    Error::input(format!("task \"{}\": {what}", task.display_name()))
                         .at(task.location.clone())
                         .hint(hint),
                 );

@@ -276,13 +276,13 @@ impl Module {
         self.args().is_none_or(|spec| spec.iter().any(|(n, _)| *n == arg))
     }
 
-    /// Arguments ansible-core's module has that upgrade's does not run: refused with their own message (not "no
-    /// such argument"), so the author knows the task is valid Ansible and what to change.
+    /// Arguments ansible-core's module has that upgrade's does not run: a task that gives one is run through
+    /// ansible-core (and refused by the check, saying so, where ansible-core is not found).
     pub fn ansible_only_args(self) -> &'static [&'static str] {
         match self {
             Module::Apt => APT_ANSIBLE_ONLY,
             Module::Dnf | Module::Yum => DNF_ANSIBLE_ONLY,
-            Module::Package => &[],
+            Module::Copy => &["remote_src", "directory_mode", "local_follow", "validate", "checksum", "unsafe_writes"],
             _ => &[],
         }
     }

@@ -372,7 +372,12 @@ impl Parser {
             }
             other => match Module::from_name(other) {
                 Some(module) => self.set_action(chosen, key_node, label, "modules", |this| {
-                    let args = this.module_args(module, value, label)?;
+                    let mut args = this.module_args(module, value, label)?;
+                    // An argument only ansible-core's module has: the task is ansible-core's to run.
+                    if args.keys().any(|k| module.ansible_only_args().contains(&k.as_str())) {
+                        args.insert(ANSIBLE_CORE_MODULE_ARG.into(), Value::String(other.to_string()));
+                        return Some(Action::Module(ModuleCall { module: Module::AnsibleCore, args }));
+                    }
                     Some(Action::Module(ModuleCall { module, args }))
                 }),
                 None if TASK_KEYS.contains(&other) => {}
@@ -653,13 +658,6 @@ impl Parser {
             let Some((_, kind)) = spec.iter().find(|(n, _)| n == name) else {
                 let names: Vec<&str> = spec.iter().map(|(n, _)| *n).filter(|n| *n != "_raw_params").collect();
                 if module.ansible_only_args().contains(&name.as_str()) {
-                    let names: Vec<&str> = spec.iter().map(|(n, _)| *n).collect();
-                    self.error(
-                        node,
-                        label,
-                        format!("`{}` argument `{name}` is ansible-core's but not supported by upgrade", module.name()),
-                        format!("upgrade's `{}` takes: {}", module.name(), names.join(", ")),
-                    );
                     continue;
                 }
                 let what = if name == "_raw_params" {

@@ -94,14 +94,16 @@ impl AnsibleCore {
     }
 
     /// The library directories for a task of `task_file`: `upgrade_ansible_library`, the role's `library/` (a task
-    /// file under ROLE/tasks/), a `library/` beside the task file, then `ANSIBLE_LIBRARY`'s.
+    /// file under ROLE/tasks/) and those of the roles its `meta/main.yml` depends on (as Ansible loads a role's
+    /// dependencies with it: openshift-ansible's roles get `oc_obj` from `lib_openshift` so), a `library/` beside
+    /// the task file, then `ANSIBLE_LIBRARY`'s.
     pub fn library_for(&self, task_file: &Path) -> Vec<PathBuf> {
         let mut dirs = self.library.clone();
         let mut dir = task_file.parent();
         while let Some(d) = dir {
             if d.file_name().is_some_and(|n| n == "tasks") {
                 if let Some(role) = d.parent() {
-                    dirs.push(role.join("library"));
+                    role_libraries(role, &mut Vec::new(), &mut dirs);
                 }
                 break;
             }
@@ -203,6 +205,45 @@ impl AnsibleCore {
     }
 }
 
+/// `role/library` and, depth first, those of the roles `role/meta/main.yml` lists under `dependencies` (a name, or
+/// a mapping with `role` or `name`), found beside the role.
+fn role_libraries(role: &Path, seen: &mut Vec<PathBuf>, out: &mut Vec<PathBuf>) {
+    if seen.iter().any(|s| s == role) {
+        return;
+    }
+    seen.push(role.to_path_buf());
+    out.push(role.join("library"));
+    let meta = role.join("meta/main.yml");
+    let Ok(text) = std::fs::read_to_string(&meta) else { return };
+    let Ok(Some(node)) = crate::yaml::parse(&text, &meta) else { return };
+    let Some(deps) = node.get("dependencies").and_then(|d| d.as_seq()) else { return };
+    for dep in deps {
+        let name = dep.as_str().or_else(|| dep.get("role").or_else(|| dep.get("name")).and_then(|n| n.as_str()));
+        if let (Some(name), Some(parent)) = (name, role.parent()) {
+            let dir = parent.join(name);
+            if dir.is_dir() {
+                role_libraries(&dir, seen, out);
+            }
+        }
+    }
+}
+
+/// The play as YAML (JSON is YAML) with every string that holds template markers tagged `!unsafe`: the arguments
+/// are rendered already, so ansible-core must not render them again.
+fn unsafe_yaml(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.contains("{{") || s.contains("{%") || s.contains("{#") => {
+            format!("!unsafe {}", Value::String(s.clone()))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(unsafe_yaml).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter().map(|(k, v)| format!("{}: {}", Value::String(k.clone()), unsafe_yaml(v))).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
 /// The task, run by ansible-core on the module's target host.
 pub(super) async fn run(ctx: &ModuleContext, args: &Map<String, Value>, vars: &Vars) -> ModuleResult {
     let mut args = args.clone();
@@ -234,6 +275,20 @@ pub(super) async fn run(ctx: &ModuleContext, args: &Map<String, Value>, vars: &V
             host_vars.insert(key.to_string(), rendered);
         }
     }
+    // `copy`'s controller-side `src` is found where upgrade finds it (ansible-playbook runs elsewhere).
+    let short = name.rsplit('.').next().unwrap_or(&name);
+    let remote_src = args.get("remote_src").and_then(crate::ansible_compat::boolean).unwrap_or(false);
+    if short == "copy" && !remote_src {
+        if let Some(Value::String(src)) = args.get("src").cloned() {
+            let found = resolve_local(&ctx.task_file, &src, Some("files"));
+            let found = std::fs::canonicalize(&found).unwrap_or(found);
+            let mut text = found.display().to_string();
+            if src.ends_with('/') {
+                text.push('/');
+            }
+            args.insert("src".into(), Value::String(text));
+        }
+    }
     let mut task = Map::new();
     task.insert("name".into(), json!(name));
     task.insert(name.clone(), Value::Object(args));
@@ -252,14 +307,14 @@ pub(super) async fn run(ctx: &ModuleContext, args: &Map<String, Value>, vars: &V
         .tempdir()
         .map_err(|e| ConnectionError::Transport(format!("cannot make a directory for ansible-core: {e}")))?;
     let write = |file: &str, v: &Value| {
-        std::fs::write(dir.path().join(file), v.to_string())
+        std::fs::write(dir.path().join(file), unsafe_yaml(v))
             .map_err(|e| ConnectionError::Transport(format!("cannot write {file} for ansible-core: {e}")))
     };
-    write("play.json", &play)?;
-    write("inventory.json", &inventory)?;
+    write("play.yml", &play)?;
+    write("inventory.yml", &inventory)?;
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c")
-        .arg(format!("exec {} -i inventory.json play.json", core.tool("playbook")))
+        .arg(format!("exec {} -i inventory.yml play.yml", core.tool("playbook")))
         .current_dir(dir.path())
         .env("ANSIBLE_STDOUT_CALLBACK", "minimal")
         .env("ANSIBLE_NOCOLOR", "1")
@@ -335,6 +390,12 @@ mod tests {
         let failed = "h1 | FAILED! => {\n    \"changed\": false,\n    \"msg\": \"boom\"\n}\n";
         assert_eq!(result_of(failed, "h1").expect("result")["failed"], true);
         assert!(result_of("xh1 | SUCCESS => {}", "h1").is_none());
+    }
+
+    #[test]
+    fn rendered_strings_with_template_markers_are_unsafe_for_ansible() {
+        let play = json!({"a": "{{ x }}", "b": ["plain", "{% y %}"], "c": 1});
+        assert_eq!(unsafe_yaml(&play), r#"{"a": !unsafe "{{ x }}", "b": ["plain", !unsafe "{% y %}"], "c": 1}"#);
     }
 
     #[test]
