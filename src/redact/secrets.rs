@@ -35,7 +35,7 @@ impl Redactor {
             }
         }
         values.extend(super::decrypted::all());
-        Redactor::new(values)
+        Redactor::new(values).with_later_decrypted()
     }
 
     /// The secrets of every host of an inventory, `-e` included.

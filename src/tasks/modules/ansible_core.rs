@@ -238,7 +238,10 @@ fn unsafe_yaml(v: &Value) -> String {
         Value::Array(items) => format!("[{}]", items.iter().map(unsafe_yaml).collect::<Vec<_>>().join(", ")),
         Value::Object(m) => format!(
             "{{{}}}",
-            m.iter().map(|(k, v)| format!("{}: {}", Value::String(k.clone()), unsafe_yaml(v))).collect::<Vec<_>>().join(", ")
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), unsafe_yaml(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         other => other.to_string(),
     }
