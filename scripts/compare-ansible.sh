@@ -54,7 +54,8 @@ PLAY
     (cd "$work/ansible" && ANSIBLE_NOCOLOR=1 ANSIBLE_HOST_KEY_CHECKING=0 ANSIBLE_LOCALHOST_WARNING=0 \
         ANSIBLE_PYTHON_INTERPRETER="$venv/bin/python" "$venv/bin/ansible-playbook" -i hosts play.yml) \
         > "$work/ansible.out" 2>&1 || true
-    (cd "$work/upgrade" && "$upgrade" run-tasks tasks.yml -i hosts --yes) > "$work/upgrade.out" 2>&1 || true
+    # ansible-core on PATH: the modules upgrade does not implement run through it (compare/ansible_core.yml).
+    (cd "$work/upgrade" && PATH="$venv/bin:$PATH" "$upgrade" run-tasks tasks.yml -i hosts --yes) > "$work/upgrade.out" 2>&1 || true
     if "$venv/bin/python" - "$work" > "$work/report" <<'PY'
 import json, re, sys, pathlib
 work = pathlib.Path(sys.argv[1])
