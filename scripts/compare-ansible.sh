@@ -159,7 +159,10 @@ for file in "${files[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
 done
 for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || status=1
+    # A job the `jobs` loop above already reaped is no longer wait's ("not a child of this shell"): its output says
+    # whether it differed.
+    wait "${pids[$i]}" 2>/dev/null || true
+    grep -q '^same: ' "${outs[$i]}" || status=1
     cat "${outs[$i]}"
     rm -f "${outs[$i]}"
 done
