@@ -48,6 +48,9 @@ const CONNECTION_VARS: &[&str] = &[
     "ansible_become_pass",
 ];
 
+/// One `ansible-doc` question: the tool, the module, the library directories.
+type DocQuery = (String, String, Vec<PathBuf>);
+
 /// Where ansible-core is and where it looks for modules.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct AnsibleCore {
@@ -160,8 +163,7 @@ impl AnsibleCore {
                 }
             }
         }
-        static SEEN: LazyLock<Mutex<HashMap<(String, String, Vec<PathBuf>), Result<String, String>>>> =
-            LazyLock::new(Default::default);
+        static SEEN: LazyLock<Mutex<HashMap<DocQuery, Result<String, String>>>> = LazyLock::new(Default::default);
         let key = (self.tool("doc"), name.to_string(), library.clone());
         if let Some(seen) = SEEN.lock().ok().and_then(|s| s.get(&key).cloned()) {
             return seen;
