@@ -54,7 +54,8 @@ PLAY
     (cd "$work/ansible" && ANSIBLE_NOCOLOR=1 ANSIBLE_HOST_KEY_CHECKING=0 ANSIBLE_LOCALHOST_WARNING=0 \
         ANSIBLE_PYTHON_INTERPRETER="$venv/bin/python" "$venv/bin/ansible-playbook" -i hosts play.yml) \
         > "$work/ansible.out" 2>&1 || true
-    (cd "$work/upgrade" && "$upgrade" run-tasks tasks.yml -i hosts --yes) > "$work/upgrade.out" 2>&1 || true
+    # ansible-core on PATH: the modules upgrade does not implement run through it (compare/ansible_core.yml).
+    (cd "$work/upgrade" && PATH="$venv/bin:$PATH" "$upgrade" run-tasks tasks.yml -i hosts --yes) > "$work/upgrade.out" 2>&1 || true
     if "$venv/bin/python" - "$work" > "$work/report" <<'PY'
 import json, re, sys, pathlib
 work = pathlib.Path(sys.argv[1])
@@ -158,7 +159,10 @@ for file in "${files[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
 done
 for i in "${!pids[@]}"; do
-    wait "${pids[$i]}" || status=1
+    # A job the `jobs` loop above already reaped is no longer wait's ("not a child of this shell"): its output says
+    # whether it differed.
+    wait "${pids[$i]}" 2>/dev/null || true
+    grep -q '^same: ' "${outs[$i]}" || status=1
     cat "${outs[$i]}"
     rm -f "${outs[$i]}"
 done

@@ -323,6 +323,75 @@ fn quote_state(token: &str, mut quote_char: Option<char>) -> Option<char> {
     quote_char
 }
 
+/// Python's `fnmatch.translate`, for the Rust regex syntax.
+pub(crate) fn glob_to_regex(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            '*' => {
+                out.push_str(".*");
+                while chars.get(i) == Some(&'*') {
+                    i += 1;
+                }
+            }
+            '?' => out.push('.'),
+            '[' => {
+                let mut j = i;
+                if chars.get(j) == Some(&'!') {
+                    j += 1;
+                }
+                if chars.get(j) == Some(&']') {
+                    j += 1;
+                }
+                while j < chars.len() && chars[j] != ']' {
+                    j += 1;
+                }
+                if j >= chars.len() {
+                    out.push_str(r"\[");
+                } else {
+                    let stuff = &chars[i..j];
+                    i = j + 1;
+                    let (negate, body) = match stuff.first() {
+                        Some('!') => (true, &stuff[1..]),
+                        _ => (false, stuff),
+                    };
+                    if body.is_empty() {
+                        // `[]` or `[!]`: Python gives an impossible or any-character match.
+                        out.push_str(if negate { "." } else { "[^\\s\\S]" });
+                        continue;
+                    }
+                    out.push('[');
+                    if negate {
+                        out.push('^');
+                    }
+                    for (k, ch) in body.iter().enumerate() {
+                        let is_range = *ch == '-' && k > 0 && k + 1 < body.len() && body[k - 1] != '-';
+                        if is_range {
+                            out.push('-');
+                        } else if ch.is_alphanumeric() {
+                            out.push(*ch);
+                        } else {
+                            out.push_str(&regex::escape(&ch.to_string()));
+                        }
+                    }
+                    out.push(']');
+                }
+            }
+            other => out.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    out
+}
+
+/// Python's `fnmatch.fnmatchcase`: `text` matches the shell-style `pattern` whole.
+pub(crate) fn fnmatch(text: &str, pattern: &str) -> bool {
+    Regex::new(&format!("^(?s:{})$", glob_to_regex(pattern))).is_ok_and(|re| re.is_match(text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     let Remote { runtime, connect, engine: engine_options } = remote;
     let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
     let target = target_of(&plan, request, &inventory)?;
-    check_hook_files(&plan)?;
+    check_hook_files(&plan, &crate::tasks::ansible_core_of(&inventory, &extra))?;
     blue_green::check_surge_hooks(&plan)?;
 
     let state_dir = request.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
@@ -386,14 +386,15 @@ async fn run_hops(
 }
 
 /// Every hook file must be a valid task list before anything is touched.
-fn check_hook_files(plan: &Plan) -> Result<()> {
+fn check_hook_files(plan: &Plan, ansible: &crate::tasks::modules::AnsibleCore) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for hooks in plan.hooks.values().chain(std::iter::once(&plan.cluster_hooks)) {
         for hook in hooks.values() {
             if !seen.insert(hook.path.clone()) {
                 continue;
             }
-            if let Some(first) = crate::tasks::check_task_file(&hook.path).into_iter().next() {
+            let errors = crate::tasks::check_task_file_with_notes(&hook.path, &[], ansible).errors;
+            if let Some(first) = errors.into_iter().next() {
                 return Err(first.hint(format!(
                     "fix the hook file named by {} ({}); `upgrade check` lists every problem",
                     hook.variable, hook.origin

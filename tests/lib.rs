@@ -2,6 +2,7 @@
 
 mod support;
 
+mod ansible_core;
 mod api_removals;
 mod artifacts;
 mod bad_input;
@@ -27,6 +28,7 @@ mod live_plan;
 mod openshift;
 mod openshift_control_plane;
 mod ops;
+mod packages;
 mod plan;
 mod poller;
 mod real_api;

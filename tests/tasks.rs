@@ -368,7 +368,7 @@ fn roles_are_found_beside_the_hook_with_their_defaults_vars_and_tasks_from() {
     assert!(errors.len() == 1 && errors[0].contains("the role 'nowhere' was not found"), "{errors:?}");
     // A roles directory named by upgrade_roles_path (as `upgrade check` passes it) is searched too.
     s.write("elsewhere/nowhere/tasks/main.yml", "- debug: msg=found\n");
-    assert!(check_task_file_with_notes(&missing, &[s.path().join("elsewhere")]).errors.is_empty());
+    assert!(check_task_file_with_notes(&missing, &[s.path().join("elsewhere")], &Default::default()).errors.is_empty());
 }
 
 #[test]
@@ -457,7 +457,7 @@ fn commands_removed_warn_argument_is_accepted_ignored_and_noted() {
         "hook.yml",
         "- name: old style\n  command: echo hi warn=false\n  register: a\n- name: args\n  shell: echo there\n  args:\n    warn: no\n",
     );
-    let checked = check_task_file_with_notes(&file, &[]);
+    let checked = check_task_file_with_notes(&file, &[], &Default::default());
     assert!(checked.errors.is_empty(), "{:?}", checked.errors);
     assert_eq!(checked.notes.len(), 2, "{:?}", checked.notes);
     assert!(
@@ -934,7 +934,8 @@ fn check_reports_every_problem_with_its_line() {
     );
     let errors: Vec<String> = check_task_file(&bad).iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 3, "{errors:?}");
-    assert!(errors[0].contains("bad.yml:2:3") && errors[0].contains("comand"), "{}", errors[0]);
+    // The module is checked where its task starts: ansible-core is asked whether it has it.
+    assert!(errors[0].contains("bad.yml:1:3") && errors[0].contains("unknown module `comand`"), "{}", errors[0]);
     assert!(errors[1].contains("bad.yml:3:3") && errors[1].contains("bad template"), "{}", errors[1]);
     assert!(errors[2].contains("nowhere.yml"), "{}", errors[2]);
     let yaml = s.write("yaml.yml", "- name: x\n  debug: {msg: [1, 2\n");
@@ -961,7 +962,7 @@ fn a_task_file_that_includes_itself_is_checked_without_a_crash() {
     s.write("b.yml", "- name: typo\n  comand: ls\n- import_tasks: ./a.yml\n");
     let errors: Vec<String> = check_task_file(&a).iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("b.yml:2:3") && errors[0].contains("comand"), "{}", errors[0]);
+    assert!(errors[0].contains("b.yml:1:3") && errors[0].contains("comand"), "{}", errors[0]);
     let run = s.run_file(&own);
     assert_eq!(run.fact("h1", "n"), json!(3), "run-tasks follows the counter to its end");
 }

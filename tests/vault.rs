@@ -148,3 +148,45 @@ fn an_error_about_a_decrypted_value_masks_it() {
         .stderr_has("********")
         .check("the value is not shown", |o| !o.output().contains("not-a-serial-26"));
 }
+
+/// A hook's `include_vars` of a file encrypted whole and of a file holding a `!vault` value: decrypted with the
+/// command's passwords, the values usable, and masked in everything printed (they were decrypted while the run went
+/// on, after the output's redactor was made).
+#[test]
+fn include_vars_decrypts_a_vaulted_file_and_masks_its_values() {
+    let tasks = r#"
+- name: a vars file encrypted whole
+  include_vars: hook-vars/encrypted.yml
+- name: a vars file with a vault value
+  include_vars:
+    file: hook-vars/inline.yml
+    name: inline
+- name: the values arrived decrypted
+  assert:
+    that:
+      - hook_secret == 'hook-secret-from-vault-26' and hook_port == 6443
+      - inline.hook_inline == 'hook-inline-secret-26' and inline.hook_plain == 'plain-26'
+- name: print them
+  command: echo secret={{ hook_secret }} inline={{ inline.hook_inline }} plain={{ inline.hook_plain }}
+- name: a file none of the passwords decrypts
+  include_vars: hook-vars/other-password.yml
+  register: other
+  ignore_errors: true
+- name: fails the task, naming the file
+  assert:
+    that:
+      - other is failed
+      - "'other-password.yml:1:1: wrong vault password' in other.msg"
+"#;
+    let outcome = vault_scenario()
+        .file("tasks.yml", tasks)
+        .args(["run-tasks", "tasks.yml", "-v", "-i", "hosts.yml", "--limit", "m1"])
+        .args(["--vault-password-file", "password", "--vault-id", "ops@ops-password.sh"])
+        .success()
+        .stdout_has("secret=******** inline=******** plain=plain-26");
+    for secret in ["hook-secret-from-vault-26", "hook-inline-secret-26"] {
+        if outcome.output().contains(secret) {
+            outcome.fail(&format!("the decrypted value {secret} was printed"));
+        }
+    }
+}

@@ -19,6 +19,8 @@ use crate::tasks::engine::{EngineOptions, Prompter};
 pub(super) struct Loaded {
     pub(super) inventory: Inventory,
     pub(super) extra: Vars,
+    /// The vault passwords, for the task files that read encrypted files (`include_vars`).
+    pub(super) vault: VaultSecrets,
 }
 
 /// Gathers the vault passwords, reads the inventory, then `-e`.
@@ -26,7 +28,7 @@ pub(super) fn load(args: &InventoryArgs) -> Result<Loaded> {
     let vault = super::vault::vault_secrets(args)?;
     let inventory = load_inventory(args, &vault)?;
     let extra = extra_vars(args, &vault)?;
-    Ok(Loaded { inventory, extra })
+    Ok(Loaded { inventory, extra, vault })
 }
 
 /// Reads the inventory and says its warnings (what Ansible would warn about too) on stderr, before any plan or run.
@@ -72,6 +74,7 @@ pub(super) fn remote(args: &RunArgs) -> Result<Remote> {
             prompter: terminal_prompter(),
             whole_stdout: false,
             async_jobs: Default::default(),
+            vault: Default::default(),
         },
     })
 }

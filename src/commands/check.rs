@@ -15,6 +15,7 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
     let mut problems = 0usize;
     let mut files: Vec<PathBuf> = Vec::new();
     let mut roles_path: Vec<PathBuf> = Vec::new();
+    let mut ansible = crate::tasks::modules::AnsibleCore::default();
     let mut say = |e: crate::error::Error| {
         errln!("error: {}", crate::redact::Redactor::decrypted().error(e));
         problems += 1;
@@ -30,6 +31,7 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
                 }
                 files.extend(crate::settings::hook_files(&inventory, &extra));
                 roles_path = configured_roles_path(&inventory, &extra);
+                ansible = crate::tasks::ansible_core_of(&inventory, &extra);
             }
             Err(e) => say(e),
         },
@@ -42,7 +44,7 @@ pub(super) fn check(args: &CheckArgs) -> crate::error::Result<i32> {
         }
     }
     for file in &files {
-        let crate::tasks::TaskFileCheck { errors, notes } = check_task_file_with_notes(file, &roles_path);
+        let crate::tasks::TaskFileCheck { errors, notes } = check_task_file_with_notes(file, &roles_path, &ansible);
         for note in notes {
             outln!("note: {note}");
         }

@@ -10,7 +10,7 @@ use crate::session::UpgradeRequest;
 use crate::settings::{OutputFormat, SettingFlags};
 
 pub(super) fn check_apis(args: &CheckApisArgs) -> Result<i32> {
-    let Loaded { inventory, extra } = load(&args.inventory)?;
+    let Loaded { inventory, extra, .. } = load(&args.inventory)?;
     let request = UpgradeRequest {
         plan: PlanRequest {
             phases: Vec::new(),

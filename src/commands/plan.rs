@@ -8,7 +8,7 @@ use crate::plan::{Plan, live, plan_json, plan_text};
 use crate::settings::OutputFormat;
 
 pub(super) fn plan(args: &UpgradeArgs) -> Result<i32> {
-    let Loaded { inventory, extra } = load(&args.inventory)?;
+    let Loaded { inventory, extra, .. } = load(&args.inventory)?;
     if args.live {
         let plan = live::live_plan(&upgrade_request(args), inventory, extra, remote(&args.run)?)?;
         let text = match args.output {

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::restore::RestoreRequest;
 
 pub(super) fn restore(args: &RestoreArgs) -> Result<i32> {
-    let Loaded { inventory, extra } = load(&args.inventory)?;
+    let Loaded { inventory, extra, .. } = load(&args.inventory)?;
     let request = RestoreRequest {
         limit: args.inventory.limit.clone(),
         backup: args.backup.clone(),

@@ -14,7 +14,7 @@ use crate::session::Remote;
 use crate::tasks::{model, report, run_tasks as run_on_hosts};
 
 pub(super) fn run_tasks(args: &RunTasksArgs) -> Result<i32> {
-    let Loaded { inventory, extra } = load(&args.inventory)?;
+    let Loaded { inventory, extra, vault } = load(&args.inventory)?;
     // `--limit` restricts a play on `hosts: all`, as ansible-playbook -l does: the hosts keep the inventory order.
     let hosts = inventory.limit(args.inventory.limit.as_deref().unwrap_or("all"))?;
     if hosts.is_empty() {
@@ -25,7 +25,8 @@ pub(super) fn run_tasks(args: &RunTasksArgs) -> Result<i32> {
         crate::builtin_vars::check_no_ssh_password(host, &inventory.host_vars(host, &extra))?;
     }
     let tasks = model::load_task_file(&args.file)?;
-    let Remote { runtime, connect, engine } = remote(&args.run)?;
+    let Remote { runtime, connect, mut engine } = remote(&args.run)?;
+    engine.vault = vault;
     let reporter = Arc::new(report::TextReporter::new(args.run.verbose, Box::new(std::io::stdout()), &hosts));
     let host_vars: HashMap<String, Map<String, Value>> =
         hosts.iter().map(|h| (h.clone(), vars_to_json(&inventory.host_vars(h, &extra)))).collect();

@@ -7,7 +7,7 @@ use crate::plan::PlanRequest;
 use crate::session::UpgradeRequest;
 
 pub(super) fn unlock(args: &UnlockArgs) -> Result<i32> {
-    let Loaded { inventory, extra } = load(&args.inventory)?;
+    let Loaded { inventory, extra, .. } = load(&args.inventory)?;
     // An upgrade with nothing but the inventory: its plan names the first master, which reads the lock.
     let request = UpgradeRequest {
         plan: PlanRequest { limit: args.inventory.limit.clone(), ..PlanRequest::default() },

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::settings::OutputFormat;
 
 pub(super) fn versions(args: &VersionsArgs) -> Result<i32> {
-    let Loaded { inventory, extra } = load(&args.inventory)?;
+    let Loaded { inventory, extra, .. } = load(&args.inventory)?;
     let offered = crate::strategy::versions::versions(&inventory, &extra, args.from.as_deref(), remote(&args.run)?)?;
     print(&match args.output {
         OutputFormat::Json => offered.json(),

@@ -14,7 +14,7 @@ mod model;
 mod pattern;
 mod ranges;
 mod vars;
-mod vault_values;
+pub(crate) mod vault_values;
 mod yaml;
 
 use std::path::{Path, PathBuf};

@@ -179,76 +179,12 @@ fn enumerate_matches(inv: &Inventory, pattern: &str) -> Result<(Vec<String>, boo
 fn compile(pattern: &str) -> Result<Regex> {
     let source = match pattern.strip_prefix('~') {
         Some(re) => format!("^(?:{re})"),
-        None => format!("^(?s:{})$", glob_to_regex(pattern)),
+        None => format!("^(?s:{})$", crate::ansible_compat::glob_to_regex(pattern)),
     };
     Regex::new(&source).map_err(|e| {
         Error::input(format!("invalid host list pattern `{pattern}`: {e}"))
             .hint("`~` starts a regular expression; check its brackets and escapes")
     })
-}
-
-/// Python's `fnmatch.translate`, for the Rust regex syntax.
-fn glob_to_regex(pattern: &str) -> String {
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        i += 1;
-        match c {
-            '*' => {
-                out.push_str(".*");
-                while chars.get(i) == Some(&'*') {
-                    i += 1;
-                }
-            }
-            '?' => out.push('.'),
-            '[' => {
-                let mut j = i;
-                if chars.get(j) == Some(&'!') {
-                    j += 1;
-                }
-                if chars.get(j) == Some(&']') {
-                    j += 1;
-                }
-                while j < chars.len() && chars[j] != ']' {
-                    j += 1;
-                }
-                if j >= chars.len() {
-                    out.push_str(r"\[");
-                } else {
-                    let stuff = &chars[i..j];
-                    i = j + 1;
-                    let (negate, body) = match stuff.first() {
-                        Some('!') => (true, &stuff[1..]),
-                        _ => (false, stuff),
-                    };
-                    if body.is_empty() {
-                        // `[]` or `[!]`: Python gives an impossible or any-character match.
-                        out.push_str(if negate { "." } else { "[^\\s\\S]" });
-                        continue;
-                    }
-                    out.push('[');
-                    if negate {
-                        out.push('^');
-                    }
-                    for (k, ch) in body.iter().enumerate() {
-                        let is_range = *ch == '-' && k > 0 && k + 1 < body.len() && body[k - 1] != '-';
-                        if is_range {
-                            out.push('-');
-                        } else if ch.is_alphanumeric() {
-                            out.push(*ch);
-                        } else {
-                            out.push_str(&regex::escape(&ch.to_string()));
-                        }
-                    }
-                    out.push(']');
-                }
-            }
-            other => out.push_str(&regex::escape(&other.to_string())),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

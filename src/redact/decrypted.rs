@@ -4,10 +4,13 @@
 //! inventory was read (the run's, the plan's, `restore`'s, `run-tasks`') and the error that ends the command see them.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
 static DECRYPTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// How many values `DECRYPTED` holds, read without its lock by every redactor on every text it masks.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// Records a decrypted value (a `!vault` value, or each value of a vault-encrypted file): its strings and numbers,
 /// at every depth. Booleans and nulls are not secrets anyone can keep (masking `true` would garble every line).
@@ -23,6 +26,21 @@ pub(crate) fn remember(value: &Value) {
             all.push(text);
         }
     }
+    COUNT.store(all.len(), Ordering::Release);
+}
+
+/// The values decrypted after the first `seen` (by a task's `include_vars` while a run goes on); empty without a
+/// lock when there are none.
+pub(crate) fn since(seen: usize) -> Vec<String> {
+    if COUNT.load(Ordering::Acquire) <= seen {
+        return Vec::new();
+    }
+    DECRYPTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get(seen..)
+        .map(<[String]>::to_vec)
+        .unwrap_or_default()
 }
 
 fn leaves(value: &Value, out: &mut Vec<String>) {
@@ -49,6 +67,13 @@ pub(crate) fn all() -> Vec<String> {
 impl super::Redactor {
     /// Only the values decrypted from Ansible Vault: for the error a command ends with, before any host is known.
     pub(crate) fn decrypted() -> super::Redactor {
-        super::Redactor::new(all())
+        super::Redactor::new(all()).with_later_decrypted()
+    }
+
+    /// This redactor also masks every value decrypted after it was made (a hook's `include_vars` of an encrypted
+    /// file, read while the run goes on).
+    pub(crate) fn with_later_decrypted(mut self) -> super::Redactor {
+        self.decrypted_seen = Some(all().len());
+        self
     }
 }

@@ -23,17 +23,24 @@ pub(crate) const SHORTEST_SECRET: usize = 4;
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Redactor {
     secrets: Vec<String>,
+    /// With `Some(n)`, the values decrypted from Ansible Vault after the first n are secrets too.
+    decrypted_seen: Option<usize>,
 }
 
 impl Redactor {
     pub(crate) fn new(values: impl IntoIterator<Item = String>) -> Redactor {
+        Redactor { secrets: Self::prepared(values), decrypted_seen: None }
+    }
+
+    /// The values to mask, each also as JSON escapes it (so a secret with a quote or backslash is found in serialized
+    /// text), longest first (a secret that contains another is masked whole), without those too short to mask.
+    fn prepared(values: impl IntoIterator<Item = String>) -> Vec<String> {
         let mut secrets: Vec<String> = Vec::new();
         for value in values {
             let value = value.trim().to_string();
             if value.chars().count() < SHORTEST_SECRET || secrets.contains(&value) {
                 continue;
             }
-            // As JSON escapes it too, so a secret with a quote or backslash is found in serialized text.
             let escaped = serde_json::to_string(&value).unwrap_or_default();
             let escaped = escaped.trim_matches('"').to_string();
             if escaped != value && !secrets.contains(&escaped) {
@@ -42,16 +49,27 @@ impl Redactor {
             secrets.push(value);
         }
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Redactor { secrets }
+        secrets
+    }
+
+    /// The values decrypted since this redactor was made, prepared for masking.
+    fn later(&self) -> Vec<String> {
+        match self.decrypted_seen {
+            Some(seen) => {
+                let later = decrypted::since(seen);
+                if later.is_empty() { later } else { Self::prepared(later) }
+            }
+            None => Vec::new(),
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.secrets.is_empty()
+        self.secrets.is_empty() && self.later().is_empty()
     }
 
     pub(crate) fn text(&self, text: &str) -> String {
         let mut out = text.to_string();
-        for secret in &self.secrets {
+        for secret in self.secrets.iter().chain(&self.later()) {
             if out.contains(secret.as_str()) {
                 out = out.replace(secret.as_str(), MASK);
             }
@@ -60,7 +78,8 @@ impl Redactor {
     }
 
     pub(crate) fn string(&self, s: &mut String) {
-        if self.secrets.iter().any(|secret| s.contains(secret.as_str())) {
+        let later = self.later();
+        if self.secrets.iter().chain(&later).any(|secret| s.contains(secret.as_str())) {
             *s = self.text(s);
         }
     }

@@ -36,7 +36,7 @@ impl Redactor {
             }
         }
         values.extend(super::decrypted::all());
-        Redactor::new(values)
+        Redactor::new(values).with_later_decrypted()
     }
 
     /// The secrets of every host of an inventory, `-e` included. Read layer by layer (each group's, each host's,

@@ -84,7 +84,22 @@ pub async fn run_tasks(
 
 /// Problems found in one task file: YAML, unknown keys and modules, template syntax, missing includes.
 pub fn check_task_file(path: &Path) -> Vec<Error> {
-    check_task_file_with_notes(path, &[]).errors
+    check_task_file_with_notes(path, &[], &modules::AnsibleCore::default()).errors
+}
+
+/// Where the inventory says ansible-core is (`upgrade_ansible_command`, `upgrade_ansible_library`): the first host
+/// that sets them, relative library directories against the inventory's directory.
+pub fn ansible_core_of(inventory: &Inventory, extra: &inventory::Vars) -> modules::AnsibleCore {
+    for host in inventory.hosts.keys() {
+        let vars = vars_to_json(&inventory.host_vars(host, extra));
+        if vars.get("upgrade_ansible_command").is_some() || vars.get("upgrade_ansible_library").is_some() {
+            return modules::AnsibleCore::from_vars(|k| match k {
+                "inventory_dir" => Some(Value::String(inventory.dir.display().to_string())),
+                _ => vars.get(k).cloned(),
+            });
+        }
+    }
+    modules::AnsibleCore::default()
 }
 
 /// What checking a task file (and the files it includes) found.
@@ -99,12 +114,19 @@ pub struct TaskFileCheck {
 
 /// Checks a task file and every file it includes, with notes beside the errors. `roles_path`: the directories of
 /// the inventory's `upgrade_roles_path`, searched for roles after those beside the file.
-pub fn check_task_file_with_notes(path: &Path, roles_path: &[std::path::PathBuf]) -> TaskFileCheck {
+/// `ansible`: where modules `upgrade` does not implement are looked for (ansible-core).
+pub fn check_task_file_with_notes(
+    path: &Path,
+    roles_path: &[std::path::PathBuf],
+    ansible: &modules::AnsibleCore,
+) -> TaskFileCheck {
     let mut checker = Checker {
         templar: Templar::new(),
         checked: FilesChecked::default(),
         out: TaskFileCheck::default(),
         roles_path: roles_path.to_vec(),
+        ansible: ansible.clone(),
+        said_how_to_get_ansible: false,
     };
     checker.file(path);
     checker.out
@@ -129,6 +151,9 @@ struct Checker {
     checked: FilesChecked,
     out: TaskFileCheck,
     roles_path: Vec<std::path::PathBuf>,
+    ansible: modules::AnsibleCore,
+    /// The hint on getting ansible-core is given once per check, not per task.
+    said_how_to_get_ansible: bool,
 }
 
 impl Checker {
@@ -164,6 +189,47 @@ impl Checker {
         }
         if let Some(handlers) = engine::role_file(&dir, "handlers", None) {
             self.file(&handlers);
+        }
+    }
+
+    /// A module `upgrade` does not implement: a note that ansible-core runs it, or an error saying why it cannot.
+    fn through_ansible_core(&mut self, task: &Task, call: &model::ModuleCall) {
+        let name = call.module_name();
+        match self.ansible.find_module(name, &task.location.file) {
+            Ok(found) => self.out.notes.push(format!(
+                "{}: task \"{}\": module `{name}` runs through ansible-core ({found}); each such task costs an \
+                 ansible-playbook run",
+                task.location,
+                task.display_name()
+            )),
+            Err(why) => {
+                // A module of ours given an argument only ansible-core's has, or a module we do not have.
+                let what = match model::Module::from_name(name) {
+                    Some(ours) => {
+                        let only: Vec<String> = call
+                            .args
+                            .keys()
+                            .filter(|k| ours.ansible_only_args().contains(&k.as_str()))
+                            .map(|k| format!("`{k}`"))
+                            .collect();
+                        format!("`{name}` with {} runs through ansible-core: {why}", only.join(", "))
+                    }
+                    None => format!("unknown module `{name}`: {why}"),
+                };
+                let hint = if std::mem::replace(&mut self.said_how_to_get_ansible, true) {
+                    "see the first such error for how ansible-core is found".to_string()
+                } else {
+                    "a module upgrade does not implement runs through ansible-core: `ansible-playbook` on PATH or \
+                     beside upgrade_ansible_command, the module in a collection, ANSIBLE_LIBRARY, upgrade_ansible_library, \
+                     the role's library/ or a library/ beside the task file; or fix the module's name"
+                        .to_string()
+                };
+                self.out.errors.push(
+                    Error::input(format!("task \"{}\": {what}", task.display_name()))
+                        .at(task.location.clone())
+                        .hint(hint),
+                );
+            }
         }
     }
 
@@ -246,6 +312,9 @@ impl Checker {
                 Action::Module(call) => {
                     if !task.notify.is_empty() {
                         self.notified_handlers(task);
+                    }
+                    if call.module == model::Module::AnsibleCore {
+                        self.through_ansible_core(task, call);
                     }
                     if matches!(call.module, model::Module::ImportRole | model::Module::IncludeRole) {
                         self.role(task, &engine::RoleCall::from_args(&call.args));

@@ -173,6 +173,10 @@ impl HostRun<'_> {
                         if let Some(exception) = result.remove("exception") {
                             result.insert("failed_when_suppressed_exception".into(), exception);
                         }
+                    } else if !result.contains_key("msg") {
+                        // ansible-core 2.19 gives a result that failed by `failed_when` alone these two.
+                        result.insert("msg".into(), Value::String("Task failed: Action failed: Unknown error.".into()));
+                        result.insert("exception".into(), Value::String(modules::NO_TRACEBACK.into()));
                     }
                 }
                 Err(msg) => {

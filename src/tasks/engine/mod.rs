@@ -492,7 +492,7 @@ impl HostRun<'_> {
     pub(super) fn record_failure(&mut self, tref: &TaskRef, call: &ModuleCall, result: &Map<String, Value>) -> Flow {
         let failed_task = json!({
             "name": tref.name,
-            "action": call.module.name(),
+            "action": call.module_name(),
             "file": tref.file.display().to_string(),
             "line": tref.line,
         });

@@ -33,6 +33,7 @@ impl HostRun<'_> {
                     | Module::IncludeRole
                     | Module::AsyncStatus
                     | Module::IncludeVars
+                    | Module::AnsibleCore
             )
         );
         let connection = if needs_host {

@@ -145,6 +145,31 @@ pub enum Module {
     IncludeVars,
     Blockinfile,
     GetUrl,
+    /// `package`: the host's package manager's module (`apt`, `dnf`), picked per host as Ansible's action does.
+    Package,
+    Apt,
+    /// `yum` is `dnf` in ansible-core 2.19 (a redirect).
+    Yum,
+    Dnf,
+    /// A module `upgrade` does not implement, run through ansible-core itself; its name is the argument
+    /// [`ANSIBLE_CORE_MODULE_ARG`]. Not in [`Module::ALL`]: no name parses to it.
+    AnsibleCore,
+}
+
+/// The argument that carries the module's name in a task run through ansible-core (`_ansible_` names are reserved by
+/// Ansible, so no module argument is called this).
+pub const ANSIBLE_CORE_MODULE_ARG: &str = "_ansible_upgrade_module";
+
+impl ModuleCall {
+    /// The module as the task names it (`oc_obj` for a task run through ansible-core).
+    pub fn module_name(&self) -> &str {
+        match self.module {
+            Module::AnsibleCore => {
+                self.args.get(ANSIBLE_CORE_MODULE_ARG).and_then(Value::as_str).unwrap_or("ansible-core")
+            }
+            m => m.name(),
+        }
+    }
 }
 
 /// What an argument must hold. A string with a template in it may turn into anything, so it always passes here.
@@ -159,7 +184,7 @@ enum ArgKind {
 }
 
 impl Module {
-    pub const ALL: [Module; 29] = [
+    pub const ALL: [Module; 33] = [
         Module::Command,
         Module::Shell,
         Module::Script,
@@ -189,6 +214,10 @@ impl Module {
         Module::IncludeVars,
         Module::Blockinfile,
         Module::GetUrl,
+        Module::Package,
+        Module::Apt,
+        Module::Yum,
+        Module::Dnf,
     ];
 
     pub fn name(self) -> &'static str {
@@ -222,6 +251,11 @@ impl Module {
             Module::IncludeVars => "include_vars",
             Module::Blockinfile => "blockinfile",
             Module::GetUrl => "get_url",
+            Module::Package => "package",
+            Module::Apt => "apt",
+            Module::Yum => "yum",
+            Module::Dnf => "dnf",
+            Module::AnsibleCore => "ansible-core",
         }
     }
 
@@ -235,6 +269,22 @@ impl Module {
     /// Modules whose free-form text is a command line (Ansible's `check_raw`).
     fn takes_raw(self) -> bool {
         matches!(self, Module::Command | Module::Shell | Module::Script)
+    }
+
+    /// Whether the module takes an argument of that name (any, for set_fact).
+    pub fn accepts(self, arg: &str) -> bool {
+        self.args().is_none_or(|spec| spec.iter().any(|(n, _)| *n == arg))
+    }
+
+    /// Arguments ansible-core's module has that upgrade's does not run: a task that gives one is run through
+    /// ansible-core (and refused by the check, saying so, where ansible-core is not found).
+    pub fn ansible_only_args(self) -> &'static [&'static str] {
+        match self {
+            Module::Apt => APT_ANSIBLE_ONLY,
+            Module::Dnf | Module::Yum => DNF_ANSIBLE_ONLY,
+            Module::Copy => &["remote_src", "directory_mode", "local_follow", "validate", "checksum", "unsafe_writes"],
+            _ => &[],
+        }
     }
 
     /// The arguments a module accepts; `None` accepts any name (set_fact).
@@ -284,7 +334,7 @@ impl Module {
                 &[("that", StrOrList), ("fail_msg", Any), ("msg", Any), ("success_msg", Any), ("quiet", Bool)]
             }
             Module::Fail => &[("msg", Any)],
-            Module::SetFact => return None,
+            Module::SetFact | Module::AnsibleCore => return None,
             Module::WaitFor => &[
                 ("host", Str),
                 ("port", Int),
@@ -440,6 +490,10 @@ impl Module {
                 ("scope", Str),
                 ("no_block", Bool),
             ],
+            Module::Apt => APT_ARGS,
+            Module::Dnf | Module::Yum => DNF_ARGS,
+            // Ansible's `package` hands every argument but `use` to the host's module, which checks them there.
+            Module::Package => PACKAGE_ARGS,
             Module::File => &[
                 ("path", Str),
                 ("dest", Str),
@@ -457,6 +511,106 @@ impl Module {
     }
 }
 
+const APT_ARGS: &[(&str, ArgKind)] = &[
+    ("name", ArgKind::StrOrList),
+    ("pkg", ArgKind::StrOrList),
+    ("package", ArgKind::StrOrList),
+    ("state", ArgKind::Str),
+    ("update_cache", ArgKind::Bool),
+    ("update-cache", ArgKind::Bool),
+    ("cache_valid_time", ArgKind::Int),
+    ("update_cache_retries", ArgKind::Int),
+    ("update_cache_retry_max_delay", ArgKind::Int),
+    ("allow_downgrade", ArgKind::Bool),
+    ("allow-downgrade", ArgKind::Bool),
+    ("allow_downgrades", ArgKind::Bool),
+    ("allow-downgrades", ArgKind::Bool),
+    ("allow_change_held_packages", ArgKind::Bool),
+    ("install_recommends", ArgKind::Bool),
+    ("install-recommends", ArgKind::Bool),
+    ("default_release", ArgKind::Str),
+    ("default-release", ArgKind::Str),
+    ("purge", ArgKind::Bool),
+    ("autoremove", ArgKind::Bool),
+    ("only_upgrade", ArgKind::Bool),
+    ("force", ArgKind::Bool),
+    ("lock_timeout", ArgKind::Int),
+];
+const APT_ANSIBLE_ONLY: &[&str] = &[
+    "deb",
+    "upgrade",
+    "dpkg_options",
+    "autoclean",
+    "fail_on_autoremove",
+    "policy_rc_d",
+    "force_apt_get",
+    "clean",
+    "allow_unauthenticated",
+    "allow-unauthenticated",
+    "auto_install_module_deps",
+];
+const DNF_ARGS: &[(&str, ArgKind)] = &[
+    ("name", ArgKind::StrOrList),
+    ("pkg", ArgKind::StrOrList),
+    ("state", ArgKind::Str),
+    ("update_cache", ArgKind::Bool),
+    ("expire-cache", ArgKind::Bool),
+    ("allow_downgrade", ArgKind::Bool),
+    ("disable_excludes", ArgKind::Str),
+    ("enablerepo", ArgKind::StrOrList),
+    ("disablerepo", ArgKind::StrOrList),
+];
+const DNF_ANSIBLE_ONLY: &[&str] = &[
+    "list",
+    "conf_file",
+    "disable_gpg_check",
+    "installroot",
+    "releasever",
+    "autoremove",
+    "exclude",
+    "skip_broken",
+    "update_only",
+    "security",
+    "bugfix",
+    "enable_plugin",
+    "disable_plugin",
+    "download_only",
+    "lock_timeout",
+    "install_weak_deps",
+    "download_dir",
+    "allowerasing",
+    "nobest",
+    "best",
+    "cacheonly",
+    "sslverify",
+    "validate_certs",
+    "use_backend",
+    "install_repoquery",
+];
+/// `package`'s own (`name`, `state`, `use`) and those of the modules it hands over to.
+const PACKAGE_ARGS: &[(&str, ArgKind)] = &[
+    ("name", ArgKind::StrOrList),
+    ("state", ArgKind::Str),
+    ("use", ArgKind::Str),
+    ("pkg", ArgKind::StrOrList),
+    ("package", ArgKind::StrOrList),
+    ("update_cache", ArgKind::Bool),
+    ("update-cache", ArgKind::Bool),
+    ("cache_valid_time", ArgKind::Int),
+    ("allow_downgrade", ArgKind::Bool),
+    ("allow_change_held_packages", ArgKind::Bool),
+    ("install_recommends", ArgKind::Bool),
+    ("default_release", ArgKind::Str),
+    ("purge", ArgKind::Bool),
+    ("autoremove", ArgKind::Bool),
+    ("only_upgrade", ArgKind::Bool),
+    ("force", ArgKind::Bool),
+    ("lock_timeout", ArgKind::Int),
+    ("disable_excludes", ArgKind::Str),
+    ("enablerepo", ArgKind::StrOrList),
+    ("disablerepo", ArgKind::StrOrList),
+];
+
 /// Arguments Ansible removed from a module that old task files still carry: accepted, ignored, and named by
 /// `upgrade check` (module, argument, the ansible-core release that removed it).
 pub const REMOVED_ARGS: &[(Module, &str, &str)] = &[(Module::Command, "warn", "2.14"), (Module::Shell, "warn", "2.14")];
@@ -468,7 +622,7 @@ impl Task {
             return name.clone();
         }
         match &self.action {
-            Action::Module(call) => call.module.name().to_string(),
+            Action::Module(call) => call.module_name().to_string(),
             Action::Block { .. } => "block".into(),
             Action::Include { file, import } => {
                 format!("{} {file}", if *import { "import_tasks" } else { "include_tasks" })

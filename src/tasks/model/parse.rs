@@ -38,6 +38,17 @@ const TASK_KEYS: &[&str] = &[
     "poll",
 ];
 
+/// Whether a key could name a module ansible-core runs (`oc_obj`, `kubernetes.core.k8s_drain`): not one of Ansible's
+/// task keywords, and a Python identifier or a dotted collection name.
+fn is_module_name(key: &str) -> bool {
+    !ANSIBLE_KEYWORDS.contains(&key)
+        && !key.starts_with("with_")
+        && key.split('.').all(|part| {
+            part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
 /// Ansible's task keywords (ansible-core 2.19's `Task`, `Block` and `Handler` attributes): a key among them that is not
 /// in `TASK_KEYS` is a keyword we do not support, not a module.
 const ANSIBLE_KEYWORDS: &[&str] = &[
@@ -361,16 +372,27 @@ impl Parser {
             }
             other => match Module::from_name(other) {
                 Some(module) => self.set_action(chosen, key_node, label, "modules", |this| {
-                    let args = this.module_args(module, value, label)?;
+                    let mut args = this.module_args(module, value, label)?;
+                    // An argument only ansible-core's module has: the task is ansible-core's to run.
+                    if args.keys().any(|k| module.ansible_only_args().contains(&k.as_str())) {
+                        args.insert(ANSIBLE_CORE_MODULE_ARG.into(), Value::String(other.to_string()));
+                        return Some(Action::Module(ModuleCall { module: Module::AnsibleCore, args }));
+                    }
                     Some(Action::Module(ModuleCall { module, args }))
                 }),
                 None if TASK_KEYS.contains(&other) => {}
+                // Any other module is ansible-core's to run (the check asks whether it has it).
+                None if is_module_name(other) => self.set_action(chosen, key_node, label, "modules", |this| {
+                    let mut args = this.module_args(Module::AnsibleCore, value, label)?;
+                    args.insert(ANSIBLE_CORE_MODULE_ARG.into(), Value::String(other.to_string()));
+                    Some(Action::Module(ModuleCall { module: Module::AnsibleCore, args }))
+                }),
                 None => self.unsupported(key_node, label, other),
             },
         }
     }
 
-    /// A key that is neither a keyword nor a module we know. Ansible reads any key that is not one of its task
+    /// A key that is neither a keyword nor a module name. Ansible reads any key that is not one of its task
     /// keywords as a module name, so that is what the message calls it; the long list of what is supported is
     /// given once per file, not with every error.
     fn unsupported(&mut self, key_node: &Node, label: &str, key: &str) {
@@ -635,6 +657,9 @@ impl Parser {
         for (name, value) in args {
             let Some((_, kind)) = spec.iter().find(|(n, _)| n == name) else {
                 let names: Vec<&str> = spec.iter().map(|(n, _)| *n).filter(|n| *n != "_raw_params").collect();
+                if module.ansible_only_args().contains(&name.as_str()) {
+                    continue;
+                }
                 let what = if name == "_raw_params" {
                     format!("`{}` takes no free-form text (`{}`)", module.name(), value.as_str().unwrap_or_default())
                 } else {

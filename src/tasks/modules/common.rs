@@ -28,6 +28,8 @@ pub struct EngineOptions {
     pub whole_stdout: bool,
     /// The run's `async` jobs, for `async_status`.
     pub async_jobs: AsyncJobs,
+    /// The invocation's vault passwords, for `include_vars` of an encrypted file.
+    pub vault: crate::vault::VaultSecrets,
 }
 
 /// A failed result with Ansible's `msg`.

@@ -2,13 +2,14 @@
 //! One file per family: `command` (command, shell, script), `files` (copy, template, fetch, stat), `facts` (debug,
 //! assert, fail, set_fact), `wait` (pause, wait_for, reboot, wait_for_connection), `file`, `service` (service,
 //! systemd, systemd_service), `lineinfile` (and the write-back `blockinfile` shares), `blockinfile`, `uri`,
-//! `get_url`, `vars_files` (slurp, include_vars), `async_jobs` (async/poll, async_status); `context` is what they
+//! `get_url`, `vars_files` (slurp, include_vars), `packages` (package, apt, yum, dnf), `async_jobs` (async/poll, async_status); `context` is what they
 //! run with. `meta` and `import_role`/`include_role` are run by the engine (they act on the run, not on a host).
 //!
 //! Every command goes through `ModuleContext::exec`, which adds the task's `environment` and wraps it for `become`,
 //! so the connection below only moves bytes. The layers: `model` below, `modules` here, `engine` above; nothing
 //! here imports the engine.
 
+mod ansible_core;
 mod async_jobs;
 mod async_run;
 mod async_status;
@@ -21,6 +22,7 @@ mod file;
 mod files;
 mod get_url;
 mod lineinfile;
+mod packages;
 mod service;
 mod uri;
 mod vars_files;
@@ -30,6 +32,7 @@ use serde_json::{Map, Value};
 
 use super::Vars;
 use super::model::Module;
+pub use ansible_core::AnsibleCore;
 pub use async_jobs::AsyncJobs;
 pub use async_run::run_async;
 use command::{command, script};
@@ -68,6 +71,10 @@ pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>,
         Module::GetUrl => get_url::get_url(ctx, args).await,
         Module::Slurp => vars_files::slurp(ctx, args).await,
         Module::IncludeVars => Ok(vars_files::include_vars(ctx, args)),
+        Module::Package => packages::package(ctx, args, vars).await,
+        Module::Apt => packages::apt(ctx, args).await,
+        Module::Yum | Module::Dnf => packages::dnf(ctx, args).await,
+        Module::AnsibleCore => ansible_core::run(ctx, args, vars).await,
         // The engine runs `meta` itself (it acts on the run, not on the host); nothing reaches here.
         Module::Meta | Module::ImportRole | Module::IncludeRole => Ok(failed("run by the engine")),
     }

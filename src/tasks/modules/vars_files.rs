@@ -30,20 +30,23 @@ pub(super) async fn slurp(ctx: &ModuleContext, args: &Map<String, Value>) -> Mod
 }
 
 /// `include_vars: FILE` (or `file:`, with `name:` to put them under one key): found in `vars/` beside the task file
-/// (a role's `vars/`), beside it, or as given.
+/// (a role's `vars/`), beside it, or as given. Ansible Vault: the file encrypted whole or `!vault` values in it.
 pub(super) fn include_vars(ctx: &ModuleContext, args: &Map<String, Value>) -> Map<String, Value> {
     let Some(name) = arg_str(args, "file").or_else(|| arg_str(args, "_raw_params")) else {
         return fail_json("one of file or _raw_params is required");
     };
     let path = resolve_local(&ctx.task_file, &name, Some("vars"));
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(_) => return fail_json(format!("Could not find or access '{name}'")),
-    };
-    let vars = match crate::yaml::parse(&text, &path) {
-        Ok(Some(node)) => node.to_json(),
-        Ok(None) => Value::Object(Map::new()),
-        Err(e) => return fail_json(e.to_string()),
+    if !path.is_file() {
+        return fail_json(format!("Could not find or access '{name}'"));
+    }
+    // A file vault-encrypted whole, or holding `!vault` values, is decrypted with the invocation's passwords.
+    let vars = match crate::inventory::vault_values::decrypted_file_json(&path, &ctx.options.vault) {
+        Ok(v) => v,
+        Err(e) => {
+            let place = e.location.as_ref().map(|l| format!("{l}: ")).unwrap_or_default();
+            let hint = e.hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default();
+            return fail_json(format!("{place}{}{hint}", e.message));
+        }
     };
     let vars = match vars {
         Value::Object(map) => map,
