@@ -14,6 +14,7 @@ mod model;
 mod pattern;
 mod ranges;
 mod vars;
+pub(crate) use vars::decrypted_file_json;
 pub(crate) mod vault_values;
 mod yaml;
 

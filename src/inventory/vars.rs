@@ -137,3 +137,15 @@ pub(super) fn load_file(
     }
     Ok(())
 }
+
+/// A vars file read by a task (`include_vars`): its data as JSON, decrypted when the file is vault-encrypted whole
+/// (every value then a secret) and every `!vault` value in it decrypted (each a secret).
+pub(crate) fn decrypted_file_json(path: &Path, vault: &VaultSecrets) -> Result<serde_json::Value> {
+    let (text, encrypted) = super::vault_values::file_text(path, vault)?;
+    let Some(node) = super::yaml::load_data(&text, path)? else { return Ok(serde_json::Value::Null) };
+    let value = super::vault_values::decrypt_node(&node, &|n: &crate::yaml::Node| n.location(path), vault)?.to_json();
+    if encrypted {
+        crate::redact::decrypted::remember(&value);
+    }
+    Ok(value)
+}

@@ -38,7 +38,7 @@ fn is_vault_tag(tag: &str) -> bool {
     tag.ends_with("vault")
 }
 
-fn decrypt_node(node: &Node, at: &dyn Fn(&Node) -> Location, vault: &VaultSecrets) -> Result<Node> {
+pub(super) fn decrypt_node(node: &Node, at: &dyn Fn(&Node) -> Location, vault: &VaultSecrets) -> Result<Node> {
     let value = match &node.value {
         NodeValue::Tagged(tag, inner) if is_vault_tag(tag) => {
             let NodeValue::Str(text) = &inner.value else {
@@ -88,18 +88,6 @@ pub(crate) fn file_text(path: &Path, vault: &VaultSecrets) -> Result<(String, bo
             .hint("check the file with ansible-vault view, and save its content as UTF-8")
     })?;
     Ok((text, true))
-}
-
-/// A vars file read by a task (`include_vars`): its data as JSON, decrypted when the file is vault-encrypted whole
-/// (every value then a secret) and every `!vault` value in it decrypted (each a secret).
-pub(crate) fn decrypted_file_json(path: &Path, vault: &VaultSecrets) -> Result<Value> {
-    let (text, encrypted) = file_text(path, vault)?;
-    let Some(node) = super::yaml::load_data(&text, path)? else { return Ok(Value::Null) };
-    let value = decrypt_node(&node, &|n: &Node| n.location(path), vault)?.to_json();
-    if encrypted {
-        crate::redact::decrypted::remember(&value);
-    }
-    Ok(value)
 }
 
 /// A vault that did not decrypt (`what`: this value, this file), as an input error at its place saying what to do.

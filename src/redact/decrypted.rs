@@ -63,17 +63,3 @@ fn leaves(value: &Value, out: &mut Vec<String>) {
 pub(crate) fn all() -> Vec<String> {
     DECRYPTED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
 }
-
-impl super::Redactor {
-    /// Only the values decrypted from Ansible Vault: for the error a command ends with, before any host is known.
-    pub(crate) fn decrypted() -> super::Redactor {
-        super::Redactor::new(all()).with_later_decrypted()
-    }
-
-    /// This redactor also masks every value decrypted after it was made (a hook's `include_vars` of an encrypted
-    /// file, read while the run goes on).
-    pub(crate) fn with_later_decrypted(mut self) -> super::Redactor {
-        self.decrypted_seen = Some(all().len());
-        self
-    }
-}

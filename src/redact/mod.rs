@@ -104,6 +104,20 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// Only the values decrypted from Ansible Vault: for the error a command ends with, before any host is known.
+    pub(crate) fn decrypted() -> Redactor {
+        Redactor::new(decrypted::all()).with_later_decrypted()
+    }
+
+    /// This redactor also masks every value decrypted after it was made (a hook's `include_vars` of an encrypted
+    /// file, read while the run goes on).
+    pub(crate) fn with_later_decrypted(mut self) -> Redactor {
+        self.decrypted_seen = Some(decrypted::all().len());
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

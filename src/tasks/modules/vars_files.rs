@@ -40,7 +40,7 @@ pub(super) fn include_vars(ctx: &ModuleContext, args: &Map<String, Value>) -> Ma
         return fail_json(format!("Could not find or access '{name}'"));
     }
     // A file vault-encrypted whole, or holding `!vault` values, is decrypted with the invocation's passwords.
-    let vars = match crate::inventory::vault_values::decrypted_file_json(&path, &ctx.options.vault) {
+    let vars = match crate::inventory::decrypted_file_json(&path, &ctx.options.vault) {
         Ok(v) => v,
         Err(e) => {
             let place = e.location.as_ref().map(|l| format!("{l}: ")).unwrap_or_default();
