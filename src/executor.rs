@@ -128,7 +128,8 @@ fn reporting(
             if !request.rollback_blue_green {
                 let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(plan, inventory)));
             }
-            Arc::new(HumanReporter::for_terminal(verbosity, &stdout))
+            let state_dir = state_dir.canonicalize().unwrap_or_else(|_| state_dir.to_path_buf());
+            Arc::new(HumanReporter::for_terminal(verbosity, &stdout).with_state_dir(&state_dir))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
     };

@@ -3,20 +3,22 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::events::{Event, EventSink};
 use crate::tasks::report::task_lines;
 use crate::vocabulary::{HostOutcome, Phase, Step, Summary};
 
+use super::log::HostLogReporter;
 use super::output::OutputQueue;
 use super::progress::ProgressBars;
+use super::running::{HEARTBEAT, Running, clock};
 
 pub(crate) struct HumanReporter {
-    out: Mutex<Box<dyn Write + Send>>,
+    lines: Arc<Lines>,
     verbosity: u8,
-    timestamps: bool,
     color: bool,
     /// Progress bars on stderr, when it is a terminal.
     progress: Option<ProgressBars>,
@@ -24,19 +26,66 @@ pub(crate) struct HumanReporter {
     current_step: Mutex<HashMap<String, Step>>,
     /// The stdout queue, waited on briefly while the progress bars are cleared so lines land above them.
     settle: Option<OutputQueue>,
+    /// The steps in flight, for the heartbeat of piped output.
+    running: Arc<Mutex<Running>>,
+    /// The state directory, said at the start and in the summary: where the run's record is.
+    state_dir: Option<PathBuf>,
+}
+
+/// Where the lines go, shared with the heartbeat thread.
+struct Lines {
+    out: Mutex<Box<dyn Write + Send>>,
+    timestamps: bool,
+}
+
+impl Lines {
+    fn write(&self, lines: &[String]) {
+        let Ok(mut out) = self.out.lock() else { return };
+        let stamp = if self.timestamps { format!("{} ", clock(std::time::SystemTime::now())) } else { String::new() };
+        for line in lines {
+            let _ = writeln!(out, "{stamp}{line}");
+        }
+        let _ = out.flush();
+    }
 }
 
 impl HumanReporter {
     pub(crate) fn new(out: Box<dyn Write + Send>, verbosity: u8, timestamps: bool) -> HumanReporter {
         HumanReporter {
-            out: Mutex::new(out),
+            lines: Arc::new(Lines { out: Mutex::new(out), timestamps }),
             verbosity,
-            timestamps,
             color: false,
             progress: None,
             current_step: Mutex::new(HashMap::new()),
             settle: None,
+            running: Arc::new(Mutex::new(Running::default())),
+            state_dir: None,
         }
+    }
+
+    /// Says where the run's record is: the state directory, its journal and host logs.
+    pub(crate) fn with_state_dir(mut self, state_dir: &Path) -> HumanReporter {
+        self.state_dir = Some(state_dir.to_path_buf());
+        self
+    }
+
+    /// Every `every`, a line for each step that has run that long since a line last said so. A thread of its own,
+    /// which ends once the reporter is gone.
+    pub(crate) fn with_heartbeat(self, every: Duration) -> HumanReporter {
+        let lines = Arc::downgrade(&self.lines);
+        let running = Arc::downgrade(&self.running);
+        let tick = (every / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let _ = std::thread::Builder::new().name("heartbeat".into()).spawn(move || {
+            loop {
+                std::thread::sleep(tick);
+                let (Some(lines), Some(running)) = (lines.upgrade(), running.upgrade()) else { return };
+                let due = running.lock().map(|mut r| r.heartbeat(every)).unwrap_or_default();
+                if !due.is_empty() {
+                    lines.write(&due);
+                }
+            }
+        });
+        self
     }
 
     /// Lines on stdout through its queue (timestamped unless stdout is a terminal, colored only on a terminal without
@@ -50,7 +99,8 @@ impl HumanReporter {
         reporter.color = on_terminal && !no_color;
         reporter.progress = ProgressBars::on_stderr(!no_color);
         reporter.settle = Some(stdout.clone());
-        reporter
+        // Without the progress display, nothing would move while a step waits: piped output says it still runs.
+        if reporter.progress.is_none() { reporter.with_heartbeat(HEARTBEAT) } else { reporter }
     }
 
     fn paint(&self, text: &str, code: &str) -> String {
@@ -71,17 +121,7 @@ impl HumanReporter {
     }
 
     fn write_lines(&self, lines: &[String]) {
-        let Ok(mut out) = self.out.lock() else { return };
-        let stamp = if self.timestamps {
-            let now = crate::time_format::utc_timestamp(std::time::SystemTime::now());
-            format!("{} ", now.get(11..19).unwrap_or(&now))
-        } else {
-            String::new()
-        };
-        for line in lines {
-            let _ = writeln!(out, "{stamp}{line}");
-        }
-        let _ = out.flush();
+        self.lines.write(lines);
     }
 
     fn is_hook(&self, host: &str) -> bool {
@@ -112,10 +152,14 @@ impl EventSink for HumanReporter {
         match event {
             Event::RunStarted { target, phases, resumed, .. } => {
                 let how = if *resumed { " (resuming an earlier run)" } else { "" };
-                self.write(&[format!(
+                let mut lines = vec![format!(
                     "Upgrading to {target}: {}{how}",
                     phases.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
-                )]);
+                )];
+                if let Some(dir) = &self.state_dir {
+                    lines.extend(record_lines(dir));
+                }
+                self.write(&lines);
             }
             Event::PhaseStarted { phase } => self.write(&[String::new(), self.paint(&format!("== {phase}"), "1")]),
             Event::PhaseFinished { phase, ok, duration } => {
@@ -133,11 +177,17 @@ impl EventSink for HumanReporter {
                 if let Ok(mut steps) = self.current_step.lock() {
                     steps.insert(host.clone(), *step);
                 }
+                if let Ok(mut running) = self.running.lock() {
+                    running.started(host, *step);
+                }
                 if self.verbosity > 0 {
                     self.write(&[format!("[{host}] {step} ...")]);
                 }
             }
             Event::StepFinished { host, step, ok, duration, error, .. } => {
+                if let Ok(mut running) = self.running.lock() {
+                    running.ended(host);
+                }
                 let line = match (ok, error) {
                     (true, _) => format!("[{host}] {step} ok ({})", secs(duration)),
                     (false, Some(e)) => format!("[{host}] {step} {}: {e}", self.paint("FAILED", "31")),
@@ -156,6 +206,9 @@ impl EventSink for HumanReporter {
             }
             Event::HostFinished { report } => {
                 let host = &report.host;
+                if let Ok(mut running) = self.running.lock() {
+                    running.ended(host);
+                }
                 let line = match &report.outcome {
                     HostOutcome::Upgraded { left_cordoned: true } => {
                         format!("[{host}] done in {} (left cordoned: it was before the run)", secs(&report.duration))
@@ -183,10 +236,56 @@ impl EventSink for HumanReporter {
             }
             Event::Notice { host: Some(host), message } => self.write(&[format!("[{host}] {message}")]),
             Event::Notice { host: None, message } => self.write(&[message.clone()]),
-            Event::RunFinished { summary } => self.write(&summary_lines(summary)),
+            Event::RunFinished { summary } => {
+                if let Ok(mut running) = self.running.lock() {
+                    running.clear();
+                }
+                let mut lines = summary_lines(summary);
+                if let Some(dir) = &self.state_dir {
+                    // Before the verdict, which stays the last line.
+                    let verdict = lines.pop();
+                    lines.extend(record_lines(dir));
+                    lines.extend(failed_host_logs(summary, dir));
+                    lines.extend(verdict);
+                }
+                self.write(&lines);
+            }
+            Event::Exiting => {
+                if let Ok(mut running) = self.running.lock() {
+                    running.clear();
+                }
+            }
             _ => {}
         }
     }
+}
+
+/// Where the run's record is: `record: state directory D, journal D/journal.jsonl, host logs D/logs/<host>.log`.
+fn record_lines(state_dir: &Path) -> Vec<String> {
+    vec![format!(
+        "record: state directory {}, journal {}, host logs {}",
+        state_dir.display(),
+        state_dir.join("journal.jsonl").display(),
+        state_dir.join("logs").join("<host>.log").display()
+    )]
+}
+
+/// The log of each host that failed, where its step's whole output is.
+fn failed_host_logs(summary: &Summary, state_dir: &Path) -> Vec<String> {
+    let mut hosts: Vec<&str> = summary
+        .hosts
+        .iter()
+        .filter(|r| matches!(r.outcome, HostOutcome::Failed { .. }))
+        .map(|r| r.host.as_str())
+        .collect();
+    hosts.dedup();
+    if hosts.is_empty() {
+        return Vec::new();
+    }
+    let logs = state_dir.join("logs");
+    let mut lines = vec!["the failed hosts' logs:".to_string()];
+    lines.extend(hosts.iter().map(|h| format!("  {h}: {}", HostLogReporter::path(&logs, h).display())));
+    lines
 }
 
 /// The closing summary: what was done, skipped, failed, not started, and what the operator has left to do.
@@ -421,5 +520,88 @@ mod tests {
         let lines = summary_lines(&acknowledged).join("\n");
         assert!(lines.contains("crossed on acknowledgement (upgrade_acknowledge_api_removals): 1"), "{lines}");
         assert!(lines.contains("  1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)"), "{lines}");
+    }
+
+    /// A `Write` that a test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Captured {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    fn step_started(host: &str, step: Step) -> Event {
+        Event::StepStarted { phase: Phase::Nodes, host: host.into(), step }
+    }
+
+    #[test]
+    fn piped_output_says_a_hung_drain_still_waits_and_since_when_until_it_ends() {
+        let out = Captured::default();
+        let reporter =
+            HumanReporter::new(Box::new(out.clone()), 0, true).with_heartbeat(Duration::from_millis(300));
+        reporter.event(&step_started("node-5", Step::Drain));
+        std::thread::sleep(Duration::from_millis(1000));
+        let text = out.text();
+        let beats = text.lines().filter(|l| l.contains("[node-5] drain still running")).count();
+        assert!(beats >= 2, "a line per interval while it waits:\n{text}");
+        assert!(text.contains("waiting for its pods to be evicted, since "), "{text}");
+        reporter.event(&Event::StepFinished {
+            phase: Phase::Nodes,
+            host: "node-5".into(),
+            step: Step::Drain,
+            ok: true,
+            duration: Duration::from_secs(1),
+            error: None,
+        });
+        let said = out.text().len();
+        std::thread::sleep(Duration::from_millis(700));
+        assert_eq!(out.text().len(), said, "nothing more once the step ended:\n{}", out.text());
+    }
+
+    #[test]
+    fn the_start_and_the_summary_say_where_the_record_is_and_name_each_failed_hosts_log() {
+        let out = Captured::default();
+        let reporter =
+            HumanReporter::new(Box::new(out.clone()), 0, false).with_state_dir(Path::new("/srv/c1/.upgrade-state"));
+        reporter.event(&Event::RunStarted {
+            run: "r1".into(),
+            target: "v1.29.1".into(),
+            phases: vec![Phase::Nodes],
+            resumed: false,
+            change_id: None,
+        });
+        let mut failed = summary(None, &[]);
+        failed.hosts.push(crate::vocabulary::HostReport {
+            phase: Phase::Nodes,
+            host: "node-5".into(),
+            node: None,
+            outcome: HostOutcome::Failed {
+                step: Step::Drain,
+                reason: "timed out".into(),
+                unreachable: false,
+                left_cordoned: true,
+            },
+            duration: Duration::from_secs(60),
+            window: None,
+        });
+        reporter.event(&Event::RunFinished { summary: failed });
+        let text = out.text();
+        let record = "record: state directory /srv/c1/.upgrade-state, journal /srv/c1/.upgrade-state/journal.jsonl, \
+                      host logs /srv/c1/.upgrade-state/logs/<host>.log";
+        assert_eq!(text.matches(record).count(), 2, "at the start and in the summary:\n{text}");
+        assert!(text.contains("the failed hosts' logs:\n  node-5: /srv/c1/.upgrade-state/logs/node-5.log\n"), "{text}");
+        assert!(text.trim_end().ends_with("re-run the same command; finished hosts are not redone"), "{text}");
     }
 }
