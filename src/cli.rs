@@ -52,6 +52,10 @@ pub(crate) enum Command {
     /// Release the cluster-wide lock a dead run left behind (after confirmation; --yes for scripts). A lock renewed
     /// within its lease is refused unless --force.
     Unlock(UnlockArgs),
+    /// The upgrade in progress on this cluster, from any machine: who runs it, since when, its phase and batch, the
+    /// hosts done, failed and left, and its last renewal, read from the cluster-wide lock; the last run's result when
+    /// none is in progress. Changes nothing.
+    Status(StatusArgs),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -88,6 +92,23 @@ pub(crate) struct UnlockArgs {
     /// fifth of its lease), but until then a run started now and that one both drive the cluster.
     #[arg(long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// Follow it: read the lock again every few seconds and print each change, until the run ends (or Ctrl-C).
+    #[arg(long)]
+    pub watch: bool,
+
+    /// Output format: text for people, json for scripts (one JSON document; with --watch, one a line).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -32,6 +32,7 @@ pub mod settings;
 pub(crate) mod strategy;
 pub mod tasks;
 pub(crate) mod time_format;
+pub(crate) mod status;
 pub(crate) mod unlock;
 pub mod vault;
 pub(crate) mod vocabulary;

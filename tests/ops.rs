@@ -456,3 +456,29 @@ fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_bu
         panic!("the token shows: ...{around}...");
     }
 }
+
+#[test]
+fn a_run_after_one_that_finished_says_so_and_does_not_claim_to_resume_it() {
+    let demo = Demo::new();
+    let first = demo.run(&[]);
+    assert_eq!(first.code, 0, "{first}");
+    assert!(!first.stdout.contains("resuming"), "{first}");
+    let second = demo.run(&[]);
+    assert_eq!(second.code, 0, "{second}");
+    assert!(second.stdout.contains("the earlier run from this state directory finished with success at "), "{second}");
+    assert!(second.stdout.contains("this run starts afresh (not a resume)"), "{second}");
+    assert!(!second.stdout.contains("(resuming an earlier run)"), "{second}");
+    let record = format!("record: state directory {}", demo.path(".upgrade-state").canonicalize().unwrap().display());
+    assert_eq!(second.stdout.matches(&record).count(), 2, "at the start and in the summary: {second}");
+}
+
+#[test]
+fn the_demo_directory_as_inventory_reads_its_hosts_and_passes_over_its_script_and_hook_files() {
+    let demo = Demo::new();
+    let dir = demo.path("").display().to_string();
+    let plan = crate::support::Scenario::in_dir(demo.dir.path()).args(["--plan", "--inventory", &dir]).run();
+    assert_eq!(plan.code, 0, "{plan}");
+    let plan = plan.stderr_has("bin/etcdctl in the inventory directory: an executable, which Ansible would run as");
+    let plan = plan.stderr_has("hooks/node_pre.yml in the inventory directory: YAML that is not a mapping");
+    drop(plan.stdout_has("nodes: 6 host(s) in 2 batch(es)"));
+}

@@ -51,6 +51,8 @@ pub(crate) struct UpgradeRun {
     interrupted: AtomicBool,
     /// The cluster-wide lock this run holds, and the task that renews it and keeps its fence (cluster_lock.rs).
     pub cluster_lock: Mutex<Option<(Arc<super::cluster_lock::Held>, tokio::task::JoinHandle<()>)>>,
+    /// The progress the cluster lock carries for `upgrade status` (lock_progress.rs).
+    pub lock_progress: Mutex<super::lock_progress::Tracker>,
     /// Set when the run can no longer vouch for its cluster lock: it starts nothing more (cluster_lock.rs).
     pub fence: super::fence::Fence,
     /// kured's reboot lock, when this run holds it (kured_lock.rs).
@@ -105,6 +107,7 @@ impl UpgradeRun {
             cluster_before: Mutex::default(),
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
+            lock_progress: Mutex::new(super::lock_progress::Tracker::new(&parts.plan)),
             fence: super::fence::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
@@ -122,7 +125,28 @@ impl UpgradeRun {
     }
 
     pub(crate) fn event(&self, event: Event) {
+        self.follow_progress(&event);
         self.recorder.event(event);
+    }
+
+    /// The run ended with `result`: the record the cluster lock's release carries says so.
+    pub(crate) fn finish_progress(&self, result: &str) {
+        let Ok(mut tracker) = self.lock_progress.lock() else { return };
+        tracker.finish(result);
+        let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
+        if let Some(held) = held {
+            held.set_progress(tracker.json(), false);
+        }
+    }
+
+    /// Keeps the progress record the cluster lock carries; a phase or batch that starts or ends is written at once.
+    fn follow_progress(&self, event: &Event) {
+        let Ok(mut tracker) = self.lock_progress.lock() else { return };
+        let write_now = tracker.event(event);
+        let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
+        if let Some(held) = held {
+            held.set_progress(tracker.json(), write_now);
+        }
     }
 
     pub(crate) fn notice(&self, host: Option<&str>, message: impl Into<String>) {
