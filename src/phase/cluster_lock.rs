@@ -191,8 +191,6 @@ pub(crate) struct Held {
     ending: AtomicBool,
     /// The run's progress record (lock_progress.rs), written with every renewal and the release.
     progress: Mutex<String>,
-    /// A phase or batch started or ended: the renewer writes the record at once.
-    progress_changed: tokio::sync::Notify,
 }
 
 struct HeldState {
@@ -210,13 +208,10 @@ struct HeldState {
 }
 
 impl Held {
-    /// The progress record to carry from now on; `now` has the renewer write it at once.
-    pub(crate) fn set_progress(&self, progress: String, now: bool) {
+    /// The progress record to carry from the next write on.
+    pub(crate) fn set_progress(&self, progress: String) {
         if let Ok(mut p) = self.progress.lock() {
             *p = progress;
-        }
-        if now {
-            self.progress_changed.notify_one();
         }
     }
 
@@ -344,14 +339,13 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
             writing: tokio::sync::Mutex::new(()),
             ending: AtomicBool::new(false),
             progress: Mutex::new(String::new()),
-            progress_changed: tokio::sync::Notify::new(),
         }));
     }
     Err(failed("other runs kept changing it while this one tried to take it".into()))
 }
 
-/// One renewal: a conditional write of this run's record with a fresh renewTime.
-async fn renew(run: &impl ClusterCalls, held: &Held) {
+/// One renewal: a conditional write of this run's record with a fresh renewTime (and its progress record).
+pub(crate) async fn renew(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
     if run.fence().lost() || held.ending.load(Ordering::SeqCst) {
         return;
@@ -434,11 +428,8 @@ pub(crate) async fn keep_renewed(run: Arc<impl ClusterCalls + 'static>, held: Ar
         let taken = held.state.lock().map(|s| s.confirmed).unwrap_or_else(|_| Instant::now());
         let mut next = tokio::time::Instant::from_std(taken) + every;
         loop {
-            // A progress write (a phase or batch started or ended) renews too, off the beat.
-            tokio::select! {
-                _ = tokio::time::sleep_until(next) => next = (next + every).max(tokio::time::Instant::now()),
-                _ = held.progress_changed.notified() => {}
-            }
+            tokio::time::sleep_until(next).await;
+            next = (next + every).max(tokio::time::Instant::now());
             if run.fence().lost() {
                 return;
             }

@@ -156,6 +156,8 @@ impl Stage {
             Stage::Preflight => run_preflight(state).await,
             Stage::EtcdBackup => {
                 let started = phase_started(run, Phase::EtcdBackup);
+                // The phases with batches write it at each batch.
+                run.write_progress().await;
                 let (reports, open) = etcd_backup::run(run).await;
                 state.summary.hosts.extend(reports);
                 phase_finished(run, Phase::EtcdBackup, open, started);
@@ -320,6 +322,9 @@ async fn run_verify(state: &mut RunState<'_>) {
     let summary = &mut state.summary;
     let verifying = run.plan.has_phase(Phase::Verify);
     let started = verifying.then(|| phase_started(run, Phase::Verify));
+    if verifying {
+        run.write_progress().await;
+    }
     let upgraded: Vec<String> = summary
         .hosts
         .iter()

@@ -96,6 +96,9 @@ pub(crate) struct RunParts {
     pub redactor: Arc<crate::redact::Redactor>,
 }
 
+/// How long a batch waits at most for its progress record to be written to the cluster lock.
+const PROGRESS_WRITE_LIMIT: Duration = Duration::from_secs(10);
+
 impl UpgradeRun {
     pub(crate) fn new(parts: RunParts) -> UpgradeRun {
         let first_master = parts.plan.masters.first().cloned().unwrap_or_default();
@@ -135,17 +138,29 @@ impl UpgradeRun {
         tracker.finish(result);
         let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
         if let Some(held) = held {
-            held.set_progress(tracker.json(), false);
+            held.set_progress(tracker.json());
         }
     }
 
-    /// Keeps the progress record the cluster lock carries; a phase or batch that starts or ends is written at once.
+    /// Keeps the progress record the cluster lock carries (written at each phase and batch: `write_progress`).
     fn follow_progress(&self, event: &Event) {
         let Ok(mut tracker) = self.lock_progress.lock() else { return };
-        let write_now = tracker.event(event);
+        tracker.event(event);
         let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
         if let Some(held) = held {
-            held.set_progress(tracker.json(), write_now);
+            held.set_progress(tracker.json());
+        }
+    }
+
+    /// Writes the progress record to the cluster lock now (a phase or batch starts), so `upgrade status` is never
+    /// more than a batch behind; a write that does not answer within [`PROGRESS_WRITE_LIMIT`] is left to the next
+    /// renewal (the fence counts from the last write that succeeded, whatever happens here).
+    pub(crate) fn write_progress(&self) -> impl std::future::Future<Output = ()> + '_ {
+        let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
+        async move {
+            if let Some(held) = held {
+                let _ = tokio::time::timeout(PROGRESS_WRITE_LIMIT, super::cluster_lock::renew(self, &held)).await;
+            }
         }
     }
 

@@ -19,7 +19,7 @@ use crate::settings::{
     self, HookPoint, HostHooks, LabelSelector, MaxFailPercentage, Serial, SerialItem, Setting, SettingFlags, Settings,
 };
 
-pub use render::{plan_json, plan_text};
+pub use render::{plan_json, plan_text, plan_text_brief};
 
 pub use crate::vocabulary::Phase;
 

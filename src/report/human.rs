@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::events::{Event, EventSink};
+use crate::events::{Event, EventSink, TaskStatus};
 use crate::tasks::report::task_lines;
 use crate::vocabulary::{HostOutcome, Phase, Step, Summary};
 
@@ -26,6 +26,8 @@ pub(crate) struct HumanReporter {
     current_step: Mutex<HashMap<String, Step>>,
     /// The stdout queue, waited on briefly while the progress bars are cleared so lines land above them.
     settle: Option<OutputQueue>,
+    /// The hook tasks each host finished in its current hook, said in one line when the hook ends (without `-v`).
+    hook_tasks: Mutex<HashMap<String, TaskCounts>>,
     /// The steps in flight, for the heartbeat of piped output.
     running: Arc<Mutex<Running>>,
     /// The state directory, said at the start and in the summary: where the run's record is.
@@ -57,6 +59,7 @@ impl HumanReporter {
             color: false,
             progress: None,
             current_step: Mutex::new(HashMap::new()),
+            hook_tasks: Mutex::new(HashMap::new()),
             settle: None,
             running: Arc::new(Mutex::new(Running::default())),
             state_dir: None,
@@ -131,6 +134,36 @@ impl HumanReporter {
     }
 }
 
+/// How a hook's tasks ended on one host, as Ansible's recap counts them.
+#[derive(Debug, Default)]
+struct TaskCounts {
+    ok: usize,
+    changed: usize,
+    skipped: usize,
+    failed: usize,
+}
+
+impl TaskCounts {
+    fn count(&mut self, status: TaskStatus) {
+        match status {
+            TaskStatus::Ok => self.ok += 1,
+            TaskStatus::Changed => self.changed += 1,
+            TaskStatus::Skipped => self.skipped += 1,
+            TaskStatus::Failed | TaskStatus::Unreachable => self.failed += 1,
+        }
+    }
+
+    /// `5 tasks: ok=3 changed=2 skipped=0 failed=0`
+    fn describe(&self) -> String {
+        let all = self.ok + self.changed + self.skipped + self.failed;
+        let tasks = if all == 1 { "task" } else { "tasks" };
+        format!(
+            "{all} {tasks}: ok={} changed={} skipped={} failed={}",
+            self.ok, self.changed, self.skipped, self.failed
+        )
+    }
+}
+
 fn secs(d: &Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
 }
@@ -188,15 +221,25 @@ impl EventSink for HumanReporter {
                 if let Ok(mut running) = self.running.lock() {
                     running.ended(host);
                 }
+                let tasks = self.hook_tasks.lock().ok().and_then(|mut c| c.remove(host)).map(|c| c.describe());
+                let tasks = tasks.map(|t| format!(": {t}")).unwrap_or_default();
                 let line = match (ok, error) {
-                    (true, _) => format!("[{host}] {step} ok ({})", secs(duration)),
+                    (true, _) => format!("[{host}] {step} ok ({}){tasks}", secs(duration)),
                     (false, Some(e)) => format!("[{host}] {step} {}: {e}", self.paint("FAILED", "31")),
                     (false, None) => format!("[{host}] {step} {}", self.paint("FAILED", "31")),
                 };
                 self.write(&[line]);
             }
             Event::TaskFinished { host, task, status, result, ignored, .. } => {
-                if self.verbosity > 0 || self.is_hook(host) {
+                let hook = self.is_hook(host);
+                if hook && self.verbosity == 0 {
+                    // Counted, and said in one line when the hook ends; a failure is shown as it happens.
+                    if let Ok(mut counts) = self.hook_tasks.lock() {
+                        counts.entry(host.clone()).or_default().count(*status);
+                    }
+                }
+                let failed = matches!(status, TaskStatus::Failed | TaskStatus::Unreachable);
+                if self.verbosity > 0 || (hook && failed) {
                     let lines: Vec<String> = task_lines(host, task, *status, result, *ignored, self.verbosity > 0)
                         .into_iter()
                         .map(|l| format!("  {l}"))
