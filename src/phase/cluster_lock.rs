@@ -550,11 +550,25 @@ pub(crate) async fn force_release(run: &impl ClusterCalls, lease: &Lease) -> std
     ] {
         data.insert(key.to_string(), Value::String(value));
     }
-    let out = write(run, &lease.resource_version, &data, true).await?;
-    if out.conflict() {
-        return Err(format!("it changed while this command ran (its holder renewed it?): {}", out.reason()));
+    if !lease.progress.is_empty() {
+        data.insert("progress".to_string(), Value::String(lease.progress.clone()));
     }
-    Ok(out)
+    let mut resource_version = lease.resource_version.clone();
+    // The holder the operator chose to release may renew (or write its progress) between the read and this write:
+    // then it is read again and, still the same run, released at its new version; anyone else's lease is left.
+    for _ in 0..3 {
+        let out = write(run, &resource_version, &data, true).await?;
+        if !out.conflict() {
+            return Ok(out);
+        }
+        match read(run, true).await? {
+            Some(now) if now.identity == lease.identity && now.run == lease.run => {
+                resource_version = now.resource_version;
+            }
+            _ => return Err(format!("it changed while this command ran (another holder?): {}", out.reason())),
+        }
+    }
+    Err("its holder kept renewing it while this command tried to release it: try again".to_string())
 }
 
 #[cfg(test)]
