@@ -44,6 +44,15 @@ pub(crate) enum Command {
     /// filling the mirror of an air-gapped site. Reads the hosts and the cluster; changes nothing.
     Artifacts(ArtifactsArgs),
     /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
+    // Its help lists what applies to a plan: the run's own flags are hidden here (and refused: commands/plan.rs).
+    #[command(
+        mut_arg("plan", |a| a.hide(true)),
+        mut_arg("yes", |a| a.hide(true)),
+        mut_arg("fresh", |a| a.hide(true)),
+        mut_arg("rollback_blue_green", |a| a.hide(true)),
+        mut_arg("grace_period", |a| a.hide(true)),
+        mut_arg("junit", |a| a.hide(true))
+    )]
     Plan(UpgradeArgs),
     /// Before crossing a minor: what the target removes or requires (APIs, flags, feature gates, host
     /// prerequisites) against what the cluster serves, is asked and runs on, as preflight's gate reads it; changes
