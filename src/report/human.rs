@@ -26,6 +26,8 @@ pub(crate) struct HumanReporter {
     current_step: Mutex<HashMap<String, Step>>,
     /// The stdout queue, waited on briefly while the progress bars are cleared so lines land above them.
     settle: Option<OutputQueue>,
+    /// The steps said ok in this phase, by host: said once (see `StepFinished`).
+    reported: Mutex<std::collections::HashSet<(String, Step)>>,
     /// The hook tasks each host finished in its current hook, said in one line when the hook ends (without `-v`).
     hook_tasks: Mutex<HashMap<String, TaskCounts>>,
     /// The steps in flight, for the heartbeat of piped output.
@@ -60,6 +62,7 @@ impl HumanReporter {
             progress: None,
             current_step: Mutex::new(HashMap::new()),
             hook_tasks: Mutex::new(HashMap::new()),
+            reported: Mutex::new(std::collections::HashSet::new()),
             settle: None,
             running: Arc::new(Mutex::new(Running::default())),
             state_dir: None,
@@ -194,7 +197,12 @@ impl EventSink for HumanReporter {
                 }
                 self.write(&lines);
             }
-            Event::PhaseStarted { phase } => self.write(&[String::new(), self.paint(&format!("== {phase}"), "1")]),
+            Event::PhaseStarted { phase } => {
+                if let Ok(mut seen) = self.reported.lock() {
+                    seen.clear();
+                }
+                self.write(&[String::new(), self.paint(&format!("== {phase}"), "1")])
+            }
             Event::PhaseFinished { phase, ok, duration } => {
                 let status = if *ok { self.paint("done", "32") } else { self.paint("stopped", "31") };
                 self.write(&[format!("== {phase} {status} in {}", secs(duration))]);
@@ -223,6 +231,12 @@ impl EventSink for HumanReporter {
                 }
                 let tasks = self.hook_tasks.lock().ok().and_then(|mut c| c.remove(host)).map(|c| c.describe());
                 let tasks = tasks.map(|t| format!(": {t}")).unwrap_or_default();
+                // A step a phase runs again for another purpose (preflight reads the cluster and checks the hosts
+                // several times) is said once per host and phase; the host log has every one, and so has -v.
+                let first = self.reported.lock().map(|mut seen| seen.insert((host.clone(), *step))).unwrap_or(true);
+                if *ok && !first && self.verbosity == 0 && tasks.is_empty() {
+                    return;
+                }
                 let line = match (ok, error) {
                     (true, _) => format!("[{host}] {step} ok ({}){tasks}", secs(duration)),
                     (false, Some(e)) => format!("[{host}] {step} {}: {e}", self.paint("FAILED", "31")),
@@ -646,5 +660,34 @@ mod tests {
         assert_eq!(text.matches(record).count(), 2, "at the start and in the summary:\n{text}");
         assert!(text.contains("the failed hosts' logs:\n  node-5: /srv/c1/.upgrade-state/logs/node-5.log\n"), "{text}");
         assert!(text.trim_end().ends_with("re-run the same command; finished hosts are not redone"), "{text}");
+    }
+
+    #[test]
+    fn a_step_run_again_in_a_phase_is_said_once_unless_verbose_or_failed() {
+        let finished = |ok: bool| Event::StepFinished {
+            phase: Phase::Preflight,
+            host: "master-1".into(),
+            step: Step::ReadCluster,
+            ok,
+            duration: Duration::from_millis(100),
+            error: (!ok).then(|| "timed out".to_string()),
+        };
+        let out = Captured::default();
+        let reporter = HumanReporter::new(Box::new(out.clone()), 0, false);
+        reporter.event(&Event::PhaseStarted { phase: Phase::Preflight });
+        for ok in [true, true, false] {
+            reporter.event(&finished(ok));
+        }
+        let text = out.text();
+        assert_eq!(text.matches("[master-1] read-cluster ok").count(), 1, "{text}");
+        assert!(text.contains("[master-1] read-cluster FAILED: timed out"), "a failure is always said: {text}");
+        reporter.event(&Event::PhaseStarted { phase: Phase::Verify });
+        reporter.event(&finished(true));
+        assert_eq!(out.text().matches("[master-1] read-cluster ok").count(), 2, "once per phase: {}", out.text());
+        let verbose_out = Captured::default();
+        let verbose = HumanReporter::new(Box::new(verbose_out.clone()), 1, false);
+        verbose.event(&finished(true));
+        verbose.event(&finished(true));
+        assert_eq!(verbose_out.text().matches("read-cluster ok").count(), 2, "-v says every one");
     }
 }
