@@ -619,7 +619,10 @@ fn a_directory_inventory_skips_scripts_and_task_files_as_ansible_does_and_says_s
     assert_eq!(inv.hosts.keys().cloned().collect::<Vec<_>>(), strings(&["m1", "n1"]));
     let warnings = inv.warnings.join("\n");
     assert!(warnings.contains("bin/etcdctl in the inventory directory: an executable"), "{warnings}");
-    assert!(warnings.contains("hooks/node_pre.yml in the inventory directory: YAML that is not a mapping"), "{warnings}");
+    assert!(
+        warnings.contains("hooks/node_pre.yml in the inventory directory: YAML that is not a mapping"),
+        "{warnings}"
+    );
     // A file that should be an inventory and is broken stays an error naming it.
     write(dir.path(), "broken.ini", "[nodes]\nn2 ansible_host\n");
     let error = Inventory::load(dir.path()).unwrap_err().to_string();

@@ -182,12 +182,15 @@ mod tests {
             hosts: hosts[..15].to_vec()
         }));
         assert!(!tracker.event(&ended("node-1", HostOutcome::Upgraded { left_cordoned: false })));
-        tracker.event(&ended("node-2", HostOutcome::Failed {
-            step: crate::vocabulary::Step::Drain,
-            reason: "timed out".into(),
-            unreachable: false,
-            left_cordoned: true,
-        }));
+        tracker.event(&ended(
+            "node-2",
+            HostOutcome::Failed {
+                step: crate::vocabulary::Step::Drain,
+                reason: "timed out".into(),
+                unreachable: false,
+                left_cordoned: true,
+            },
+        ));
         tracker.event(&ended("node-3", HostOutcome::Skipped { reason: "already at the target".into() }));
         let text = tracker.json();
         assert!(text.len() < 1024, "{} bytes: {text}", text.len());

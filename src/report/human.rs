@@ -606,8 +606,7 @@ mod tests {
     #[test]
     fn piped_output_says_a_hung_drain_still_waits_and_since_when_until_it_ends() {
         let out = Captured::default();
-        let reporter =
-            HumanReporter::new(Box::new(out.clone()), 0, true).with_heartbeat(Duration::from_millis(300));
+        let reporter = HumanReporter::new(Box::new(out.clone()), 0, true).with_heartbeat(Duration::from_millis(300));
         reporter.event(&step_started("node-5", Step::Drain));
         std::thread::sleep(Duration::from_millis(1000));
         let text = out.text();
