@@ -689,4 +689,54 @@ mod tests {
         verbose.event(&finished(true));
         assert_eq!(verbose_out.text().matches("read-cluster ok").count(), 2, "-v says every one");
     }
+
+    #[test]
+    fn a_hooks_tasks_are_one_line_when_it_ends_and_a_failed_one_is_shown_in_full() {
+        let task = |name: &str, status: TaskStatus| Event::TaskFinished {
+            host: "node-1".into(),
+            task: crate::events::TaskRef { name: name.into(), file: "hooks/node_pre.yml".into(), line: 1 },
+            status,
+            result: serde_json::json!({"msg": format!("{name} said this")}),
+            duration: Duration::from_millis(10),
+            ignored: false,
+            rescued: false,
+        };
+        let out = Captured::default();
+        let reporter = HumanReporter::new(Box::new(out.clone()), 0, false);
+        reporter.event(&step_started("node-1", Step::PreHook));
+        reporter.event(&task("say hello", TaskStatus::Ok));
+        reporter.event(&task("touch a file", TaskStatus::Changed));
+        reporter.event(&task("only on masters", TaskStatus::Skipped));
+        reporter.event(&task("call the load balancer", TaskStatus::Failed));
+        reporter.event(&Event::StepFinished {
+            phase: Phase::Nodes,
+            host: "node-1".into(),
+            step: Step::PreHook,
+            ok: false,
+            duration: Duration::from_millis(40),
+            error: Some("a task failed".into()),
+        });
+        let text = out.text();
+        assert!(!text.contains("say hello"), "a task that went well is counted, not shown: {text}");
+        assert!(text.contains("call the load balancer"), "the failed task is shown: {text}");
+        assert!(text.contains("[node-1] pre-hook FAILED: a task failed"), "the hook's line: {text}");
+        let ok = Captured::default();
+        let reporter = HumanReporter::new(Box::new(ok.clone()), 0, false);
+        reporter.event(&step_started("node-1", Step::PreHook));
+        reporter.event(&task("say hello", TaskStatus::Ok));
+        reporter.event(&task("touch a file", TaskStatus::Changed));
+        reporter.event(&Event::StepFinished {
+            phase: Phase::Nodes,
+            host: "node-1".into(),
+            step: Step::PreHook,
+            ok: true,
+            duration: Duration::from_millis(40),
+            error: None,
+        });
+        assert!(
+            ok.text().contains("[node-1] pre-hook ok (0.0s): 2 tasks: ok=1 changed=1 skipped=0 failed=0"),
+            "{}",
+            ok.text()
+        );
+    }
 }
