@@ -75,10 +75,25 @@ pub(super) fn load_dir(builder: &mut Builder, dir: &Path) -> Result<()> {
         } else if let Some(why) = not_an_inventory_file(&full, &builder.vault) {
             builder.warn(format!("skipped {} in the inventory directory: {why}", full.display()));
         } else {
-            read_source(builder, &full)?;
+            read_source(builder, &full).map_err(|e| in_a_directory(e, dir))?;
         }
     }
     Ok(())
+}
+
+/// A file of an inventory directory that does not parse: the error says it was read because it is in the directory.
+fn in_a_directory(mut error: Error, dir: &Path) -> Error {
+    let why = format!(
+        "every file of the inventory directory {} is read as an inventory, as Ansible reads it (hidden files, \
+         group_vars/, host_vars/, .md/.txt/.cfg and the like, scripts and task lists are passed over): move this file \
+         out of it, or name the inventory file itself with --inventory",
+        dir.display()
+    );
+    error.hint = Some(match error.hint.take() {
+        Some(hint) => format!("{hint}; {why}"),
+        None => why,
+    });
+    error
 }
 
 /// Why a file of an inventory directory is no inventory file we read, as Ansible's plugins pass it over with

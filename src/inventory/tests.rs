@@ -625,6 +625,8 @@ fn a_directory_inventory_skips_scripts_and_task_files_as_ansible_does_and_says_s
     );
     // A file that should be an inventory and is broken stays an error naming it.
     write(dir.path(), "broken.ini", "[nodes]\nn2 ansible_host\n");
-    let error = Inventory::load(dir.path()).unwrap_err().to_string();
-    assert!(error.contains("broken.ini"), "{error}");
+    let error = Inventory::load(dir.path()).unwrap_err();
+    assert!(error.to_string().contains("broken.ini"), "{error}");
+    let hint = error.hint.unwrap_or_default();
+    assert!(hint.contains("every file of the inventory directory"), "{hint}");
 }
