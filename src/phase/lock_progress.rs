@@ -96,8 +96,7 @@ impl Tracker {
         Tracker { record, planned, ended: BTreeSet::new() }
     }
 
-    /// Follows one event; true when the record changed in a way worth writing at once (a phase or a batch started
-    /// or ended): the hosts' own ends ride along with the next write.
+    /// Follows one event; true when the record changed (a phase or batch started or ended, a host's sequence ended).
     pub(crate) fn event(&mut self, event: &Event) -> bool {
         let r = &mut self.record;
         match event {
@@ -129,7 +128,7 @@ impl Tracker {
                     }
                 }
                 r.left = self.planned.len().saturating_sub(self.ended.len());
-                false
+                true
             }
             _ => false,
         }
@@ -181,7 +180,8 @@ mod tests {
             total: 2,
             hosts: hosts[..15].to_vec()
         }));
-        assert!(!tracker.event(&ended("node-1", HostOutcome::Upgraded { left_cordoned: false })));
+        assert!(tracker.event(&ended("node-1", HostOutcome::Upgraded { left_cordoned: false })));
+        assert!(!tracker.event(&ended("node-1", HostOutcome::Upgraded { left_cordoned: false })), "counted once");
         tracker.event(&ended(
             "node-2",
             HostOutcome::Failed {

@@ -145,7 +145,10 @@ impl UpgradeRun {
     /// Keeps the progress record the cluster lock carries (written at each phase and batch: `write_progress`).
     fn follow_progress(&self, event: &Event) {
         let Ok(mut tracker) = self.lock_progress.lock() else { return };
-        tracker.event(event);
+        // Most events (tasks, steps) change nothing of it: the record is made again only when it changed.
+        if !tracker.event(event) {
+            return;
+        }
         let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
         if let Some(held) = held {
             held.set_progress(tracker.json());
