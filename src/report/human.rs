@@ -253,6 +253,12 @@ impl EventSink for HumanReporter {
                     }
                 }
                 let failed = matches!(status, TaskStatus::Failed | TaskStatus::Unreachable);
+                // What a hook says to the person (`debug: msg=...`, an assertion's message) is shown as it comes.
+                let said = result.get("msg").and_then(|m| m.as_str()).filter(|m| !m.trim().is_empty());
+                if let (true, 0, false, Some(msg)) = (hook, self.verbosity, failed, said) {
+                    let lines: Vec<String> = msg.lines().map(|l| format!("  [{host}] {}: {l}", task.name)).collect();
+                    self.write(&lines);
+                }
                 if self.verbosity > 0 || (hook && failed) {
                     let lines: Vec<String> = task_lines(host, task, *status, result, *ignored, self.verbosity > 0)
                         .into_iter()
@@ -717,7 +723,11 @@ mod tests {
             error: Some("a task failed".into()),
         });
         let text = out.text();
-        assert!(!text.contains("say hello"), "a task that went well is counted, not shown: {text}");
+        assert!(
+            text.contains("  [node-1] say hello: say hello said this\n"),
+            "what a hook says (its msg) is shown: {text}"
+        );
+        assert!(!text.contains("ok: say hello"), "a task that went well is counted, not listed: {text}");
         assert!(text.contains("call the load balancer"), "the failed task is shown: {text}");
         assert!(text.contains("[node-1] pre-hook FAILED: a task failed"), "the hook's line: {text}");
         let ok = Captured::default();
