@@ -707,6 +707,14 @@ mod tests {
             ignored: false,
             rescued: false,
         };
+        let hook_finished = |error: Option<&str>| Event::StepFinished {
+            phase: Phase::Nodes,
+            host: "node-1".into(),
+            step: Step::PreHook,
+            ok: error.is_none(),
+            duration: Duration::from_millis(40),
+            error: error.map(str::to_string),
+        };
         let out = Captured::default();
         let reporter = HumanReporter::new(Box::new(out.clone()), 0, false);
         reporter.event(&step_started("node-1", Step::PreHook));
@@ -714,14 +722,7 @@ mod tests {
         reporter.event(&task("touch a file", TaskStatus::Changed));
         reporter.event(&task("only on masters", TaskStatus::Skipped));
         reporter.event(&task("call the load balancer", TaskStatus::Failed));
-        reporter.event(&Event::StepFinished {
-            phase: Phase::Nodes,
-            host: "node-1".into(),
-            step: Step::PreHook,
-            ok: false,
-            duration: Duration::from_millis(40),
-            error: Some("a task failed".into()),
-        });
+        reporter.event(&hook_finished(Some("a task failed")));
         let text = out.text();
         assert!(
             text.contains("  [node-1] say hello: say hello said this\n"),
@@ -735,14 +736,7 @@ mod tests {
         reporter.event(&step_started("node-1", Step::PreHook));
         reporter.event(&task("say hello", TaskStatus::Ok));
         reporter.event(&task("touch a file", TaskStatus::Changed));
-        reporter.event(&Event::StepFinished {
-            phase: Phase::Nodes,
-            host: "node-1".into(),
-            step: Step::PreHook,
-            ok: true,
-            duration: Duration::from_millis(40),
-            error: None,
-        });
+        reporter.event(&hook_finished(None));
         assert!(
             ok.text().contains("[node-1] pre-hook ok (0.0s): 2 tasks: ok=1 changed=1 skipped=0 failed=0"),
             "{}",
