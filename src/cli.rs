@@ -44,6 +44,15 @@ pub(crate) enum Command {
     /// filling the mirror of an air-gapped site. Reads the hosts and the cluster; changes nothing.
     Artifacts(ArtifactsArgs),
     /// Print the plan (`upgrade plan` = `upgrade --plan`); with --live, read the cluster and the hosts first.
+    // Its help lists what applies to a plan: the run's own flags are hidden here (and refused: commands/plan.rs).
+    #[command(
+        mut_arg("plan", |a| a.hide(true)),
+        mut_arg("yes", |a| a.hide(true)),
+        mut_arg("fresh", |a| a.hide(true)),
+        mut_arg("rollback_blue_green", |a| a.hide(true)),
+        mut_arg("grace_period", |a| a.hide(true)),
+        mut_arg("junit", |a| a.hide(true))
+    )]
     Plan(UpgradeArgs),
     /// Before crossing a minor: what the target removes or requires (APIs, flags, feature gates, host
     /// prerequisites) against what the cluster serves, is asked and runs on, as preflight's gate reads it; changes
@@ -52,6 +61,10 @@ pub(crate) enum Command {
     /// Release the cluster-wide lock a dead run left behind (after confirmation; --yes for scripts). A lock renewed
     /// within its lease is refused unless --force.
     Unlock(UnlockArgs),
+    /// The upgrade in progress on this cluster, from any machine: who runs it, since when, its phase and batch, the
+    /// hosts done, failed and left, and its last renewal, read from the cluster-wide lock; the last run's result when
+    /// none is in progress. Changes nothing.
+    Status(StatusArgs),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -88,6 +101,23 @@ pub(crate) struct UnlockArgs {
     /// fifth of its lease), but until then a run started now and that one both drive the cluster.
     #[arg(long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// Follow it: read the lock again every few seconds and print each change, until the run ends (or Ctrl-C).
+    #[arg(long)]
+    pub watch: bool,
+
+    /// Output format: text for people, json for scripts (one JSON document; with --watch, one a line).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 
     #[command(flatten)]
     pub run: RunArgs,

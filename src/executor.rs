@@ -14,7 +14,7 @@ use crate::journal::{DEFAULT_STATE_DIR, History, Journal, RunLock};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::manager::{self, preflight_failed};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
-use crate::plan::{Plan, render::plan_text};
+use crate::plan::{Plan, plan_text, plan_text_brief};
 use crate::redact::Redactor;
 use crate::redact::sink::Redacting;
 use crate::report::output::OutputQueue;
@@ -126,9 +126,12 @@ fn reporting(
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
             if !request.rollback_blue_green {
-                let _ = write!(stdout.writer(), "{}", redactor.text(&plan_text(plan, inventory)));
+                // The hooks once per set of hosts sharing them; every host's with -v (and with --plan).
+                let text = if verbosity > 0 { plan_text(plan, inventory) } else { plan_text_brief(plan, inventory) };
+                let _ = write!(stdout.writer(), "{}", redactor.text(&text));
             }
-            Arc::new(HumanReporter::for_terminal(verbosity, &stdout))
+            let state_dir = state_dir.canonicalize().unwrap_or_else(|_| state_dir.to_path_buf());
+            Arc::new(HumanReporter::for_terminal(verbosity, &stdout).with_state_dir(&state_dir))
         }
         OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
     };

@@ -29,6 +29,7 @@ pub(crate) mod report;
 pub(crate) mod restore;
 pub(crate) mod session;
 pub mod settings;
+pub(crate) mod status;
 pub(crate) mod strategy;
 pub mod tasks;
 pub(crate) mod time_format;

@@ -13,8 +13,8 @@ use crate::inventory::{Inventory, Vars};
 use crate::phase::cluster_lock;
 use crate::session::{Remote, Session, UpgradeRequest};
 
-/// Says notices and failed steps on stderr: unlock has no progress to show.
-struct NoticesOnStderr;
+/// Says notices and failed steps on stderr: unlock and status have no progress to show.
+pub(crate) struct NoticesOnStderr;
 
 impl EventSink for NoticesOnStderr {
     fn event(&self, event: &Event) {

@@ -120,3 +120,44 @@ fn a_live_lock_of_another_controller_refuses_the_run_until_unlock_removes_it() {
     unlock(&cluster, &["--yes"]).expect_code(0).stdout_has("nothing to release");
     cluster.upgrade(&[]).expect_code(0);
 }
+
+fn status(cluster: &TestCluster, extra: &[&str]) -> Outcome {
+    Scenario::in_dir(&cluster.path("")).arg("status").inventory(cluster.inventory()).args(extra).run()
+}
+
+#[test]
+fn status_from_anywhere_shows_the_run_in_progress_its_phase_batch_and_hosts_then_its_result() {
+    let list = nodes(3, "region=a");
+    let cluster = TestCluster::new(&spec(&list));
+    // Every drain and upgrade step takes 2 s: the run is in its nodes phase long enough to be looked at.
+    std::fs::write(cluster.fake.state_dir().join("delay"), "2").unwrap();
+    let first_state = cluster.path("first-state");
+    let first = cluster.scenario(&["--state-dir", &first_state.display().to_string()]).spawn();
+
+    // Another controller knows nothing of the first's state directory: status reads the cluster's lock.
+    let started = Instant::now();
+    let seen = loop {
+        assert!(started.elapsed() < Duration::from_secs(120), "status never showed the nodes phase");
+        let out = status(&cluster, &["--output", "json"]).expect_code(0);
+        let found: serde_json::Value = serde_json::from_str(out.stdout_text().trim()).expect("one JSON document");
+        if found["progress"]["phase"] == "nodes" && found["progress"]["batch"].as_u64() >= Some(2) {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(seen["in_progress"], true, "{seen}");
+    assert_eq!(seen["lock"], "kube-system/upgrade-lock", "{seen}");
+    assert_eq!(seen["where"], first_state.canonicalize().unwrap().display().to_string(), "{seen}");
+    assert_eq!(seen["progress"]["batches"], 3, "serial 1: one node a batch: {seen}");
+    assert!(seen["progress"]["done"].as_u64().unwrap() >= 1, "the first node is done by batch 2: {seen}");
+    assert!(seen["renewed_seconds_ago"].as_u64().unwrap() < 60, "{seen}");
+    let text = status(&cluster, &[]).expect_code(0);
+    let text = text.stdout_has("upgrade in progress (cluster lock kube-system/upgrade-lock)");
+    drop(text.stdout_has("  now: nodes: batch "));
+
+    drop(first.finish().expect_code(0));
+    let after = status(&cluster, &[]).expect_code(0);
+    let after = after.stdout_has("no upgrade in progress (the cluster lock kube-system/upgrade-lock is free)");
+    let after = after.stdout_has(": success\n");
+    drop(after.stdout_has("hosts: 6 done, 0 failed, 0 skipped, 0 left"));
+}

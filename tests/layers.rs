@@ -48,7 +48,7 @@ const LAYERS: &[(&str, u8)] = &[
     // The strategies as the inventory asks for them (the update graph, the node order rule, the nodes strategy's
     // settings) are part of the plan; carrying them out (below) is the upgrade's.
     ("strategy", 2),
-    // L3: the upgrade itself and what it reports: phases in order, strategies, reporters, restore and unlock.
+    // L3: the upgrade itself and what it reports: phases in order, strategies, reporters, restore, unlock and status.
     ("phase", 3),
     ("executor", 3),
     ("strategy::blue_green", 3),
@@ -58,6 +58,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("report", 3),
     ("restore", 3),
     ("unlock", 3),
+    ("status", 3),
     ("session", 3),
     ("plan::live", 3),
     ("plan::check_apis", 3),

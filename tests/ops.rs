@@ -456,3 +456,62 @@ fn secret_variables_are_masked_in_every_output_and_upgrade_no_log_censors_the_bu
         panic!("the token shows: ...{around}...");
     }
 }
+
+#[test]
+fn a_run_after_one_that_finished_says_so_and_does_not_claim_to_resume_it() {
+    let demo = Demo::new();
+    let first = demo.run(&[]);
+    assert_eq!(first.code, 0, "{first}");
+    assert!(!first.stdout.contains("resuming"), "{first}");
+    let second = demo.run(&[]);
+    assert_eq!(second.code, 0, "{second}");
+    assert!(second.stdout.contains("the earlier run from this state directory finished with success at "), "{second}");
+    assert!(second.stdout.contains("this run starts afresh (not a resume)"), "{second}");
+    assert!(!second.stdout.contains("(resuming an earlier run)"), "{second}");
+    let record = format!("record: state directory {}", demo.path(".upgrade-state").canonicalize().unwrap().display());
+    assert_eq!(second.stdout.matches(&record).count(), 2, "at the start and in the summary: {second}");
+}
+
+#[test]
+fn the_demo_directory_as_inventory_reads_its_hosts_and_passes_over_its_script_and_hook_files() {
+    let demo = Demo::new();
+    let dir = demo.path("").display().to_string();
+    let plan = crate::support::Scenario::in_dir(demo.dir.path()).args(["--plan", "--inventory", &dir]).run();
+    assert_eq!(plan.code, 0, "{plan}");
+    let plan = plan.stderr_has("bin/etcdctl in the inventory directory: an executable, which Ansible would run as");
+    let plan = plan.stderr_has("hooks/node_pre.yml in the inventory directory: YAML that is not a mapping");
+    drop(plan.stdout_has("nodes: 6 host(s) in 2 batch(es)"));
+}
+
+/// On a terminal, a step that waits is seen waiting: its host's line says what it waits for, and the time on it
+/// counts up from the step's own start while nothing else happens (it stood at 0s during a hung drain). The demo runs
+/// in a real pseudo-terminal (util-linux `script`), 160 columns wide.
+#[test]
+fn on_a_terminal_a_hung_drain_shows_what_it_waits_for_and_its_time_moving() {
+    let demo = Demo::new();
+    demo.fake.set_cue("node-2", "drain_hang", "4");
+    let typescript = demo.path("typescript");
+    let command = demo.scenario(&[]).command();
+    let line = std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| format!("'{}'", a.to_string_lossy().replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let status = std::process::Command::new("script")
+        .args(["-q", "-e", "-f", "-c"])
+        .arg(format!("stty cols 160 rows 45; {line}"))
+        .arg(&typescript)
+        .current_dir(demo.dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run script(1)");
+    let screen = String::from_utf8_lossy(&std::fs::read(&typescript).expect("the typescript")).into_owned();
+    assert!(status.success(), "the run under a terminal failed:\n{screen}");
+    let waiting = "[node-2] drain: waiting for its pods to be evicted, since ";
+    assert!(screen.contains(waiting), "the host line says what the drain waits for:\n{screen}");
+    let moved = ["(2s)", "(3s)"]
+        .iter()
+        .any(|t| screen.split(waiting).skip(1).any(|after| after[..40.min(after.len())].contains(t)));
+    assert!(moved, "the drain's time counts up while it hangs:\n{screen}");
+}

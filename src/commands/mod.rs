@@ -9,6 +9,7 @@ mod check_apis;
 mod plan;
 mod restore;
 mod run_tasks;
+mod status;
 mod unlock;
 mod upgrade;
 mod vault;
@@ -26,6 +27,7 @@ pub(crate) fn run(cli: &Cli) -> Result<i32> {
         Some(Command::Restore(args)) => restore::restore(args),
         Some(Command::Plan(args)) => plan::plan(args),
         Some(Command::Unlock(args)) => unlock::unlock(args),
+        Some(Command::Status(args)) => status::status(args),
         Some(Command::Versions(args)) => versions::versions(args),
         Some(Command::Artifacts(args)) => artifacts::artifacts(args),
         None if cli.upgrade.live && !cli.upgrade.plan => Err(Error::input("--live is a kind of plan").hint(

@@ -8,6 +8,16 @@ use crate::plan::{Plan, live, plan_json, plan_text};
 use crate::settings::OutputFormat;
 
 pub(super) fn plan(args: &UpgradeArgs) -> Result<i32> {
+    // What only a run does is refused rather than ignored: a plan writes no report and starts nothing.
+    let run_only = [
+        (args.junit.is_some(), "--junit"),
+        (args.fresh, "--fresh"),
+        (args.rollback_blue_green, "--rollback-blue-green"),
+    ];
+    if let Some((_, flag)) = run_only.iter().find(|(set, _)| *set) {
+        return Err(Error::input(format!("{flag} applies to a run, not to a plan"))
+            .hint("drop it from the plan command; `upgrade plan --help` lists what a plan takes"));
+    }
     let Loaded { inventory, extra, .. } = load(&args.inventory)?;
     if args.live {
         let plan = live::live_plan(&upgrade_request(args), inventory, extra, remote(&args.run)?)?;

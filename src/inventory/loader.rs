@@ -72,11 +72,63 @@ pub(super) fn load_dir(builder: &mut Builder, dir: &Path) -> Result<()> {
         let full = dir.join(&name);
         if full.is_dir() {
             load_dir(builder, &full)?;
+        } else if let Some(why) = not_an_inventory_file(&full, &builder.vault) {
+            builder.warn(format!("skipped {} in the inventory directory: {why}", full.display()));
         } else {
-            read_source(builder, &full)?;
+            read_source(builder, &full).map_err(|e| in_a_directory(e, dir))?;
         }
     }
     Ok(())
+}
+
+/// A file of an inventory directory that does not parse: the error says it was read because it is in the directory.
+fn in_a_directory(mut error: Error, dir: &Path) -> Error {
+    let why = format!(
+        "every file of the inventory directory {} is read as an inventory, as Ansible reads it (hidden files, \
+         group_vars/, host_vars/, .md/.txt/.cfg and the like, scripts and task lists are passed over): move this file \
+         out of it, or name the inventory file itself with --inventory",
+        dir.display()
+    );
+    error.hint = Some(match error.hint.take() {
+        Some(hint) => format!("{hint}; {why}"),
+        None => why,
+    });
+    error
+}
+
+/// Why a file of an inventory directory is no inventory file we read, as Ansible's plugins pass it over with
+/// `Unable to parse ... as an inventory source` and go on: an executable script or program (Ansible's script plugin
+/// runs it as a dynamic inventory; we run no inventory scripts), or YAML that is not a mapping (task files kept beside
+/// the inventory: Ansible's yaml plugin says the structure should be a dictionary). An executable without `#!` is
+/// read as a file, as Ansible's ini plugin reads it once running it failed.
+fn not_an_inventory_file(path: &Path, vault: &crate::vault::VaultSecrets) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    if executable {
+        let bytes = std::fs::read(path).unwrap_or_default();
+        let program = bytes.starts_with(b"#!") || std::str::from_utf8(&bytes).is_err();
+        if program {
+            return Some(
+                "an executable, which Ansible would run as an inventory script; upgrade runs none: write its output \
+                 (`SCRIPT --list`) to a .json file in the directory, or move the file out of it"
+                    .to_string(),
+            );
+        }
+    }
+    let yaml_named = python_extension(path).is_some_and(|ext| YAML_EXTENSIONS.contains(&ext.as_str()));
+    if yaml_named {
+        let (text, _) = super::vault_values::file_text(path, vault).ok()?;
+        if let Ok(Some(doc)) = super::yaml::load_data(&text, path) {
+            if doc.as_map().is_none() {
+                return Some(
+                    "YAML that is not a mapping (a task file?), which Ansible's yaml plugin does not read as an \
+                     inventory either"
+                        .to_string(),
+                );
+            }
+        }
+    }
+    None
 }
 
 fn is_ignored(name: &str) -> bool {

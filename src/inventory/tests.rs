@@ -626,3 +626,30 @@ fn the_inventory_redactor_masks_what_every_hosts_merged_variables_would_and_rend
             .unwrap();
     assert_eq!(Redactor::for_inventory(&templated, &Vars::new()).text("Bearer tok-abcd9"), "Bearer ********");
 }
+
+#[test]
+fn a_directory_inventory_skips_scripts_and_task_files_as_ansible_does_and_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "hosts.yml", "all:\n  children:\n    masters:\n      hosts:\n        m1:\n");
+    let script = write(dir.path(), "bin/etcdctl", "#!/bin/sh\nset -eu\necho hello\n");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write(dir.path(), "hooks/node_pre.yml", "- name: say hello\n  debug:\n    msg: hello\n");
+    // Executable but no script: Ansible's script plugin fails to run it and its ini plugin reads it.
+    let ini = write(dir.path(), "more", "[nodes]\nn1\n");
+    std::fs::set_permissions(&ini, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let inv = Inventory::load(dir.path()).unwrap();
+    assert_eq!(inv.hosts.keys().cloned().collect::<Vec<_>>(), strings(&["m1", "n1"]));
+    let warnings = inv.warnings.join("\n");
+    assert!(warnings.contains("bin/etcdctl in the inventory directory: an executable"), "{warnings}");
+    assert!(
+        warnings.contains("hooks/node_pre.yml in the inventory directory: YAML that is not a mapping"),
+        "{warnings}"
+    );
+    // A file that should be an inventory and is broken stays an error naming it.
+    write(dir.path(), "broken.ini", "[nodes]\nn2 ansible_host\n");
+    let error = Inventory::load(dir.path()).unwrap_err();
+    assert!(error.to_string().contains("broken.ini"), "{error}");
+    let hint = error.hint.unwrap_or_default();
+    assert!(hint.contains("every file of the inventory directory"), "{hint}");
+}

@@ -190,6 +190,8 @@ pub(crate) struct History {
     pub runs: usize,
     /// The last hop of an update-graph path recorded, if any.
     pub hop: Option<HopHistory>,
+    /// How and when the last recorded run ended; `None` when it was cut short (or there was none).
+    pub last_end: Option<(RunStatus, String)>,
 }
 
 /// The last hop of an update-graph path an earlier run started.
@@ -241,6 +243,7 @@ impl History {
             JournalEntry::RunStarted { target, .. } => {
                 self.runs += 1;
                 self.target = Some(target.clone());
+                self.last_end = None;
             }
             JournalEntry::HostStarted { phase, host, was_cordoned, .. } => {
                 let target = self.target.clone();
@@ -279,7 +282,8 @@ impl History {
                 h.steps_cut_short.clear();
             }
             JournalEntry::Backup { .. } | JournalEntry::ApiRemovalsAcknowledged { .. } => {}
-            JournalEntry::RunFinished { status, .. } => {
+            JournalEntry::RunFinished { status, time, .. } => {
+                self.last_end = Some((*status, time.clone()));
                 if let Some(hop) = &mut self.hop {
                     hop.finished |= *status == RunStatus::Success;
                 }

@@ -96,17 +96,20 @@ pub(crate) struct BatchesResult {
 }
 
 /// Runs the batches in order. `run_host` runs one host's whole sequence; `exceeded(batch, failed, size)` is the
-/// failure threshold, asked after each batch (1-based); `on_batch(index, hosts)` is told when a batch starts.
-pub(crate) async fn run_batches<F, Fut>(
+/// failure threshold, asked after each batch (1-based); `on_batch(index, hosts)` is told when a batch starts, and the
+/// batch starts once the future it returns is done.
+pub(crate) async fn run_batches<F, Fut, B, BFut>(
     batches: &[Vec<String>],
     stop: &StopSignal,
     exceeded: impl Fn(usize, usize, usize) -> bool,
-    mut on_batch: impl FnMut(usize, &[String]),
+    mut on_batch: B,
     run_host: F,
 ) -> BatchesResult
 where
     F: Fn(String) -> Fut,
     Fut: Future<Output = HostOutcome> + Send + 'static,
+    B: FnMut(usize, &[String]) -> BFut,
+    BFut: Future<Output = ()>,
 {
     let mut outcomes = Vec::new();
     let mut stopped = None;
@@ -122,7 +125,7 @@ where
             outcomes.extend(batch.iter().map(|h| (h.clone(), HostOutcome::NotStarted { reason: why.clone() })));
             continue;
         }
-        on_batch(index + 1, batch);
+        on_batch(index + 1, batch).await;
         let results = run_all(batch.iter().map(|h| run_host(h.clone()))).await;
         let failed = results.iter().filter(|o| o.is_failure()).count();
         outcomes.extend(batch.iter().cloned().zip(results));
@@ -195,7 +198,7 @@ mod tests {
                 &plan,
                 &StopSignal::never(),
                 exceeds(49),
-                |_, _| {},
+                |_, _| async {},
                 |h| async move {
                     if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
                 },
@@ -213,7 +216,7 @@ mod tests {
                 &plan,
                 &StopSignal::never(),
                 exceeds(50),
-                |_, _| {},
+                |_, _| async {},
                 |h| async move {
                     if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
                 },
@@ -231,7 +234,7 @@ mod tests {
             &plan,
             &StopSignal::never(),
             exceeds(0),
-            |_, _| {},
+            |_, _| async {},
             |_| {
                 let running = running.clone();
                 async move {
@@ -260,7 +263,7 @@ mod tests {
             &plan,
             &signal,
             exceeds(100),
-            |_, _| {},
+            |_, _| async {},
             |_| {
                 let handle = handle.clone();
                 async move {

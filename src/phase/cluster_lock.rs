@@ -103,7 +103,14 @@ pub(crate) async fn read(run: &impl ClusterCalls, quiet: bool) -> std::result::R
 }
 
 /// The ConfigMap's data for `me` holding it: the leader-election record's fields, then who, for people.
-fn record(me: &Me, acquired: &str, renewed_ms: u64, duration: Duration, transitions: u64) -> Map<String, Value> {
+fn record(
+    me: &Me,
+    acquired: &str,
+    renewed_ms: u64,
+    duration: Duration,
+    transitions: u64,
+    progress: &str,
+) -> Map<String, Value> {
     let mut data = Map::new();
     for (key, value) in [
         ("holderIdentity", me.id.clone()),
@@ -118,6 +125,9 @@ fn record(me: &Me, acquired: &str, renewed_ms: u64, duration: Duration, transiti
         ("change_id", me.change_id.clone()),
     ] {
         data.insert(key.to_string(), Value::String(value));
+    }
+    if !progress.is_empty() {
+        data.insert("progress".to_string(), Value::String(progress.to_string()));
     }
     data
 }
@@ -179,6 +189,8 @@ pub(crate) struct Held {
     writing: tokio::sync::Mutex<()>,
     /// The run is ending: no more renewals (`stop_renewing`).
     ending: AtomicBool,
+    /// The run's progress record (lock_progress.rs), written with every renewal and the release.
+    progress: Mutex<String>,
 }
 
 struct HeldState {
@@ -196,6 +208,17 @@ struct HeldState {
 }
 
 impl Held {
+    /// The progress record to carry from the next write on.
+    pub(crate) fn set_progress(&self, progress: String) {
+        if let Ok(mut p) = self.progress.lock() {
+            *p = progress;
+        }
+    }
+
+    fn progress(&self) -> String {
+        self.progress.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
     fn lease_duration(&self, extension: Duration) -> Duration {
         self.ttl + extension
     }
@@ -258,7 +281,7 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
                 )));
             }
             (Decision::Take, _) | (_, None) => {
-                let data = record(me, &acquired, now, ttl, 0);
+                let data = record(me, &acquired, now, ttl, 0, "");
                 let created = create(run, &data, false).await.map_err(failed)?;
                 if created.already_exists() {
                     continue;
@@ -284,7 +307,7 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
                     );
                 }
                 let transitions = lease.transitions + u64::from(lease.identity != me.id);
-                let data = record(me, &acquired, now, ttl, transitions);
+                let data = record(me, &acquired, now, ttl, transitions, "");
                 let written = write(run, &lease.resource_version, &data, false).await.map_err(failed)?;
                 if written.conflict() || written.not_found() {
                     continue;
@@ -315,13 +338,14 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
             }),
             writing: tokio::sync::Mutex::new(()),
             ending: AtomicBool::new(false),
+            progress: Mutex::new(String::new()),
         }));
     }
     Err(failed("other runs kept changing it while this one tried to take it".into()))
 }
 
-/// One renewal: a conditional write of this run's record with a fresh renewTime.
-async fn renew(run: &impl ClusterCalls, held: &Held) {
+/// One renewal: a conditional write of this run's record with a fresh renewTime (and its progress record).
+pub(crate) async fn renew(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
     if run.fence().lost() || held.ending.load(Ordering::SeqCst) {
         return;
@@ -332,7 +356,7 @@ async fn renew(run: &impl ClusterCalls, held: &Held) {
     };
     let duration = held.lease_duration(extension);
     let sent = Instant::now();
-    let data = record(&held.me, &acquired, epoch_ms(), duration, transitions);
+    let data = record(&held.me, &acquired, epoch_ms(), duration, transitions, &held.progress());
     let outcome = write(run, &rv, &data, true).await;
     match outcome {
         Ok(out) if out.rc == 0 => match Lease::parse(&out.stdout).filter(|l| !l.resource_version.is_empty()) {
@@ -490,7 +514,7 @@ pub(crate) async fn release(run: &impl ClusterCalls, held: &Held) {
         Ok(s) => (s.resource_version.clone(), s.acquired.clone(), s.transitions),
         Err(_) => return,
     };
-    let mut data = record(&held.me, &acquired, epoch_ms(), held.ttl, transitions);
+    let mut data = record(&held.me, &acquired, epoch_ms(), held.ttl, transitions, &held.progress());
     data.insert("holderIdentity".into(), Value::String(String::new()));
     match write(run, &rv, &data, true).await {
         Ok(out) if out.rc == 0 => run.notice(None, format!("cluster lock {} released", held.name)),
@@ -526,11 +550,25 @@ pub(crate) async fn force_release(run: &impl ClusterCalls, lease: &Lease) -> std
     ] {
         data.insert(key.to_string(), Value::String(value));
     }
-    let out = write(run, &lease.resource_version, &data, true).await?;
-    if out.conflict() {
-        return Err(format!("it changed while this command ran (its holder renewed it?): {}", out.reason()));
+    if !lease.progress.is_empty() {
+        data.insert("progress".to_string(), Value::String(lease.progress.clone()));
     }
-    Ok(out)
+    let mut resource_version = lease.resource_version.clone();
+    // The holder the operator chose to release may renew (or write its progress) between the read and this write:
+    // then it is read again and, still the same run, released at its new version; anyone else's lease is left.
+    for _ in 0..3 {
+        let out = write(run, &resource_version, &data, true).await?;
+        if !out.conflict() {
+            return Ok(out);
+        }
+        match read(run, true).await? {
+            Some(now) if now.identity == lease.identity && now.run == lease.run => {
+                resource_version = now.resource_version;
+            }
+            _ => return Err(format!("it changed while this command ran (another holder?): {}", out.reason())),
+        }
+    }
+    Err("its holder kept renewing it while this command tried to release it: try again".to_string())
 }
 
 #[cfg(test)]
@@ -581,7 +619,7 @@ mod tests {
             run: "r1".into(),
             change_id: "CHG-7".into(),
         };
-        let data = record(&me, "2026-11-24T10:00:00.000000Z", 1_795_600_000_250, Duration::from_secs(30), 2);
+        let data = record(&me, "2026-11-24T10:00:00.000000Z", 1_795_600_000_250, Duration::from_secs(30), 2, "");
         let json = json!({"metadata": {"resourceVersion": "41"}, "data": data}).to_string();
         let lease = Lease::parse(&json).unwrap();
         assert_eq!(lease.resource_version, "41");

@@ -30,6 +30,7 @@ pub(crate) async fn run(
             total: masters.len(),
             hosts: vec![master.clone()],
         });
+        run.write_progress().await;
         // The only master's API server is away while its upgrade restarts it: the lease is written with the
         // control-plane ready timeout more for that time, so the renewals it misses do not fence the run.
         let window = api_away_window(run, master);

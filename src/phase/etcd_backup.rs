@@ -65,9 +65,12 @@ async fn config_backup(run: &UpgradeRun, host: &str) -> HostReport {
             if kubeadm == Some(0) {
                 files.push("kubeadm-config.json".into());
             }
-            let listed =
-                if files.is_empty() { "none of the configuration files exist here".into() } else { files.join(", ") };
-            run.notice(Some(host), format!("configuration saved in {dir}/config: {listed}"));
+            let said = if files.is_empty() {
+                "configuration backup: none of the configuration files exists on this host, nothing to save".into()
+            } else {
+                format!("configuration saved in {dir}/config: {}", files.join(", "))
+            };
+            run.notice(Some(host), said);
             let _ = run.record(JournalEntry::Backup {
                 run: run.run_id(),
                 time: utc_timestamp(std::time::SystemTime::now()),

@@ -57,6 +57,8 @@ pub(crate) struct Lease {
     pub started: String,
     pub run: String,
     pub change_id: String,
+    /// The run's progress record (lock_progress.rs, JSON), when its run wrote one.
+    pub progress: String,
 }
 
 impl Lease {
@@ -84,6 +86,7 @@ impl Lease {
             started: text("started"),
             run: text("run"),
             change_id: text("change_id"),
+            progress: text("progress"),
         };
         if !data.contains_key("holderIdentity") {
             let annotated = object

@@ -16,7 +16,7 @@ use crate::journal::JournalEntry;
 use crate::settings::HookPoint;
 use crate::strategy::blue_green;
 use crate::time_format::utc_timestamp;
-use crate::vocabulary::{HostOutcome, HostReport, Phase, StopReason, Summary};
+use crate::vocabulary::{HostOutcome, HostReport, Phase, RunStatus, StopReason, Summary};
 
 /// One stage of a run, in the order the manager runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +156,8 @@ impl Stage {
             Stage::Preflight => run_preflight(state).await,
             Stage::EtcdBackup => {
                 let started = phase_started(run, Phase::EtcdBackup);
+                // The phases with batches write it at each batch.
+                run.write_progress().await;
                 let (reports, open) = etcd_backup::run(run).await;
                 state.summary.hosts.extend(reports);
                 phase_finished(run, Phase::EtcdBackup, open, started);
@@ -199,7 +201,10 @@ impl Stage {
 /// top by the caller).
 pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, Option<Error>) {
     let phases: Vec<Phase> = run.plan.phases.iter().map(|p| p.phase).collect();
-    let resumed = run.history.runs > 0;
+    // A run after one that finished with success starts afresh (hosts at the target are skipped); only a run after
+    // one that was cut short, failed or was interrupted resumes it.
+    let earlier_succeeded = matches!(&run.history.last_end, Some((RunStatus::Success, _)));
+    let resumed = run.history.runs > 0 && !earlier_succeeded;
     let change_id = Some(run.change_id()).filter(|c| !c.is_empty());
     run.event(Event::RunStarted {
         run: run.run_id(),
@@ -208,6 +213,15 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
         resumed,
         change_id: change_id.clone(),
     });
+    if let Some((RunStatus::Success, ended)) = &run.history.last_end {
+        run.notice(
+            None,
+            format!(
+                "the earlier run from this state directory finished with success at {ended}: this run starts afresh \
+                 (not a resume); hosts already at the target are skipped"
+            ),
+        );
+    }
     run.record(JournalEntry::RunStarted {
         run: run.run_id(),
         time: utc_timestamp(std::time::SystemTime::now()),
@@ -241,6 +255,8 @@ pub(crate) async fn run(run: &Arc<UpgradeRun>, stop: &StopSignal) -> (Summary, O
         run.api_removals_acknowledged.lock().map(|a| a.clone()).unwrap_or_default();
     state.summary.cluster_lock_lost = run.fence.reason();
     release_kured_lock(run).await;
+    // The release carries the result: `upgrade status` shows the last run's when none is in progress.
+    run.finish_progress(state.summary.exit_code().status().name());
     release_cluster_lock(run).await;
     finish(run, &mut state.summary);
     (state.summary, state.error)
@@ -306,6 +322,9 @@ async fn run_verify(state: &mut RunState<'_>) {
     let summary = &mut state.summary;
     let verifying = run.plan.has_phase(Phase::Verify);
     let started = verifying.then(|| phase_started(run, Phase::Verify));
+    if verifying {
+        run.write_progress().await;
+    }
     let upgraded: Vec<String> = summary
         .hosts
         .iter()

@@ -102,7 +102,8 @@ where
         |index, hosts| {
             let index = index + offset;
             run.batch_started(hosts);
-            run.event(Event::BatchStarted { phase, index, total, hosts: hosts.to_vec() })
+            run.event(Event::BatchStarted { phase, index, total, hosts: hosts.to_vec() });
+            run.write_progress()
         },
         |host| {
             let (finished, report) = (finished.clone(), per_host(run.clone(), host.clone()));

@@ -51,6 +51,8 @@ pub(crate) struct UpgradeRun {
     interrupted: AtomicBool,
     /// The cluster-wide lock this run holds, and the task that renews it and keeps its fence (cluster_lock.rs).
     pub cluster_lock: Mutex<Option<(Arc<super::cluster_lock::Held>, tokio::task::JoinHandle<()>)>>,
+    /// The progress the cluster lock carries for `upgrade status` (lock_progress.rs).
+    pub lock_progress: Mutex<super::lock_progress::Tracker>,
     /// Set when the run can no longer vouch for its cluster lock: it starts nothing more (cluster_lock.rs).
     pub fence: super::fence::Fence,
     /// kured's reboot lock, when this run holds it (kured_lock.rs).
@@ -94,6 +96,9 @@ pub(crate) struct RunParts {
     pub redactor: Arc<crate::redact::Redactor>,
 }
 
+/// How long a batch waits at most for its progress record to be written to the cluster lock.
+const PROGRESS_WRITE_LIMIT: Duration = Duration::from_secs(10);
+
 impl UpgradeRun {
     pub(crate) fn new(parts: RunParts) -> UpgradeRun {
         let first_master = parts.plan.masters.first().cloned().unwrap_or_default();
@@ -105,6 +110,7 @@ impl UpgradeRun {
             cluster_before: Mutex::default(),
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
+            lock_progress: Mutex::new(super::lock_progress::Tracker::new(&parts.plan)),
             fence: super::fence::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
@@ -122,7 +128,43 @@ impl UpgradeRun {
     }
 
     pub(crate) fn event(&self, event: Event) {
+        self.follow_progress(&event);
         self.recorder.event(event);
+    }
+
+    /// The run ended with `result`: the record the cluster lock's release carries says so.
+    pub(crate) fn finish_progress(&self, result: &str) {
+        let Ok(mut tracker) = self.lock_progress.lock() else { return };
+        tracker.finish(result);
+        let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
+        if let Some(held) = held {
+            held.set_progress(tracker.json());
+        }
+    }
+
+    /// Keeps the progress record the cluster lock carries (written at each phase and batch: `write_progress`).
+    fn follow_progress(&self, event: &Event) {
+        let Ok(mut tracker) = self.lock_progress.lock() else { return };
+        // Most events (tasks, steps) change nothing of it: the record is made again only when it changed.
+        if !tracker.event(event) {
+            return;
+        }
+        let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
+        if let Some(held) = held {
+            held.set_progress(tracker.json());
+        }
+    }
+
+    /// Writes the progress record to the cluster lock now (a phase or batch starts), so `upgrade status` is never
+    /// more than a batch behind; a write that does not answer within [`PROGRESS_WRITE_LIMIT`] is left to the next
+    /// renewal (the fence counts from the last write that succeeded, whatever happens here).
+    pub(crate) fn write_progress(&self) -> impl std::future::Future<Output = ()> + '_ {
+        let held = self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()));
+        async move {
+            if let Some(held) = held {
+                let _ = tokio::time::timeout(PROGRESS_WRITE_LIMIT, super::cluster_lock::renew(self, &held)).await;
+            }
+        }
     }
 
     pub(crate) fn notice(&self, host: Option<&str>, message: impl Into<String>) {

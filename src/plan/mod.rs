@@ -23,7 +23,7 @@ mod batches;
 pub use batches::{
     NodeLabels, NodeSelection, batch_hosts, batch_nodes, select_and_batch, serial_batches, threshold_exceeded,
 };
-pub use render::{plan_json, plan_text};
+pub use render::{plan_json, plan_text, plan_text_brief};
 
 pub use crate::vocabulary::Phase;
 

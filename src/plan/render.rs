@@ -103,6 +103,16 @@ pub fn plan_json(plan: &Plan, inventory: &Inventory) -> Value {
 }
 
 pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
+    plan_text_with(plan, inventory, true)
+}
+
+/// The plan a run prints before it starts: each phase's hooks once per set of hosts that share them, rather than
+/// once per host (`-v` and `--plan` show [`plan_text`], every host's).
+pub fn plan_text_brief(plan: &Plan, inventory: &Inventory) -> String {
+    plan_text_with(plan, inventory, false)
+}
+
+fn plan_text_with(plan: &Plan, inventory: &Inventory, every_host: bool) -> String {
     let mut out = String::new();
     let s = &plan.settings;
     let _ = writeln!(out, "Upgrade plan for {} (no host is contacted)", inventory.path.display());
@@ -211,9 +221,14 @@ pub fn plan_text(plan: &Plan, inventory: &Inventory) -> String {
                 let _ = writeln!(out, "  {}: {hosts} host(s) in {} batch(es), {how}", phase.phase, phase.batches.len());
                 for (i, batch) in phase.batches.iter().enumerate() {
                     let _ = writeln!(out, "    batch {}: {}", i + 1, batch.join(", "));
-                    for host in batch {
-                        write_hooks(&mut out, plan, host);
+                    if every_host {
+                        for host in batch {
+                            write_hooks(&mut out, plan, host);
+                        }
                     }
+                }
+                if !every_host {
+                    write_shared_hooks(&mut out, plan, phase.batches.iter().flatten());
                 }
             }
             // The pseudo-phases are never part of a plan.
@@ -264,6 +279,27 @@ fn write_hooks(out: &mut String, plan: &Plan, host: &str) {
     let Some(hooks) = plan.hooks.get(host) else { return };
     for (point, Hook { path, variable, origin }) in hooks {
         let _ = writeln!(out, "      {host} {} hook: {} ({variable} {})", point.name(), path.display(), from(origin));
+    }
+}
+
+/// The hooks of `hosts`, once per set of hosts that run the same files: `hooks of every host:` then a line a point.
+fn write_shared_hooks<'a>(out: &mut String, plan: &Plan, hosts: impl Iterator<Item = &'a String>) {
+    let mut shared: Vec<(Vec<&str>, &crate::settings::HostHooks)> = Vec::new();
+    let mut count = 0;
+    for host in hosts {
+        count += 1;
+        let Some(hooks) = plan.hooks.get(host).filter(|h| !h.is_empty()) else { continue };
+        match shared.iter_mut().find(|(_, same)| *same == hooks) {
+            Some((names, _)) => names.push(host),
+            None => shared.push((vec![host], hooks)),
+        }
+    }
+    for (names, hooks) in shared {
+        let who = if names.len() == count { "every host".to_string() } else { names.join(", ") };
+        let _ = writeln!(out, "    hooks of {who}:");
+        for (point, Hook { path, variable, origin }) in hooks {
+            let _ = writeln!(out, "      {} hook: {} ({variable} {})", point.name(), path.display(), from(origin));
+        }
     }
 }
 

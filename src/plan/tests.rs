@@ -356,6 +356,12 @@ fn hooks_are_per_host_and_must_exist() {
     assert_eq!(plan.hooks["m2"][&HookPoint::MasterPost].path, dir.path().join("hooks/master.yml"));
     let text = plan_text(&plan, &inv.inv);
     assert!(text.contains("hooks/compute.yml"), "{text}");
+    assert_eq!(text.matches("master.yml").count(), 3, "--plan: every master's hook: {text}");
+    // Before a run: once per set of hosts that share them.
+    let brief = crate::plan::plan_text_brief(&plan, &inv.inv);
+    assert_eq!(brief.matches("master.yml").count(), 1, "{brief}");
+    assert!(brief.contains("    hooks of every host:\n      post hook: "), "{brief}");
+    assert!(brief.contains("    hooks of n1, n2:\n      pre hook: "), "the compute nodes only: {brief}");
 
     let inv = inv.var("i1", "upgrade_node_post_hook", json!("hooks/missing.yml"), 62);
     let err = build(&inv, &[]).unwrap_err();

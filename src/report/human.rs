@@ -3,20 +3,22 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::events::{Event, EventSink};
+use crate::events::{Event, EventSink, TaskStatus};
 use crate::tasks::report::task_lines;
 use crate::vocabulary::{HostOutcome, Phase, Step, Summary};
 
+use super::log::HostLogReporter;
 use super::output::OutputQueue;
 use super::progress::ProgressBars;
+use super::running::{HEARTBEAT, Running, clock};
 
 pub(crate) struct HumanReporter {
-    out: Mutex<Box<dyn Write + Send>>,
+    lines: Arc<Lines>,
     verbosity: u8,
-    timestamps: bool,
     color: bool,
     /// Progress bars on stderr, when it is a terminal.
     progress: Option<ProgressBars>,
@@ -24,19 +26,72 @@ pub(crate) struct HumanReporter {
     current_step: Mutex<HashMap<String, Step>>,
     /// The stdout queue, waited on briefly while the progress bars are cleared so lines land above them.
     settle: Option<OutputQueue>,
+    /// The steps said ok in this phase, by host: said once (see `StepFinished`).
+    reported: Mutex<std::collections::HashSet<(String, Step)>>,
+    /// The hook tasks each host finished in its current hook, said in one line when the hook ends (without `-v`).
+    hook_tasks: Mutex<HashMap<String, TaskCounts>>,
+    /// The steps in flight, for the heartbeat of piped output.
+    running: Arc<Mutex<Running>>,
+    /// The state directory, said at the start and in the summary: where the run's record is.
+    state_dir: Option<PathBuf>,
+}
+
+/// Where the lines go, shared with the heartbeat thread.
+struct Lines {
+    out: Mutex<Box<dyn Write + Send>>,
+    timestamps: bool,
+}
+
+impl Lines {
+    fn write(&self, lines: &[String]) {
+        let Ok(mut out) = self.out.lock() else { return };
+        let stamp = if self.timestamps { format!("{} ", clock(std::time::SystemTime::now())) } else { String::new() };
+        for line in lines {
+            let _ = writeln!(out, "{stamp}{line}");
+        }
+        let _ = out.flush();
+    }
 }
 
 impl HumanReporter {
     pub(crate) fn new(out: Box<dyn Write + Send>, verbosity: u8, timestamps: bool) -> HumanReporter {
         HumanReporter {
-            out: Mutex::new(out),
+            lines: Arc::new(Lines { out: Mutex::new(out), timestamps }),
             verbosity,
-            timestamps,
             color: false,
             progress: None,
             current_step: Mutex::new(HashMap::new()),
+            hook_tasks: Mutex::new(HashMap::new()),
+            reported: Mutex::new(std::collections::HashSet::new()),
             settle: None,
+            running: Arc::new(Mutex::new(Running::default())),
+            state_dir: None,
         }
+    }
+
+    /// Says where the run's record is: the state directory, its journal and host logs.
+    pub(crate) fn with_state_dir(mut self, state_dir: &Path) -> HumanReporter {
+        self.state_dir = Some(state_dir.to_path_buf());
+        self
+    }
+
+    /// Every `every`, a line for each step that has run that long since a line last said so. A thread of its own,
+    /// which ends once the reporter is gone.
+    pub(crate) fn with_heartbeat(self, every: Duration) -> HumanReporter {
+        let lines = Arc::downgrade(&self.lines);
+        let running = Arc::downgrade(&self.running);
+        let tick = (every / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let _ = std::thread::Builder::new().name("heartbeat".into()).spawn(move || {
+            loop {
+                std::thread::sleep(tick);
+                let (Some(lines), Some(running)) = (lines.upgrade(), running.upgrade()) else { return };
+                let due = running.lock().map(|mut r| r.heartbeat(every)).unwrap_or_default();
+                if !due.is_empty() {
+                    lines.write(&due);
+                }
+            }
+        });
+        self
     }
 
     /// Lines on stdout through its queue (timestamped unless stdout is a terminal, colored only on a terminal without
@@ -50,7 +105,8 @@ impl HumanReporter {
         reporter.color = on_terminal && !no_color;
         reporter.progress = ProgressBars::on_stderr(!no_color);
         reporter.settle = Some(stdout.clone());
-        reporter
+        // Without the progress display, nothing would move while a step waits: piped output says it still runs.
+        if reporter.progress.is_none() { reporter.with_heartbeat(HEARTBEAT) } else { reporter }
     }
 
     fn paint(&self, text: &str, code: &str) -> String {
@@ -71,23 +127,43 @@ impl HumanReporter {
     }
 
     fn write_lines(&self, lines: &[String]) {
-        let Ok(mut out) = self.out.lock() else { return };
-        let stamp = if self.timestamps {
-            let now = crate::time_format::utc_timestamp(std::time::SystemTime::now());
-            format!("{} ", now.get(11..19).unwrap_or(&now))
-        } else {
-            String::new()
-        };
-        for line in lines {
-            let _ = writeln!(out, "{stamp}{line}");
-        }
-        let _ = out.flush();
+        self.lines.write(lines);
     }
 
     fn is_hook(&self, host: &str) -> bool {
         self.current_step.lock().ok().and_then(|s| s.get(host).copied()).is_some_and(|step| {
             matches!(step, Step::PreCordonHook | Step::PreDrainHook | Step::PreHook | Step::MidHook | Step::PostHook)
         })
+    }
+}
+
+/// How a hook's tasks ended on one host, as Ansible's recap counts them.
+#[derive(Debug, Default)]
+struct TaskCounts {
+    ok: usize,
+    changed: usize,
+    skipped: usize,
+    failed: usize,
+}
+
+impl TaskCounts {
+    fn count(&mut self, status: TaskStatus) {
+        match status {
+            TaskStatus::Ok => self.ok += 1,
+            TaskStatus::Changed => self.changed += 1,
+            TaskStatus::Skipped => self.skipped += 1,
+            TaskStatus::Failed | TaskStatus::Unreachable => self.failed += 1,
+        }
+    }
+
+    /// `5 tasks: ok=3 changed=2 skipped=0 failed=0`
+    fn describe(&self) -> String {
+        let all = self.ok + self.changed + self.skipped + self.failed;
+        let tasks = if all == 1 { "task" } else { "tasks" };
+        format!(
+            "{all} {tasks}: ok={} changed={} skipped={} failed={}",
+            self.ok, self.changed, self.skipped, self.failed
+        )
     }
 }
 
@@ -112,12 +188,21 @@ impl EventSink for HumanReporter {
         match event {
             Event::RunStarted { target, phases, resumed, .. } => {
                 let how = if *resumed { " (resuming an earlier run)" } else { "" };
-                self.write(&[format!(
+                let mut lines = vec![format!(
                     "Upgrading to {target}: {}{how}",
                     phases.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
-                )]);
+                )];
+                if let Some(dir) = &self.state_dir {
+                    lines.extend(record_lines(dir));
+                }
+                self.write(&lines);
             }
-            Event::PhaseStarted { phase } => self.write(&[String::new(), self.paint(&format!("== {phase}"), "1")]),
+            Event::PhaseStarted { phase } => {
+                if let Ok(mut seen) = self.reported.lock() {
+                    seen.clear();
+                }
+                self.write(&[String::new(), self.paint(&format!("== {phase}"), "1")])
+            }
             Event::PhaseFinished { phase, ok, duration } => {
                 let status = if *ok { self.paint("done", "32") } else { self.paint("stopped", "31") };
                 self.write(&[format!("== {phase} {status} in {}", secs(duration))]);
@@ -133,20 +218,48 @@ impl EventSink for HumanReporter {
                 if let Ok(mut steps) = self.current_step.lock() {
                     steps.insert(host.clone(), *step);
                 }
+                if let Ok(mut running) = self.running.lock() {
+                    running.started(host, *step);
+                }
                 if self.verbosity > 0 {
                     self.write(&[format!("[{host}] {step} ...")]);
                 }
             }
             Event::StepFinished { host, step, ok, duration, error, .. } => {
+                if let Ok(mut running) = self.running.lock() {
+                    running.ended(host);
+                }
+                let tasks = self.hook_tasks.lock().ok().and_then(|mut c| c.remove(host)).map(|c| c.describe());
+                let tasks = tasks.map(|t| format!(": {t}")).unwrap_or_default();
+                // A step a phase runs again for another purpose (preflight reads the cluster and checks the hosts
+                // several times) is said once per host and phase; the host log has every one, and so has -v.
+                let first = self.reported.lock().map(|mut seen| seen.insert((host.clone(), *step))).unwrap_or(true);
+                if *ok && !first && self.verbosity == 0 && tasks.is_empty() {
+                    return;
+                }
                 let line = match (ok, error) {
-                    (true, _) => format!("[{host}] {step} ok ({})", secs(duration)),
+                    (true, _) => format!("[{host}] {step} ok ({}){tasks}", secs(duration)),
                     (false, Some(e)) => format!("[{host}] {step} {}: {e}", self.paint("FAILED", "31")),
                     (false, None) => format!("[{host}] {step} {}", self.paint("FAILED", "31")),
                 };
                 self.write(&[line]);
             }
             Event::TaskFinished { host, task, status, result, ignored, .. } => {
-                if self.verbosity > 0 || self.is_hook(host) {
+                let hook = self.is_hook(host);
+                if hook && self.verbosity == 0 {
+                    // Counted, and said in one line when the hook ends; a failure is shown as it happens.
+                    if let Ok(mut counts) = self.hook_tasks.lock() {
+                        counts.entry(host.clone()).or_default().count(*status);
+                    }
+                }
+                let failed = matches!(status, TaskStatus::Failed | TaskStatus::Unreachable);
+                // What a hook says to the person (`debug: msg=...`, an assertion's message) is shown as it comes.
+                let said = result.get("msg").and_then(|m| m.as_str()).filter(|m| !m.trim().is_empty());
+                if let (true, 0, false, Some(msg)) = (hook, self.verbosity, failed, said) {
+                    let lines: Vec<String> = msg.lines().map(|l| format!("  [{host}] {}: {l}", task.name)).collect();
+                    self.write(&lines);
+                }
+                if self.verbosity > 0 || (hook && failed) {
                     let lines: Vec<String> = task_lines(host, task, *status, result, *ignored, self.verbosity > 0)
                         .into_iter()
                         .map(|l| format!("  {l}"))
@@ -156,6 +269,9 @@ impl EventSink for HumanReporter {
             }
             Event::HostFinished { report } => {
                 let host = &report.host;
+                if let Ok(mut running) = self.running.lock() {
+                    running.ended(host);
+                }
                 let line = match &report.outcome {
                     HostOutcome::Upgraded { left_cordoned: true } => {
                         format!("[{host}] done in {} (left cordoned: it was before the run)", secs(&report.duration))
@@ -183,10 +299,56 @@ impl EventSink for HumanReporter {
             }
             Event::Notice { host: Some(host), message } => self.write(&[format!("[{host}] {message}")]),
             Event::Notice { host: None, message } => self.write(&[message.clone()]),
-            Event::RunFinished { summary } => self.write(&summary_lines(summary)),
+            Event::RunFinished { summary } => {
+                if let Ok(mut running) = self.running.lock() {
+                    running.clear();
+                }
+                let mut lines = summary_lines(summary);
+                if let Some(dir) = &self.state_dir {
+                    // Before the verdict, which stays the last line.
+                    let verdict = lines.pop();
+                    lines.extend(record_lines(dir));
+                    lines.extend(failed_host_logs(summary, dir));
+                    lines.extend(verdict);
+                }
+                self.write(&lines);
+            }
+            Event::Exiting => {
+                if let Ok(mut running) = self.running.lock() {
+                    running.clear();
+                }
+            }
             _ => {}
         }
     }
+}
+
+/// Where the run's record is: `record: state directory D, journal D/journal.jsonl, host logs D/logs/<host>.log`.
+fn record_lines(state_dir: &Path) -> Vec<String> {
+    vec![format!(
+        "record: state directory {}, journal {}, host logs {}",
+        state_dir.display(),
+        state_dir.join("journal.jsonl").display(),
+        state_dir.join("logs").join("<host>.log").display()
+    )]
+}
+
+/// The log of each host that failed, where its step's whole output is.
+fn failed_host_logs(summary: &Summary, state_dir: &Path) -> Vec<String> {
+    let mut hosts: Vec<&str> = summary
+        .hosts
+        .iter()
+        .filter(|r| matches!(r.outcome, HostOutcome::Failed { .. }))
+        .map(|r| r.host.as_str())
+        .collect();
+    hosts.dedup();
+    if hosts.is_empty() {
+        return Vec::new();
+    }
+    let logs = state_dir.join("logs");
+    let mut lines = vec!["the failed hosts' logs:".to_string()];
+    lines.extend(hosts.iter().map(|h| format!("  {h}: {}", HostLogReporter::path(&logs, h).display())));
+    lines
 }
 
 /// The closing summary: what was done, skipped, failed, not started, and what the operator has left to do.
@@ -421,5 +583,164 @@ mod tests {
         let lines = summary_lines(&acknowledged).join("\n");
         assert!(lines.contains("crossed on acknowledgement (upgrade_acknowledge_api_removals): 1"), "{lines}");
         assert!(lines.contains("  1.25: policy/v1beta1 podsecuritypolicies at m1 (metrics)"), "{lines}");
+    }
+
+    /// A `Write` that a test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Captured {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    fn step_started(host: &str, step: Step) -> Event {
+        Event::StepStarted { phase: Phase::Nodes, host: host.into(), step }
+    }
+
+    #[test]
+    fn piped_output_says_a_hung_drain_still_waits_and_since_when_until_it_ends() {
+        let out = Captured::default();
+        let reporter = HumanReporter::new(Box::new(out.clone()), 0, true).with_heartbeat(Duration::from_millis(300));
+        reporter.event(&step_started("node-5", Step::Drain));
+        std::thread::sleep(Duration::from_millis(1000));
+        let text = out.text();
+        let beats = text.lines().filter(|l| l.contains("[node-5] drain still running")).count();
+        assert!(beats >= 2, "a line per interval while it waits:\n{text}");
+        assert!(text.contains("waiting for its pods to be evicted, since "), "{text}");
+        reporter.event(&Event::StepFinished {
+            phase: Phase::Nodes,
+            host: "node-5".into(),
+            step: Step::Drain,
+            ok: true,
+            duration: Duration::from_secs(1),
+            error: None,
+        });
+        let said = out.text().len();
+        std::thread::sleep(Duration::from_millis(700));
+        assert_eq!(out.text().len(), said, "nothing more once the step ended:\n{}", out.text());
+    }
+
+    #[test]
+    fn the_start_and_the_summary_say_where_the_record_is_and_name_each_failed_hosts_log() {
+        let out = Captured::default();
+        let reporter =
+            HumanReporter::new(Box::new(out.clone()), 0, false).with_state_dir(Path::new("/srv/c1/.upgrade-state"));
+        reporter.event(&Event::RunStarted {
+            run: "r1".into(),
+            target: "v1.29.1".into(),
+            phases: vec![Phase::Nodes],
+            resumed: false,
+            change_id: None,
+        });
+        let mut failed = summary(None, &[]);
+        failed.hosts.push(crate::vocabulary::HostReport {
+            phase: Phase::Nodes,
+            host: "node-5".into(),
+            node: None,
+            outcome: HostOutcome::Failed {
+                step: Step::Drain,
+                reason: "timed out".into(),
+                unreachable: false,
+                left_cordoned: true,
+            },
+            duration: Duration::from_secs(60),
+            window: None,
+        });
+        reporter.event(&Event::RunFinished { summary: failed });
+        let text = out.text();
+        let record = "record: state directory /srv/c1/.upgrade-state, journal /srv/c1/.upgrade-state/journal.jsonl, \
+                      host logs /srv/c1/.upgrade-state/logs/<host>.log";
+        assert_eq!(text.matches(record).count(), 2, "at the start and in the summary:\n{text}");
+        assert!(text.contains("the failed hosts' logs:\n  node-5: /srv/c1/.upgrade-state/logs/node-5.log\n"), "{text}");
+        assert!(text.trim_end().ends_with("re-run the same command; finished hosts are not redone"), "{text}");
+    }
+
+    #[test]
+    fn a_step_run_again_in_a_phase_is_said_once_unless_verbose_or_failed() {
+        let finished = |ok: bool| Event::StepFinished {
+            phase: Phase::Preflight,
+            host: "master-1".into(),
+            step: Step::ReadCluster,
+            ok,
+            duration: Duration::from_millis(100),
+            error: (!ok).then(|| "timed out".to_string()),
+        };
+        let out = Captured::default();
+        let reporter = HumanReporter::new(Box::new(out.clone()), 0, false);
+        reporter.event(&Event::PhaseStarted { phase: Phase::Preflight });
+        for ok in [true, true, false] {
+            reporter.event(&finished(ok));
+        }
+        let text = out.text();
+        assert_eq!(text.matches("[master-1] read-cluster ok").count(), 1, "{text}");
+        assert!(text.contains("[master-1] read-cluster FAILED: timed out"), "a failure is always said: {text}");
+        reporter.event(&Event::PhaseStarted { phase: Phase::Verify });
+        reporter.event(&finished(true));
+        assert_eq!(out.text().matches("[master-1] read-cluster ok").count(), 2, "once per phase: {}", out.text());
+        let verbose_out = Captured::default();
+        let verbose = HumanReporter::new(Box::new(verbose_out.clone()), 1, false);
+        verbose.event(&finished(true));
+        verbose.event(&finished(true));
+        assert_eq!(verbose_out.text().matches("read-cluster ok").count(), 2, "-v says every one");
+    }
+
+    #[test]
+    fn a_hooks_tasks_are_one_line_when_it_ends_and_a_failed_one_is_shown_in_full() {
+        let task = |name: &str, status: TaskStatus| Event::TaskFinished {
+            host: "node-1".into(),
+            task: crate::events::TaskRef { name: name.into(), file: "hooks/node_pre.yml".into(), line: 1 },
+            status,
+            result: serde_json::json!({"msg": format!("{name} said this")}),
+            duration: Duration::from_millis(10),
+            ignored: false,
+            rescued: false,
+        };
+        let hook_finished = |error: Option<&str>| Event::StepFinished {
+            phase: Phase::Nodes,
+            host: "node-1".into(),
+            step: Step::PreHook,
+            ok: error.is_none(),
+            duration: Duration::from_millis(40),
+            error: error.map(str::to_string),
+        };
+        let out = Captured::default();
+        let reporter = HumanReporter::new(Box::new(out.clone()), 0, false);
+        reporter.event(&step_started("node-1", Step::PreHook));
+        reporter.event(&task("say hello", TaskStatus::Ok));
+        reporter.event(&task("touch a file", TaskStatus::Changed));
+        reporter.event(&task("only on masters", TaskStatus::Skipped));
+        reporter.event(&task("call the load balancer", TaskStatus::Failed));
+        reporter.event(&hook_finished(Some("a task failed")));
+        let text = out.text();
+        assert!(
+            text.contains("  [node-1] say hello: say hello said this\n"),
+            "what a hook says (its msg) is shown: {text}"
+        );
+        assert!(!text.contains("ok: say hello"), "a task that went well is counted, not listed: {text}");
+        assert!(text.contains("call the load balancer"), "the failed task is shown: {text}");
+        assert!(text.contains("[node-1] pre-hook FAILED: a task failed"), "the hook's line: {text}");
+        let ok = Captured::default();
+        let reporter = HumanReporter::new(Box::new(ok.clone()), 0, false);
+        reporter.event(&step_started("node-1", Step::PreHook));
+        reporter.event(&task("say hello", TaskStatus::Ok));
+        reporter.event(&task("touch a file", TaskStatus::Changed));
+        reporter.event(&hook_finished(None));
+        assert!(
+            ok.text().contains("[node-1] pre-hook ok (0.0s): 2 tasks: ok=1 changed=1 skipped=0 failed=0"),
+            "{}",
+            ok.text()
+        );
     }
 }

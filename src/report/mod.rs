@@ -6,6 +6,7 @@ pub(crate) mod junit;
 pub(crate) mod log;
 pub(crate) mod output;
 pub(crate) mod progress;
+pub(crate) mod running;
 
 use crate::events::{Event, EventSink, SharedSink};
 

@@ -11,6 +11,8 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events::Event;
 
+use super::running::RunningStep;
+
 pub(crate) struct ProgressBars {
     multi: MultiProgress,
     color: bool,
@@ -21,8 +23,33 @@ pub(crate) struct ProgressBars {
 struct Bars {
     overall: Option<ProgressBar>,
     phase: Option<ProgressBar>,
-    batch: Option<ProgressBar>,
+    /// What the phase line says: its phase, and the batch in flight with its hosts done.
+    label: PhaseLabel,
     hosts: HashMap<String, ProgressBar>,
+}
+
+/// How often every line is drawn again, so each spinner and elapsed time moves while its step waits.
+const TICK: Duration = Duration::from_millis(200);
+
+/// The phase line, in words: `nodes: batch 1 of 2 - 1 of 3 hosts done`; `preflight: running` while a phase has no
+/// batches (no bar then: an empty one would look finished).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct PhaseLabel {
+    pub phase: String,
+    /// (batch, batches, hosts in it, hosts done).
+    pub batch: Option<(usize, usize, usize, usize)>,
+}
+
+impl std::fmt::Display for PhaseLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.batch {
+            None => write!(f, "{}: running", self.phase),
+            Some((index, total, size, done)) => {
+                let hosts = if size == 1 { "host" } else { "hosts" };
+                write!(f, "{}: batch {index} of {total} - {done} of {size} {hosts} done", self.phase)
+            }
+        }
+    }
 }
 
 impl ProgressBars {
@@ -49,101 +76,137 @@ impl ProgressBars {
         ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
     }
 
+    /// A bar with its own words and no fractions (`[=====>    ] nodes: batch 1 of 2 - 1 of 3 hosts done (1m02s)`).
+    fn bar_style(&self) -> ProgressStyle {
+        self.style(
+            "{prefix:>9.bold} [{bar:30.cyan/blue}] {msg} ({elapsed})",
+            "{prefix:>9} [{bar:30}] {msg} ({elapsed})",
+        )
+        .progress_chars("=> ")
+    }
+
+    /// A line with a moving spinner where a bar would say nothing yet.
+    fn line_style(&self) -> ProgressStyle {
+        self.style("{prefix:>9.bold} {spinner:.green} {msg} ({elapsed})", "{prefix:>9} {spinner} {msg} ({elapsed})")
+    }
+
     fn bar(&self, len: u64, label: &str) -> ProgressBar {
-        let style = self
-            .style(
-                "{prefix:>9.bold} [{bar:30.cyan/blue}] {pos}/{len} {msg} ({elapsed})",
-                "{prefix:>9} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
-            )
-            .progress_chars("=> ");
-        let bar = self.multi.add(ProgressBar::new(len).with_style(style));
+        let bar = self.multi.add(ProgressBar::new(len).with_style(self.bar_style()));
         bar.set_prefix(label.to_string());
+        bar.enable_steady_tick(TICK);
         bar
     }
 
+    fn line(&self, label: &str) -> ProgressBar {
+        let line = self.multi.add(ProgressBar::new_spinner().with_style(self.line_style()));
+        line.set_prefix(label.to_string());
+        line.enable_steady_tick(TICK);
+        line
+    }
+
+    /// A host's line: its spinner and the time in its current step both move while the step waits.
     fn spinner(&self, message: String) -> ProgressBar {
         let style = self.style("  {spinner:.green} {msg} ({elapsed})", "  {spinner} {msg} ({elapsed})");
         let bar = self.multi.add(ProgressBar::new_spinner().with_style(style));
         bar.set_message(message);
+        bar.enable_steady_tick(TICK);
         bar
     }
 
     pub(crate) fn event(&self, event: &Event) {
         let Ok(mut bars) = self.bars.lock() else { return };
+        let bars = &mut *bars;
         match event {
             Event::RunStarted { phases, target, .. } => {
                 let overall = self.bar(phases.len() as u64, "overall");
-                overall.set_message(format!("upgrading to {target}"));
-                // One ticking bar redraws them all (and spinners of hosts waiting on a long step).
-                overall.enable_steady_tick(Duration::from_millis(120));
+                overall.set_message(format!("upgrading to {target}: {} phases", phases.len()));
                 bars.overall = Some(overall);
             }
             Event::PhaseStarted { phase } => {
                 if let Some(overall) = &bars.overall {
-                    overall.set_message(phase.name());
+                    // Preflight, and the backup a control-plane run takes first, run even when not asked for.
+                    let (done, asked) = (overall.position(), overall.length().unwrap_or(0));
+                    let all = asked.max(done + 1);
+                    overall.set_length(all);
+                    overall.set_message(format!("phase {} of {all}: {phase}", done + 1));
                 }
-                let bar = self.bar(0, "phase");
-                bar.set_message(phase.name());
-                bars.phase = Some(bar);
-            }
-            Event::BatchStarted { phase, index, total, hosts } => {
-                if let Some(bar) = &bars.phase {
-                    bar.set_length(*total as u64);
-                    bar.set_position(index.saturating_sub(1) as u64);
-                    bar.set_message(format!("{phase}: batches"));
-                }
-                let batch = self.bar(hosts.len() as u64, "batch");
-                batch.set_message(format!("{index}/{total}: hosts"));
-                if let Some(old) = bars.batch.replace(batch) {
+                bars.label = PhaseLabel { phase: phase.name().to_string(), batch: None };
+                let line = self.line("phase");
+                line.set_message(bars.label.to_string());
+                if let Some(old) = bars.phase.replace(line) {
                     old.finish_and_clear();
+                    self.multi.remove(&old);
+                }
+            }
+            Event::BatchStarted { index, total, hosts, .. } => {
+                bars.label.batch = Some((*index, *total, hosts.len(), 0));
+                // The phase's line becomes a bar of this batch's hosts.
+                let bar = self.bar(hosts.len() as u64, "phase");
+                bar.set_message(bars.label.to_string());
+                if let Some(old) = bars.phase.replace(bar) {
+                    old.finish_and_clear();
+                    self.multi.remove(&old);
                 }
             }
             Event::HostStarted { host, .. } => {
                 let spinner = self.spinner(format!("[{host}] starting"));
                 if let Some(old) = bars.hosts.insert(host.clone(), spinner) {
                     old.finish_and_clear();
+                    self.multi.remove(&old);
                 }
             }
             Event::StepStarted { host, step, .. } => {
                 if let Some(spinner) = bars.hosts.get(host) {
-                    spinner.set_message(format!("[{host}] {step}"));
+                    // The time shown is the step's: a drain that hangs counts up from its own start.
+                    spinner.reset_elapsed();
+                    spinner.set_message(format!("[{host}] {}", RunningStep::new(*step).label()));
                 }
             }
             Event::HostFinished { report } => {
                 if let Some(spinner) = bars.hosts.remove(&report.host) {
                     spinner.finish_and_clear();
                     self.multi.remove(&spinner);
-                    if let Some(batch) = &bars.batch {
-                        batch.inc(1);
+                }
+                if let Some((_, _, size, done)) = &mut bars.label.batch {
+                    *done = (*done + 1).min(*size);
+                    if let Some(phase) = &bars.phase {
+                        phase.set_position(*done as u64);
+                        phase.set_message(bars.label.to_string());
                     }
                 }
             }
-            Event::BatchFinished { .. } => {
-                if let Some(batch) = bars.batch.take() {
-                    batch.finish_and_clear();
-                    self.multi.remove(&batch);
-                }
-                if let Some(phase) = &bars.phase {
-                    phase.inc(1);
-                }
-            }
             Event::PhaseFinished { .. } => {
-                for bar in bars.batch.take().into_iter().chain(bars.phase.take()) {
-                    bar.finish_and_clear();
-                    self.multi.remove(&bar);
+                if let Some(phase) = bars.phase.take() {
+                    phase.finish_and_clear();
+                    self.multi.remove(&phase);
                 }
                 if let Some(overall) = &bars.overall {
                     overall.inc(1);
                 }
             }
             Event::RunFinished { .. } | Event::Exiting => {
-                let all = std::mem::take(&mut *bars);
-                for bar in all.overall.into_iter().chain(all.phase).chain(all.batch).chain(all.hosts.into_values()) {
+                let all = std::mem::take(bars);
+                for bar in all.overall.into_iter().chain(all.phase).chain(all.hosts.into_values()) {
                     bar.finish_and_clear();
                 }
                 let _ = self.multi.clear();
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PhaseLabel;
+
+    #[test]
+    fn the_phase_line_says_batch_and_hosts_in_words_and_a_phase_without_batches_is_running() {
+        let mut label = PhaseLabel { phase: "preflight".into(), batch: None };
+        assert_eq!(label.to_string(), "preflight: running");
+        label = PhaseLabel { phase: "nodes".into(), batch: Some((1, 2, 3, 1)) };
+        assert_eq!(label.to_string(), "nodes: batch 1 of 2 - 1 of 3 hosts done");
+        label.batch = Some((2, 3, 1, 0));
+        assert_eq!(label.to_string(), "nodes: batch 2 of 3 - 0 of 1 host done");
     }
 }
