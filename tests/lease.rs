@@ -5,6 +5,7 @@
 //! real sshd.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -284,25 +285,39 @@ fn in_rounds(ttl: u64, round: impl Fn(&Rig, u64) + Sync) {
 
 /// N5: two controllers with the same user, host name and state-directory path but their own state directory contents
 /// (two containers, two cloned VMs). Simulated with one path whose directory is swapped between the runs: A runs from
-/// PATH, then PATH is renamed away and a new, empty directory takes its place for B. Same text, other controller id:
-/// B is refused while A's lease is live. (A mount namespace per controller, as the report did, needs root; the
+/// PATH; stopped (SIGSTOP), PATH is renamed away and a new, empty directory takes its place for B, then A's comes
+/// back and A goes on (a run reads its built-in steps from its state directory, which on another machine stays
+/// where it is). Same text, other controller id: B is refused while A's lease is live. (A mount namespace per controller, as the report did, needs root; the
 /// rename gives the same two facts: one path string, two directory contents, two flocks.)
 #[test]
 fn a_controller_with_the_same_name_and_path_but_its_own_state_directory_does_not_take_a_live_lease() {
-    let rig = Rig::new(30);
+    // A lease long enough that A, stopped while its directory is swapped, is not fenced for the pause.
+    let rig = Rig::new(60);
     std::fs::write(rig.fake.state_dir().join("delay"), "1").unwrap();
     let a = rig.controller("st", None, &["--phase", "nodes"]).spawn();
     let a = rig.wait_for_call("n1", "cordon", a);
+    // A stands still while PATH holds B's directory: A reads its built-in steps from its own, as a controller on
+    // another machine would.
+    let signal = |name: &str| {
+        let sent = Command::new("kill").arg(format!("-{name}")).arg(a.pid().to_string()).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -{name} {}", a.pid());
+    };
+    signal("STOP");
     std::fs::rename(rig.path("st"), rig.path("st-of-a")).unwrap();
     std::fs::create_dir(rig.path("st")).unwrap();
-    let b = rig.controller("st", None, &["--phase", "nodes"]).run().expect_code(2);
-    drop(b.stderr_has("another upgrade holds the cluster lock").stderr_has(&rig.path("st").display().to_string()));
+    let b = rig.controller("st", None, &["--phase", "nodes"]).run();
+    std::fs::remove_dir_all(rig.path("st")).unwrap();
+    std::fs::rename(rig.path("st-of-a"), rig.path("st")).unwrap();
+    signal("CONT");
+    drop(
+        b.expect_code(2)
+            .stderr_has("another upgrade holds the cluster lock")
+            .stderr_has(&rig.path("st").display().to_string()),
+    );
     let a = finish(a).expect_code(0);
     drop(a);
     assert_eq!(rig.upgrades(), [1, 1], "every node upgraded once");
     // The same state directory, back: its own lease (released now, or left by a kill -9) is its own at once.
-    std::fs::remove_dir_all(rig.path("st")).unwrap();
-    std::fs::rename(rig.path("st-of-a"), rig.path("st")).unwrap();
     let id = std::fs::read_to_string(rig.path("st/controller-id")).unwrap();
     let lease = rig.lease().unwrap();
     assert_eq!(lease["data"]["holderIdentity"], "", "released: {lease}");

@@ -175,6 +175,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// The process id of the upgrade binary.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the run to end and returns what happened.
     pub fn finish(self) -> Outcome {
         let output = self.child.wait_with_output().expect("wait for the upgrade binary");
