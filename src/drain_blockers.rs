@@ -129,7 +129,7 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
 }
 
 /// The `items` of a Kubernetes list: a list of objects. `null` is an empty list (how Go writes a nil slice).
-fn items(list: &Value) -> Result<&[Value], String> {
+pub(crate) fn items(list: &Value) -> Result<&[Value], String> {
     const NONE: &[Value] = &[];
     match list.get("items") {
         Some(Value::Array(items)) => match items.iter().find(|i| !i.is_object()) {

@@ -429,6 +429,8 @@ pub enum StopReason {
     MasterFailed { master: String },
     /// Batch `batch` (1-based) had more failures than max-fail-percentage allows. `blue`: blue-green evacuation.
     Threshold { batch: usize, failed: usize, size: usize, max_fail: String, blue: bool },
+    /// The cluster was not valid within `upgrade_validation_timeout` before a master or batch: `reason` names what.
+    NotValid { reason: String },
     /// A signal or a failed write stopped the control plane before a master.
     Halted(Halt),
     /// A signal or a failed write stopped the batches of the nodes phase (`blue`: blue-green evacuation).
@@ -460,7 +462,8 @@ impl StopReason {
             StopReason::Preflight { message, .. } | StopReason::ClusterUnreadable { message, .. } => vec![message],
             StopReason::ClusterHook { reason, .. }
             | StopReason::SwitchOver { reason, .. }
-            | StopReason::GreenNotReady { reason, .. } => vec![reason],
+            | StopReason::GreenNotReady { reason, .. }
+            | StopReason::NotValid { reason } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -502,6 +505,10 @@ impl fmt::Display for StopReason {
                 f,
                 "batch {batch}: {failed} of {size} blue nodes failed, more than max-fail-percentage {max_fail} \
                  allows; the later batches were not evacuated (`upgrade --rollback-blue-green` switches back)"
+            ),
+            StopReason::NotValid { reason } => write!(
+                f,
+                "{reason}; it and the later ones were not started (re-run to go on once the cluster is whole)"
             ),
             StopReason::Halted(halt) => write!(f, "{halt}"),
             StopReason::HaltedBatches { halt, blue: false } => {

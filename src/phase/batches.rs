@@ -86,6 +86,8 @@ pub(crate) enum BatchStop {
     Threshold { batch: usize, failed: usize, size: usize },
     /// A stop was requested (a signal).
     Interrupted,
+    /// The gate before a batch said no (the cluster not valid after the batch before).
+    Gate(crate::vocabulary::StopReason),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,11 +98,13 @@ pub(crate) struct BatchesResult {
 }
 
 /// Runs the batches in order. `run_host` runs one host's whole sequence; `exceeded(batch, failed, size)` is the
-/// failure threshold, asked after each batch (1-based); `on_batch(index, hosts)` is told when a batch starts.
+/// failure threshold, asked after each batch (1-based); `gate(index, hosts)` is asked before a batch starts (a reason
+/// stops the run there); `on_batch(index, hosts)` is told when a batch starts.
 pub(crate) async fn run_batches<F, Fut>(
     batches: &[Vec<String>],
     stop: &StopSignal,
     exceeded: impl Fn(usize, usize, usize) -> bool,
+    mut gate: impl AsyncFnMut(usize, &[String]) -> Option<crate::vocabulary::StopReason>,
     mut on_batch: impl FnMut(usize, &[String]),
     run_host: F,
 ) -> BatchesResult
@@ -114,10 +118,17 @@ where
         if stopped.is_none() && stop.is_stopping() {
             stopped = Some(BatchStop::Interrupted);
         }
+        if stopped.is_none() {
+            stopped = gate(index + 1, batch).await.map(BatchStop::Gate);
+            if stopped.is_none() && stop.is_stopping() {
+                stopped = Some(BatchStop::Interrupted);
+            }
+        }
         if let Some(reason) = &stopped {
             let why = match reason {
                 BatchStop::Threshold { batch, .. } => format!("batch {batch} failed past max-fail-percentage"),
                 BatchStop::Interrupted => "the run was interrupted".to_string(),
+                BatchStop::Gate(reason) => reason.to_string(),
             };
             outcomes.extend(batch.iter().map(|h| (h.clone(), HostOutcome::NotStarted { reason: why.clone() })));
             continue;
@@ -195,6 +206,7 @@ mod tests {
                 &plan,
                 &StopSignal::never(),
                 exceeds(49),
+                async |_, _| None,
                 |_, _| {},
                 |h| async move {
                     if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
@@ -213,6 +225,7 @@ mod tests {
                 &plan,
                 &StopSignal::never(),
                 exceeds(50),
+                async |_, _| None,
                 |_, _| {},
                 |h| async move {
                     if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
@@ -231,6 +244,7 @@ mod tests {
             &plan,
             &StopSignal::never(),
             exceeds(0),
+            async |_, _| None,
             |_, _| {},
             |_| {
                 let running = running.clone();
@@ -260,6 +274,7 @@ mod tests {
             &plan,
             &signal,
             exceeds(100),
+            async |_, _| None,
             |_, _| {},
             |_| {
                 let handle = handle.clone();

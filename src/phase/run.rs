@@ -57,6 +57,8 @@ pub(crate) struct UpgradeRun {
     pub kured_lock: super::kured_lock::Slot,
     /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
     pub poller: super::poller::NodePoller,
+    /// The validation between batches and between masters: the baseline and the workloads drained so far.
+    pub validation: super::validation::Validation,
     /// What the gate on removed APIs let through on an acknowledgement, for the summary (api_removals.rs).
     pub api_removals_acknowledged: Mutex<Vec<String>>,
     /// A hop of an update path: the path's final target, through which the gate on removed APIs weighs the minors
@@ -108,6 +110,7 @@ impl UpgradeRun {
             fence: super::fence::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
+            validation: super::validation::Validation::default(),
             api_removals_acknowledged: Mutex::default(),
             api_removals_through: Mutex::default(),
             image_repository: Mutex::new(None),

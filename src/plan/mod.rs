@@ -201,6 +201,7 @@ impl Plan {
         );
         let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
         check_cluster_lock_ttl(masters.first().and_then(|m| host_vars.get(m)))?;
+        settings::check_validation_settings(masters.first().and_then(|m| host_vars.get(m)))?;
         let phases = phase_plans(&selected, &etcd, &masters, &node_batches);
 
         Ok(Plan {

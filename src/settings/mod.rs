@@ -12,6 +12,7 @@ mod readers;
 mod resolve;
 mod serial;
 mod target;
+mod validation;
 #[cfg(test)]
 mod tests;
 
@@ -23,3 +24,4 @@ pub use readers::*;
 pub use resolve::*;
 pub use serial::*;
 pub use target::*;
+pub use validation::*;
