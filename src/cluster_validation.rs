@@ -151,7 +151,8 @@ impl ClusterView {
                     ),
                     _ => return None,
                 };
-                let id = WorkloadRef { kind, namespace: text(c, "/metadata/namespace"), name: text(c, "/metadata/name") };
+                let id =
+                    WorkloadRef { kind, namespace: text(c, "/metadata/namespace"), name: text(c, "/metadata/name") };
                 Some(Controller { id, desired, available, owner: controller_of(c) })
             })
             .collect();
@@ -177,11 +178,9 @@ impl ClusterView {
         let (kind, name) = pod.owner.as_ref()?;
         let own = WorkloadRef { kind: kind.clone(), namespace: pod.namespace.clone(), name: name.clone() };
         match self.controller(kind, &pod.namespace, name).and_then(|c| c.owner.as_ref()) {
-            Some((parent_kind, parent)) if parent_kind == "Deployment" => Some(WorkloadRef {
-                kind: parent_kind.clone(),
-                namespace: pod.namespace.clone(),
-                name: parent.clone(),
-            }),
+            Some((parent_kind, parent)) if parent_kind == "Deployment" => {
+                Some(WorkloadRef { kind: parent_kind.clone(), namespace: pod.namespace.clone(), name: parent.clone() })
+            }
             _ => Some(own),
         }
     }
@@ -261,7 +260,8 @@ pub(crate) fn not_valid(
             problems.push(format!("{workload}: {}/{} available", c.available, c.desired));
         }
     }
-    let evicted: Vec<&Pod> = view.pods.iter().filter(|p| next_nodes.contains(&p.node) && p.evicted_by_drain()).collect();
+    let evicted: Vec<&Pod> =
+        view.pods.iter().filter(|p| next_nodes.contains(&p.node) && p.evicted_by_drain()).collect();
     for budget in &view.budgets {
         if budget.allowed >= 1 {
             continue;

@@ -63,7 +63,8 @@ mod tests {
     fn the_four_operators_follow_the_api_servers_semantics() {
         let web = json!({"app": "web"});
         let none = json!({});
-        let expr = |op: &str, values: Value| json!({"matchExpressions": [{"key": "app", "operator": op, "values": values}]});
+        let expr =
+            |op: &str, values: Value| json!({"matchExpressions": [{"key": "app", "operator": op, "values": values}]});
         assert_eq!(check(expr("In", json!(["web", "api"])), web.clone()), Some(true));
         assert_eq!(check(expr("In", json!(["api"])), web.clone()), Some(false));
         assert_eq!(check(expr("In", json!(["web"])), none.clone()), Some(false));

@@ -37,4 +37,5 @@ mod ssh;
 mod strategies;
 mod tasks;
 mod upgrade;
+mod validation;
 mod vault;

@@ -41,7 +41,11 @@ fn a_deployment_evicted_from_a_drained_node_is_waited_for_until_it_is_available_
     let before = view(vec![node("n1", true), node("n2", true)], vec![web_pod("n1")], deployment("web", 4, 4), vec![]);
     let baseline = Baseline::of(&before);
     let watched = before.workloads_on(&["n1".to_string()]);
-    assert_eq!(watched.iter().map(|w| w.to_string()).collect::<Vec<_>>(), ["default/web"], "the ReplicaSet's Deployment");
+    assert_eq!(
+        watched.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+        ["default/web"],
+        "the ReplicaSet's Deployment"
+    );
     let after = view(vec![node("n1", true), node("n2", true)], vec![], deployment("web", 4, 3), vec![]);
     assert_eq!(not_valid(&after, &baseline, &watched, &[]), ["default/web: 3/4 available"]);
     let back = view(vec![node("n1", true), node("n2", true)], vec![], deployment("web", 4, 4), vec![]);

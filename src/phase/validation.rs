@@ -14,7 +14,9 @@ use serde_json::Value;
 use super::cluster_calls::ClusterCalls;
 use crate::cluster_validation::{Baseline, ClusterView, WorkloadRef, not_valid};
 use crate::error::Error;
-use crate::settings::{VALIDATE_COUNT, VALIDATION_INTERVAL, VALIDATION_TIMEOUT, ValidationSettings, validation_settings};
+use crate::settings::{
+    VALIDATE_COUNT, VALIDATION_INTERVAL, VALIDATION_TIMEOUT, ValidationSettings, validation_settings,
+};
 use crate::vocabulary::Step;
 
 #[derive(Default)]
@@ -74,7 +76,12 @@ async fn read(run: &impl ClusterCalls) -> Result<ClusterView, String> {
 /// Before the first cordon of `hosts` (`what`: `master m2`, `batch 3`): the baseline when nothing has moved yet,
 /// else the wait until the cluster is valid. `Ok` also when validation is off or a stop was asked for (the caller
 /// sees the stop).
-pub(crate) async fn before(run: &impl ClusterCalls, validation: &Validation, what: &str, hosts: &[String]) -> Result<(), Invalid> {
+pub(crate) async fn before(
+    run: &impl ClusterCalls,
+    validation: &Validation,
+    what: &str,
+    hosts: &[String],
+) -> Result<(), Invalid> {
     let nodes: Vec<String> = hosts.iter().map(|h| run.node_name(h)).collect();
     let first = validation.state.lock().map(|s| s.baseline.is_none()).unwrap_or(true);
     let settings = if first {
@@ -147,7 +154,12 @@ pub(crate) async fn before(run: &impl ClusterCalls, validation: &Validation, wha
 }
 
 /// The standard before anything moved: a read that fails stops the run here, before the first cordon.
-async fn take_baseline(run: &impl ClusterCalls, validation: &Validation, what: &str, nodes: &[String]) -> Result<(), Invalid> {
+async fn take_baseline(
+    run: &impl ClusterCalls,
+    validation: &Validation,
+    what: &str,
+    nodes: &[String],
+) -> Result<(), Invalid> {
     let view = read(run).await.map_err(|why| {
         Invalid::TimedOut(format!(
             "the cluster could not be read for the validation between batches before {what}: {why} (set \

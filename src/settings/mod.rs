@@ -12,9 +12,9 @@ mod readers;
 mod resolve;
 mod serial;
 mod target;
-mod validation;
 #[cfg(test)]
 mod tests;
+mod validation;
 
 pub use hooks::*;
 pub use labels::*;

@@ -52,10 +52,11 @@ pub fn validation_settings(
     let mut settings = ValidationSettings::default();
     let given = |t: Option<&str>| t.map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
     if let Some(text) = given(count) {
-        settings.count = crate::ansible_compat::unquote(&text).parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-            Error::input(format!("{VALIDATE_COUNT} `{text}` is not a whole number of 1 or more"))
-                .hint("write how many valid reads in a row make the cluster valid, e.g. 2 (the default is 1)")
-        })?;
+        settings.count =
+            crate::ansible_compat::unquote(&text).parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                Error::input(format!("{VALIDATE_COUNT} `{text}` is not a whole number of 1 or more"))
+                    .hint("write how many valid reads in a row make the cluster valid, e.g. 2 (the default is 1)")
+            })?;
     }
     let duration = |name: &str, text: &str| {
         DrainTimeout::parse(text).map(|d| Duration::from_secs(d.seconds())).map_err(|_| {
@@ -66,8 +67,9 @@ pub fn validation_settings(
     if let Some(text) = given(interval) {
         let interval = duration(VALIDATION_INTERVAL, &text)?;
         if interval.is_zero() {
-            return Err(Error::input(format!("{VALIDATION_INTERVAL} is 0"))
-                .hint("write at least one second, e.g. \"10s\"; to turn validation off set upgrade_validation_timeout: 0"));
+            return Err(Error::input(format!("{VALIDATION_INTERVAL} is 0")).hint(
+                "write at least one second, e.g. \"10s\"; to turn validation off set upgrade_validation_timeout: 0",
+            ));
         }
         settings.interval = interval;
     }
