@@ -429,7 +429,8 @@ pub enum StopReason {
     MasterFailed { master: String },
     /// Batch `batch` (1-based) had more failures than max-fail-percentage allows. `blue`: blue-green evacuation.
     Threshold { batch: usize, failed: usize, size: usize, max_fail: String, blue: bool },
-    /// The cluster was not valid within `upgrade_validation_timeout` before a master or batch: `reason` names what.
+    /// The cluster was not valid within `upgrade_validation_timeout` before a master or batch, or a batch failed its
+    /// soak: `reason` names what was not valid.
     NotValid { reason: String },
     /// A signal or a failed write stopped the control plane before a master.
     Halted(Halt),
@@ -508,7 +509,8 @@ impl fmt::Display for StopReason {
             ),
             StopReason::NotValid { reason } => write!(
                 f,
-                "{reason}; it and the later ones were not started (re-run to go on once the cluster is whole)"
+                "{reason}; the masters and batches after it were not started (re-run to go on once the cluster is \
+                 whole)"
             ),
             StopReason::Halted(halt) => write!(f, "{halt}"),
             StopReason::HaltedBatches { halt, blue: false } => {

@@ -1,4 +1,4 @@
-//! The validation between batches (README "Validation between batches") on the real API server: a Deployment pinned
+//! The validation between batches and the batch soak (README "Validation between batches") on the real API server: a Deployment pinned
 //! to the first batch's node loses its pods to the drain; while the node is held by a taint after its upgrade the
 //! pods stay Pending, so the Deployment is not available and the next batch must not start. The scheduler, the
 //! ReplicaSet controller and kwok's kubelets bring it back for real once the taint goes.
@@ -94,5 +94,39 @@ fn a_deployment_not_available_within_the_timeout_stops_the_run_before_the_next_b
     assert_eq!(cluster.kubelet_version("n1"), TARGET, "n1's batch went through");
     assert_eq!(cluster.kubelet_version("n2"), OLD, "n2 was not started");
     assert!(!cluster.path("web-when-n2-starts").exists(), "n2's turn never came");
+    assert_ne!(cluster.api.node("n2")["spec"]["unschedulable"], Value::Bool(true), "n2 was never cordoned");
+}
+
+/// `upgrade_batch_soak_seconds`: after n1's batch validates, the run watches it; n1 going NotReady during the soak
+/// (kwok lets go of it and its Ready condition turns False, as when a kubelet stops posting) fails the batch, and n2
+/// is not started.
+#[test]
+fn a_batch_whose_node_goes_not_ready_during_its_soak_fails_and_the_next_is_not_started() {
+    let Some(cluster) = RealCluster::at(OLD, &["m1"], &[("n1", OLD), ("n2", OLD)]) else { return };
+    let patch = r#"{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady","message":"soak test"}]}}"#;
+    std::fs::write(cluster.path("not-ready.json"), patch).expect("patch");
+    let post = format!(
+        "- name: n1 stops being Ready a little after its uncordon\n  when: inventory_hostname == 'n1'\n  shell: \"(sleep \
+         4; {{{{ upgrade_kubectl }}}} annotate node n1 kwok.x-k8s.io/node-; {{{{ upgrade_kubectl }}}} patch node n1 \
+         --subresource=status --type=strategic --patch-file {}) >/dev/null 2>&1 &\"\n",
+        cluster.path("not-ready.json").display()
+    );
+    std::fs::write(cluster.path("post.yml"), post).expect("post hook");
+    let post = cluster.path("post.yml").display().to_string();
+    let cluster = cluster
+        .var("upgrade_nodes_serial: 1")
+        .var("upgrade_validation_interval: 1")
+        .var("upgrade_batch_soak_seconds: 30")
+        .var(&format!("upgrade_node_post_hook: \"{post}\""));
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let output = run.output();
+    assert!(output.contains("soaking batch 1 for 30s (upgrade_batch_soak_seconds), until "), "{output}");
+    assert!(
+        output.contains(
+            "batch 1 failed its soak of 30s (upgrade_batch_soak_seconds): node n1 to be Ready (it was before the run)"
+        ),
+        "{output}"
+    );
+    assert_eq!(cluster.kubelet_version("n2"), OLD, "n2 was not started");
     assert_ne!(cluster.api.node("n2")["spec"]["unschedulable"], Value::Bool(true), "n2 was never cordoned");
 }

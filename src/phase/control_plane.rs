@@ -67,7 +67,7 @@ pub(crate) async fn run(
 pub(crate) async fn validate_before(run: &UpgradeRun, what: &str, hosts: &[String]) -> Option<StopReason> {
     match super::validation::before(run, &run.validation, what, hosts).await {
         Ok(()) => None,
-        Err(Invalid::TimedOut(reason)) => Some(StopReason::NotValid { reason }),
+        Err(Invalid::NotValid(reason)) => Some(StopReason::NotValid { reason }),
         Err(Invalid::Setting(e)) => {
             let message = match &e.hint {
                 Some(hint) => format!("{} ({hint})", e.message),

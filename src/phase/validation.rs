@@ -15,7 +15,7 @@ use super::cluster_calls::ClusterCalls;
 use crate::cluster_validation::{Baseline, ClusterView, WorkloadRef, not_valid};
 use crate::error::Error;
 use crate::settings::{
-    VALIDATE_COUNT, VALIDATION_INTERVAL, VALIDATION_TIMEOUT, ValidationSettings, validation_settings,
+    BATCH_SOAK, VALIDATE_COUNT, VALIDATION_INTERVAL, VALIDATION_TIMEOUT, ValidationSettings, validation_settings,
 };
 use crate::vocabulary::Step;
 
@@ -31,21 +31,23 @@ struct State {
     settings: Option<ValidationSettings>,
     /// The workloads with a pod on a node drained so far.
     watched: BTreeSet<WorkloadRef>,
+    /// The master or batch started last (`batch 1`): the one a soak watches.
+    last: Option<String>,
 }
 
 /// Why the next master or batch must not start.
 pub(crate) enum Invalid {
     /// A setting renders to something that is not valid: an input error (exit 2); nothing was touched yet.
     Setting(Error),
-    /// Not valid within the timeout: what was not.
-    TimedOut(String),
+    /// Not valid within the timeout, or the batch before failed its soak: what was not valid.
+    NotValid(String),
 }
 
 /// The settings as the first master renders them.
 fn settings(run: &impl ClusterCalls) -> Result<ValidationSettings, Error> {
     let read = |name: &str| run.render_for(run.first_master(), &format!("{{{{ {name} | default('') }}}}"));
     let (count, interval, timeout) = (read(VALIDATE_COUNT), read(VALIDATION_INTERVAL), read(VALIDATION_TIMEOUT));
-    validation_settings(Some(&count), Some(&interval), Some(&timeout))
+    validation_settings(Some(&count), Some(&interval), Some(&timeout), Some(&read(BATCH_SOAK)))
 }
 
 /// One read of the four lists through cluster_validation.yml; why it could not be read otherwise.
@@ -95,21 +97,98 @@ pub(crate) async fn before(
     };
     let Some(timeout) = settings.timeout else { return Ok(()) };
     if first {
-        return take_baseline(run, validation, what, &nodes).await;
+        take_baseline(run, validation, what, &nodes).await?;
+        remember(validation, what);
+        return Ok(());
     }
+    wait_until_valid(run, validation, &settings, timeout, what, &nodes).await?;
+    if !settings.soak.is_zero() && !run.stop().is_stopping() {
+        let soaked = validation.state.lock().ok().and_then(|s| s.last.clone()).unwrap_or_default();
+        soak(run, validation, &settings, &soaked).await?;
+    }
+    remember(validation, what);
+    Ok(())
+}
+
+fn remember(validation: &Validation, what: &str) {
+    if let Ok(mut state) = validation.state.lock() {
+        state.last = Some(what.to_string());
+    }
+}
+
+/// What is not valid in one read, or why it could not be read; `next_nodes` empty: no budget is asked about.
+async fn problems(
+    run: &impl ClusterCalls,
+    validation: &Validation,
+    next_nodes: &[String],
+) -> (Vec<String>, Option<ClusterView>) {
+    match read(run).await {
+        Err(why) => (vec![format!("a read of the cluster that works ({why})")], None),
+        Ok(view) => {
+            let problems = validation
+                .state
+                .lock()
+                .ok()
+                .and_then(|s| s.baseline.as_ref().map(|b| not_valid(&view, b, &s.watched, next_nodes)))
+                .unwrap_or_default();
+            (problems, Some(view))
+        }
+    }
+}
+
+/// The soak of the master or batch before (`soaked`): for `upgrade_batch_soak_seconds`, every
+/// `upgrade_validation_interval`, the cluster must stay valid (its nodes Ready, the workloads available); the first
+/// read that is not fails it.
+async fn soak(
+    run: &impl ClusterCalls,
+    validation: &Validation,
+    settings: &ValidationSettings,
+    soaked: &str,
+) -> Result<(), Invalid> {
+    let seconds = settings.soak.as_secs();
+    let until = std::time::SystemTime::now() + settings.soak;
+    let (h, m, s) = {
+        let (_, _, _, h, m, s) = crate::time_format::civil(until);
+        (h, m, s)
+    };
+    run.notice(None, format!("soaking {soaked} for {seconds}s ({BATCH_SOAK}), until {h:02}:{m:02}:{s:02} UTC"));
+    let end = Instant::now() + settings.soak;
+    loop {
+        let wait = settings.interval.min(end.saturating_duration_since(Instant::now()));
+        tokio::time::sleep(wait).await;
+        if run.stop().is_stopping() {
+            return Ok(());
+        }
+        let (problems, _) = problems(run, validation, &[]).await;
+        if !problems.is_empty() {
+            return Err(Invalid::NotValid(format!(
+                "{soaked} failed its soak of {seconds}s ({BATCH_SOAK}): {}",
+                problems.join("; ")
+            )));
+        }
+        if Instant::now() >= end {
+            run.notice(None, format!("{soaked} soaked {seconds}s: the cluster stayed valid"));
+            return Ok(());
+        }
+    }
+}
+
+/// Reads until the cluster is valid `count` reads in a row, or the timeout passes.
+async fn wait_until_valid(
+    run: &impl ClusterCalls,
+    validation: &Validation,
+    settings: &ValidationSettings,
+    timeout: std::time::Duration,
+    what: &str,
+    nodes: &[String],
+) -> Result<(), Invalid> {
     let deadline = Instant::now() + timeout;
     let mut valid_in_a_row = 0;
     let mut last_said = String::new();
     loop {
-        let problems = match read(run).await {
-            Err(why) => vec![format!("a read of the cluster that works ({why})")],
-            Ok(view) => {
-                let problems = validation
-                    .state
-                    .lock()
-                    .ok()
-                    .and_then(|s| s.baseline.as_ref().map(|b| not_valid(&view, b, &s.watched, &nodes)))
-                    .unwrap_or_default();
+        let problems = match problems(run, validation, nodes).await {
+            (problems, None) => problems,
+            (problems, Some(view)) => {
                 if problems.is_empty() {
                     valid_in_a_row += 1;
                     if valid_in_a_row >= settings.count {
@@ -117,7 +196,7 @@ pub(crate) async fn before(
                             run.notice(None, format!("cluster valid before {what} ({valid_in_a_row} reads in a row)"));
                         }
                         if let Ok(mut state) = validation.state.lock() {
-                            state.watched.extend(view.workloads_on(&nodes));
+                            state.watched.extend(view.workloads_on(nodes));
                         }
                         return Ok(());
                     }
@@ -144,7 +223,7 @@ pub(crate) async fn before(
             } else {
                 problems.join("; ")
             };
-            return Err(Invalid::TimedOut(format!(
+            return Err(Invalid::NotValid(format!(
                 "the cluster was not valid within {VALIDATION_TIMEOUT} {}s before {what}: {said}",
                 timeout.as_secs()
             )));
@@ -161,7 +240,7 @@ async fn take_baseline(
     nodes: &[String],
 ) -> Result<(), Invalid> {
     let view = read(run).await.map_err(|why| {
-        Invalid::TimedOut(format!(
+        Invalid::NotValid(format!(
             "the cluster could not be read for the validation between batches before {what}: {why} (set \
              {VALIDATION_TIMEOUT}: 0 to run without it)"
         ))
