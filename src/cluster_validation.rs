@@ -6,7 +6,8 @@
 //!   controller); one that was not before the run is reported once, never waited for;
 //! - every workload that had a pod on a drained node (its Deployment, StatefulSet, DaemonSet or ReplicaSet) back to
 //!   its desired available count;
-//! - every PodDisruptionBudget that selects a pod the next batch's drain will evict allows at least one disruption.
+//! - every PodDisruptionBudget that selects a pod the next batch's drain will evict allows at least one disruption
+//!   (one that allowed none before the run is not waited for: the drain meets it).
 //!
 //! kOps's cluster validation (`kops validate cluster`, run between nodes by its rolling update) checks the same
 //! things of nodes and kube-system pods; the workloads and budgets are what the next drain meets.
@@ -204,12 +205,21 @@ pub(crate) struct Baseline {
     system_pods: BTreeMap<String, Option<WorkloadRef>>,
     /// kube-system pods not Running and Ready before the run (crash-looping, pending): reported, not waited for.
     pub not_ready_before: Vec<String>,
+    /// Budgets that allowed no disruption before the run (`minAvailable` equal to the replicas): waiting will not
+    /// change them; the drain meets them, and `upgrade_undrainable_node_behavior` decides.
+    pub blocked_before: BTreeSet<String>,
 }
 
 impl Baseline {
     pub(crate) fn of(view: &ClusterView) -> Baseline {
         let mut baseline = Baseline {
             ready_nodes: view.nodes.iter().filter(|n| n.ready).map(|n| n.name.clone()).collect(),
+            blocked_before: view
+                .budgets
+                .iter()
+                .filter(|b| b.allowed < 1)
+                .map(|b| format!("{}/{}", b.namespace, b.name))
+                .collect(),
             ..Baseline::default()
         };
         for pod in view.pods.iter().filter(|p| p.namespace == "kube-system" && !p.finished) {
@@ -263,7 +273,7 @@ pub(crate) fn not_valid(
     let evicted: Vec<&Pod> =
         view.pods.iter().filter(|p| next_nodes.contains(&p.node) && p.evicted_by_drain()).collect();
     for budget in &view.budgets {
-        if budget.allowed >= 1 {
+        if budget.allowed >= 1 || baseline.blocked_before.contains(&format!("{}/{}", budget.namespace, budget.name)) {
             continue;
         }
         // A selector that cannot be evaluated is taken to select: the drain would meet the budget anyway.

@@ -262,11 +262,20 @@ pub enum HostOutcome {
     Failed { step: Step, reason: String, unreachable: bool, left_cordoned: bool },
     /// Never started: an earlier failure stopped the phase, or the run was interrupted.
     NotStarted { reason: String },
+    /// Could not be drained and passed over by `upgrade_undrainable_node_behavior` (`quarantine`: left cordoned and
+    /// labelled; `schedule`: uncordoned): not upgraded, not a failure for the threshold, but the run ends with exit 1.
+    /// `blocked_by` names what refused the drain; `fix` is what finishes it later.
+    PassedOver { behavior: String, blocked_by: Vec<String>, left_cordoned: bool, fix: String },
 }
 
 impl HostOutcome {
     pub fn is_failure(&self) -> bool {
         matches!(self, HostOutcome::Failed { .. })
+    }
+
+    /// Left below the target on purpose (a node that could not be drained): not a failure, not a success either.
+    pub fn is_passed_over(&self) -> bool {
+        matches!(self, HostOutcome::PassedOver { .. })
     }
 }
 
@@ -632,7 +641,9 @@ impl Summary {
     }
 
     pub fn failed(&self) -> bool {
-        self.stopped.is_some() || self.state_error.is_some() || self.hosts.iter().any(|h| h.outcome.is_failure())
+        self.stopped.is_some()
+            || self.state_error.is_some()
+            || self.hosts.iter().any(|h| h.outcome.is_failure() || h.outcome.is_passed_over())
     }
 
     /// The process exit code the summary calls for. A state directory that could not be written is never a

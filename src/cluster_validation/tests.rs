@@ -80,8 +80,11 @@ fn a_budget_over_a_pod_of_the_next_batch_must_allow_a_disruption_matched_by_expr
     let budget = json!({"metadata": {"namespace": "default", "name": "web"},
         "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}},
         "status": {"disruptionsAllowed": 0}});
-    let now = view(vec![node("n2", true)], vec![web_pod("n2")], vec![], vec![budget]);
-    let baseline = Baseline::of(&now);
+    let mut allowing = budget.clone();
+    allowing["status"]["disruptionsAllowed"] = json!(1);
+    let before = view(vec![node("n2", true)], vec![web_pod("n2")], vec![], vec![allowing]);
+    let baseline = Baseline::of(&before);
+    let now = view(vec![node("n2", true)], vec![web_pod("n2")], vec![], vec![budget.clone()]);
     let problems = not_valid(&now, &baseline, &BTreeSet::new(), &["n2".to_string()]);
     assert_eq!(
         problems,
@@ -89,6 +92,9 @@ fn a_budget_over_a_pod_of_the_next_batch_must_allow_a_disruption_matched_by_expr
     );
     // Not the next batch's pod: nothing to wait for.
     assert!(not_valid(&now, &baseline, &BTreeSet::new(), &["n3".to_string()]).is_empty());
+    // A budget that allowed no disruption before the run is not waited for: waiting will not change it.
+    let blocked_from_the_start = Baseline::of(&now);
+    assert!(not_valid(&now, &blocked_from_the_start, &BTreeSet::new(), &["n2".to_string()]).is_empty());
 }
 
 #[test]

@@ -24,6 +24,7 @@ pub(crate) mod run;
 pub(crate) mod sequence;
 pub(crate) mod shared_steps;
 pub(crate) mod step_runner;
+pub(crate) mod undrainable;
 pub(crate) mod validation;
 pub(crate) mod verify;
 

@@ -466,6 +466,10 @@ impl UpgradeRun {
             HostOutcome::Skipped { reason } => (Some(HostRecord::Skipped), reason.clone()),
             HostOutcome::Failed { step, reason, .. } => (Some(HostRecord::Failed), format!("{step}: {reason}")),
             HostOutcome::NotStarted { .. } => (None, String::new()),
+            // Not upgraded: a re-run tries it again, as it does a failed host.
+            HostOutcome::PassedOver { behavior, blocked_by, .. } => {
+                (Some(HostRecord::Failed), format!("drain: passed over ({behavior}): {}", blocked_by.join("; ")))
+            }
         };
         if let Some(outcome) = record {
             let _ = self
