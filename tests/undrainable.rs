@@ -14,6 +14,11 @@ const TARGET: &str = "v1.34.4";
 /// One master, n1 and n2 in batches of one; a Deployment `guarded` of one replica pinned to n1 behind a budget of
 /// `minAvailable: 1`: n1's drain can never finish.
 fn guarded_cluster(behavior: &str) -> Option<RealCluster> {
+    guarded_by(behavior, r#"{"matchLabels": {"app": "guarded"}}"#)
+}
+
+/// The same, the budget's selector given.
+fn guarded_by(behavior: &str, selector: &str) -> Option<RealCluster> {
     let cluster = RealCluster::at(OLD, &["m1"], &[("n1", OLD), ("n2", OLD)])?;
     cluster.api.apply(
         r#"{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "guarded", "namespace": "default"},
@@ -22,10 +27,10 @@ fn guarded_cluster(behavior: &str) -> Option<RealCluster> {
                 "spec": {"nodeSelector": {"kubernetes.io/hostname": "n1"},
                   "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}"#,
     );
-    cluster.api.apply(
-        r#"{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guarded", "namespace": "default"},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}}"#,
-    );
+    cluster.api.apply(&format!(
+        r#"{{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {{"name": "guarded", "namespace": "default"}},
+            "spec": {{"minAvailable": 1, "selector": {selector}}}}}"#
+    ));
     cluster.api.wait_for("the guarded budget computed over its running pod", Duration::from_secs(60), || {
         let pdb: Value =
             serde_json::from_str(&cluster.api.ok(&["get", "pdb", "guarded", "-o", "json"])).unwrap_or(Value::Null);
@@ -74,4 +79,16 @@ fn with_schedule_the_undrainable_node_is_uncordoned_not_upgraded_and_the_run_goe
     assert!(!unschedulable(&cluster, "n1"), "n1 got its capacity back");
     assert!(cluster.api.node("n1")["metadata"]["labels"]["upgrade-tool.io/status"].is_null());
     assert_eq!(cluster.kubelet_version("n2"), TARGET);
+}
+
+/// A budget whose selector is `matchExpressions` only is evaluated as the API server evaluates it: the live plan names
+/// it as n1's drain blocker and blocks (exit 1), and the run's drain meets it.
+#[test]
+fn a_budget_selecting_by_match_expressions_blocks_in_the_live_plan() {
+    let selector = r#"{"matchExpressions": [{"key": "app", "operator": "In", "values": ["guarded", "other"]}]}"#;
+    let Some(cluster) = guarded_by("fail", selector) else { return };
+    cluster
+        .upgrade(&["--plan", "--live"])
+        .expect_code(1)
+        .output_has("PodDisruptionBudget default/guarded allows 0 disruptions (guards pod default/guarded-");
 }
