@@ -211,6 +211,11 @@ pub(crate) struct Baseline {
 }
 
 impl Baseline {
+    /// A node this run failed: the failure threshold has judged it, the validation does not wait for it again.
+    pub(crate) fn excuse(&mut self, node: &str) {
+        self.ready_nodes.remove(node);
+    }
+
     pub(crate) fn of(view: &ClusterView) -> Baseline {
         let mut baseline = Baseline {
             ready_nodes: view.nodes.iter().filter(|n| n.ready).map(|n| n.name.clone()).collect(),

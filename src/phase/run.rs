@@ -461,6 +461,9 @@ impl UpgradeRun {
             duration: started.elapsed(),
             window,
         };
+        if report.outcome.is_failure() {
+            self.validation.excuse(&self.node_name(host));
+        }
         let (record, detail) = match &report.outcome {
             HostOutcome::Upgraded { .. } => (Some(HostRecord::Upgraded), String::new()),
             HostOutcome::Skipped { reason } => (Some(HostRecord::Skipped), reason.clone()),

@@ -35,6 +35,18 @@ struct State {
     last: Option<String>,
 }
 
+impl Validation {
+    /// `node` failed in this run: the failure threshold decided whether the run goes on; the validation does not
+    /// hold the next batch for it.
+    pub(crate) fn excuse(&self, node: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            if let Some(baseline) = state.baseline.as_mut() {
+                baseline.excuse(node);
+            }
+        }
+    }
+}
+
 /// Why the next master or batch must not start.
 pub(crate) enum Invalid {
     /// A setting renders to something that is not valid: an input error (exit 2); nothing was touched yet.
