@@ -161,4 +161,22 @@ mod tests {
         assert!(xml.contains("message=\"drain: drain timed out after 5m &lt;pods&gt;\" type=\"drain\""));
         assert!(!xml.contains('\u{1b}'));
     }
+
+    #[test]
+    fn a_node_passed_over_is_a_failure_of_its_own_type_with_what_finishes_it() {
+        let xml = render_reports(&[report(
+            Phase::Nodes,
+            "n1",
+            HostOutcome::PassedOver {
+                behavior: "quarantine".into(),
+                blocked_by: vec!["PodDisruptionBudget default/guarded allows 0 disruptions".into()],
+                left_cordoned: true,
+                fix: "upgrade --inventory hosts.yml --limit n1".into(),
+            },
+        )]);
+        assert!(xml.contains("failures=\"1\""), "{xml}");
+        assert!(xml.contains("type=\"passed-over\""), "{xml}");
+        assert!(xml.contains("passed over (quarantine): PodDisruptionBudget default/guarded allows 0 disruptions"));
+        assert!(xml.contains("to finish it: upgrade --inventory hosts.yml --limit n1"), "{xml}");
+    }
 }
