@@ -48,8 +48,8 @@ impl fmt::Display for DrainBlocker {
 struct Budget {
     namespace: String,
     name: String,
-    match_labels: BTreeMap<String, String>,
-    selects_all: bool,
+    /// `spec.selector`, evaluated as the API server evaluates it (`crate::label_selector`).
+    selector: Option<Value>,
 }
 
 /// The drain blockers of every node, by node name (nodes without any are absent). The message of the error says
@@ -67,21 +67,10 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
     let budgets: Vec<Budget> = pdbs
         .iter()
         .filter(|pdb| pdb.pointer("/status/disruptionsAllowed").and_then(Value::as_i64) == Some(0))
-        .map(|pdb| {
-            let match_labels: BTreeMap<String, String> = pdb
-                .pointer("/spec/selector/matchLabels")
-                .and_then(Value::as_object)
-                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-                .unwrap_or_default();
-            let has_expressions =
-                pdb.pointer("/spec/selector/matchExpressions").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-            Budget {
-                namespace: text(pdb, "/metadata/namespace"),
-                name: text(pdb, "/metadata/name"),
-                // An empty selector selects every pod of the namespace (policy/v1).
-                selects_all: match_labels.is_empty() && !has_expressions,
-                match_labels,
-            }
+        .map(|pdb| Budget {
+            namespace: text(pdb, "/metadata/namespace"),
+            name: text(pdb, "/metadata/name"),
+            selector: pdb.pointer("/spec/selector").cloned(),
         })
         .collect();
 
@@ -105,13 +94,9 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
         let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
         let blockers = found.entry(node).or_default();
         for budget in budgets.iter().filter(|b| b.namespace == namespace) {
-            let selected = budget.selects_all
-                || (!budget.match_labels.is_empty()
-                    && budget
-                        .match_labels
-                        .iter()
-                        .all(|(k, v)| labels.and_then(|l| l.get(k)).and_then(Value::as_str) == Some(v.as_str())));
-            if selected {
+            // matchLabels and matchExpressions; an empty selector selects every pod of the namespace, a missing one
+            // none (policy/v1). One that cannot be evaluated is taken to select: the drain would meet it.
+            if crate::label_selector::selects(budget.selector.as_ref(), labels).unwrap_or(true) {
                 let pdb = format!("{}/{}", budget.namespace, budget.name);
                 blockers.push(DrainBlocker::DisruptionBudget { pdb, pod: name.clone() });
             }
@@ -129,7 +114,7 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
 }
 
 /// The `items` of a Kubernetes list: a list of objects. `null` is an empty list (how Go writes a nil slice).
-fn items(list: &Value) -> Result<&[Value], String> {
+pub(crate) fn items(list: &Value) -> Result<&[Value], String> {
     const NONE: &[Value] = &[];
     match list.get("items") {
         Some(Value::Array(items)) => match items.iter().find(|i| !i.is_object()) {
@@ -174,7 +159,10 @@ mod tests {
           {"metadata":{"name":"db-pdb","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"db"}}},
            "status":{"disruptionsAllowed":0}},
           {"metadata":{"name":"web-pdb","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"web"}}},
-           "status":{"disruptionsAllowed":1}}]}"#;
+           "status":{"disruptionsAllowed":1}},
+          {"metadata":{"name":"not-web","namespace":"default"},"spec":{"selector":{"matchExpressions":
+             [{"key":"app","operator":"NotIn","values":["web"]},{"key":"app","operator":"Exists"}]}},
+           "status":{"disruptionsAllowed":0}}]}"#;
         let found = find(pods, pdbs).unwrap();
         assert!(!found.contains_key("n1"), "a DaemonSet pod and a budget with room block nothing: {found:?}");
         assert!(!found.contains_key("n3"), "a finished pod blocks nothing");
@@ -182,6 +170,8 @@ mod tests {
             found["n2"],
             [
                 DrainBlocker::DisruptionBudget { pdb: "default/db-pdb".into(), pod: "default/db".into() },
+                // A budget of matchExpressions only (app NotIn [web], app Exists): db, not web, not bare (no label).
+                DrainBlocker::DisruptionBudget { pdb: "default/not-web".into(), pod: "default/db".into() },
                 DrainBlocker::Unmanaged { pod: "default/bare".into() },
                 DrainBlocker::EmptyDir { pod: "default/bare".into() },
             ]

@@ -31,10 +31,12 @@ enum Kind {
     Seconds {
         min: i64,
     },
+    /// One of these words.
+    Choice(&'static [&'static str]),
 }
 
 /// The settings `--plan` shows and this module checks, with their defaults as the task files have them.
-const SETTINGS: [(&str, Kind, &str); 7] = [
+const SETTINGS: [(&str, Kind, &str); 8] = [
     ("upgrade_package_manager", Kind::PackageManager, "auto"),
     ("upgrade_kubernetes_repo_manage", Kind::Flag, "true"),
     (
@@ -47,6 +49,8 @@ const SETTINGS: [(&str, Kind, &str); 7] = [
     ("upgrade_control_plane_ready_delay", Kind::Seconds { min: 1 }, "5"),
     // At least 1, as builtin_vars checks it for every host first: a zero timeout gives up before the node is read.
     ("upgrade_node_ready_timeout", Kind::Seconds { min: 1 }, "600"),
+    // What becomes of a node whose drain fails (phase/undrainable.rs).
+    ("upgrade_undrainable_node_behavior", Kind::Choice(&["fail", "quarantine", "schedule"]), "fail"),
 ];
 
 /// The settings only the kubeadm flavour reads: the openshift flavour installs with yum between its excluders and
@@ -126,6 +130,13 @@ fn check(name: &str, kind: &Kind, value: &Value, origin: &Origin) -> Result<Stri
             }
         }
         Kind::Text => Ok(text),
+        Kind::Choice(words) => {
+            if words.contains(&text.as_str()) {
+                Ok(text)
+            } else {
+                bad(format!("{name} `{text}` is not one of {}", words.join(", ")), &format!("use {}", words.join(", ")))
+            }
+        }
         Kind::Flag => match crate::ansible_compat::boolean(value) {
             Some(b) => Ok(b.to_string()),
             None => bad(format!("{name} `{text}` is not a boolean"), "use true or false"),
@@ -180,6 +191,7 @@ mod tests {
             ("upgrade_control_plane_ready_timeout", Value::from(-5)),
             ("upgrade_node_ready_timeout", Value::from("-1")),
             ("upgrade_kubeadm_plan_check", Value::from("maybe")),
+            ("upgrade_undrainable_node_behavior", Value::from("cordon")),
         ] {
             let v = vars(&[(name, value)]);
             let err = resolve(Flavor::Kubeadm, &[("a", &v)]).unwrap_err();

@@ -262,11 +262,20 @@ pub enum HostOutcome {
     Failed { step: Step, reason: String, unreachable: bool, left_cordoned: bool },
     /// Never started: an earlier failure stopped the phase, or the run was interrupted.
     NotStarted { reason: String },
+    /// Could not be drained and passed over by `upgrade_undrainable_node_behavior` (`quarantine`: left cordoned and
+    /// labelled; `schedule`: uncordoned): not upgraded, not a failure for the threshold, but the run ends with exit 1.
+    /// `blocked_by` names what refused the drain; `fix` is what finishes it later.
+    PassedOver { behavior: String, blocked_by: Vec<String>, left_cordoned: bool, fix: String },
 }
 
 impl HostOutcome {
     pub fn is_failure(&self) -> bool {
         matches!(self, HostOutcome::Failed { .. })
+    }
+
+    /// Left below the target on purpose (a node that could not be drained): not a failure, not a success either.
+    pub fn is_passed_over(&self) -> bool {
+        matches!(self, HostOutcome::PassedOver { .. })
     }
 }
 
@@ -429,6 +438,9 @@ pub enum StopReason {
     MasterFailed { master: String },
     /// Batch `batch` (1-based) had more failures than max-fail-percentage allows. `blue`: blue-green evacuation.
     Threshold { batch: usize, failed: usize, size: usize, max_fail: String, blue: bool },
+    /// The cluster was not valid within `upgrade_validation_timeout` before a master or batch, or a batch failed its
+    /// soak: `reason` names what was not valid.
+    NotValid { reason: String },
     /// A signal or a failed write stopped the control plane before a master.
     Halted(Halt),
     /// A signal or a failed write stopped the batches of the nodes phase (`blue`: blue-green evacuation).
@@ -460,7 +472,8 @@ impl StopReason {
             StopReason::Preflight { message, .. } | StopReason::ClusterUnreadable { message, .. } => vec![message],
             StopReason::ClusterHook { reason, .. }
             | StopReason::SwitchOver { reason, .. }
-            | StopReason::GreenNotReady { reason, .. } => vec![reason],
+            | StopReason::GreenNotReady { reason, .. }
+            | StopReason::NotValid { reason } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -502,6 +515,11 @@ impl fmt::Display for StopReason {
                 f,
                 "batch {batch}: {failed} of {size} blue nodes failed, more than max-fail-percentage {max_fail} \
                  allows; the later batches were not evacuated (`upgrade --rollback-blue-green` switches back)"
+            ),
+            StopReason::NotValid { reason } => write!(
+                f,
+                "{reason}; the masters and batches after it were not started (re-run to go on once the cluster is \
+                 whole)"
             ),
             StopReason::Halted(halt) => write!(f, "{halt}"),
             StopReason::HaltedBatches { halt, blue: false } => {
@@ -623,7 +641,9 @@ impl Summary {
     }
 
     pub fn failed(&self) -> bool {
-        self.stopped.is_some() || self.state_error.is_some() || self.hosts.iter().any(|h| h.outcome.is_failure())
+        self.stopped.is_some()
+            || self.state_error.is_some()
+            || self.hosts.iter().any(|h| h.outcome.is_failure() || h.outcome.is_passed_over())
     }
 
     /// The process exit code the summary calls for. A state directory that could not be written is never a

@@ -21,6 +21,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("ansible_compat", 0),
     ("time_format", 0),
     ("console", 0),
+    // Kubernetes label selectors as the API server evaluates them.
+    ("label_selector", 0),
     // Ansible Vault: the format, the cryptography and the password sources; it knows nothing of inventories.
     ("vault", 0),
     // L1: what the operator wrote and how to reach a host, read and checked before anything runs.
@@ -39,6 +41,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("plan", 2),
     ("cluster", 2),
     ("drain_blockers", 2),
+    // What makes the cluster valid between batches, read from the cluster's lists (the waiting is a phase's).
+    ("cluster_validation", 2),
     // The table of what each minor removes and the pure reading of the evidence (the gate itself is a phase's).
     ("api_removals", 2),
     // Masking stays a leaf; finding the secrets renders the hosts' variables with the task engine's templar, and

@@ -38,5 +38,7 @@ mod restore_cluster;
 mod ssh;
 mod strategies;
 mod tasks;
+mod undrainable;
 mod upgrade;
+mod validation;
 mod vault;

@@ -86,6 +86,8 @@ pub(crate) enum BatchStop {
     Threshold { batch: usize, failed: usize, size: usize },
     /// A stop was requested (a signal).
     Interrupted,
+    /// The gate before a batch said no (the cluster not valid after the batch before).
+    Gate(crate::vocabulary::StopReason),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,12 +98,14 @@ pub(crate) struct BatchesResult {
 }
 
 /// Runs the batches in order. `run_host` runs one host's whole sequence; `exceeded(batch, failed, size)` is the
-/// failure threshold, asked after each batch (1-based); `on_batch(index, hosts)` is told when a batch starts, and the
-/// batch starts once the future it returns is done.
+/// failure threshold, asked after each batch (1-based); `gate(index, hosts)` is asked before a batch starts (a reason
+/// stops the run there); `on_batch(index, hosts)` is told when a batch starts, and the batch starts once the future
+/// it returns is done.
 pub(crate) async fn run_batches<F, Fut, B, BFut>(
     batches: &[Vec<String>],
     stop: &StopSignal,
     exceeded: impl Fn(usize, usize, usize) -> bool,
+    mut gate: impl AsyncFnMut(usize, &[String]) -> Option<crate::vocabulary::StopReason>,
     mut on_batch: B,
     run_host: F,
 ) -> BatchesResult
@@ -117,10 +121,17 @@ where
         if stopped.is_none() && stop.is_stopping() {
             stopped = Some(BatchStop::Interrupted);
         }
+        if stopped.is_none() {
+            stopped = gate(index + 1, batch).await.map(BatchStop::Gate);
+            if stopped.is_none() && stop.is_stopping() {
+                stopped = Some(BatchStop::Interrupted);
+            }
+        }
         if let Some(reason) = &stopped {
             let why = match reason {
                 BatchStop::Threshold { batch, .. } => format!("batch {batch} failed past max-fail-percentage"),
                 BatchStop::Interrupted => "the run was interrupted".to_string(),
+                BatchStop::Gate(reason) => reason.to_string(),
             };
             outcomes.extend(batch.iter().map(|h| (h.clone(), HostOutcome::NotStarted { reason: why.clone() })));
             continue;
@@ -198,6 +209,7 @@ mod tests {
                 &plan,
                 &StopSignal::never(),
                 exceeds(49),
+                async |_, _| None,
                 |_, _| async {},
                 |h| async move {
                     if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
@@ -216,6 +228,7 @@ mod tests {
                 &plan,
                 &StopSignal::never(),
                 exceeds(50),
+                async |_, _| None,
                 |_, _| async {},
                 |h| async move {
                     if h == "a" || h == "b" { failed() } else { HostOutcome::Upgraded { left_cordoned: false } }
@@ -234,6 +247,7 @@ mod tests {
             &plan,
             &StopSignal::never(),
             exceeds(0),
+            async |_, _| None,
             |_, _| async {},
             |_| {
                 let running = running.clone();
@@ -263,6 +277,7 @@ mod tests {
             &plan,
             &signal,
             exceeds(100),
+            async |_, _| None,
             |_, _| async {},
             |_| {
                 let handle = handle.clone();

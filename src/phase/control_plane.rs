@@ -3,6 +3,7 @@
 use super::batches::StopSignal;
 use super::run::UpgradeRun;
 use super::sequence::{Role, upgrade_host};
+use super::validation::Invalid;
 use crate::events::Event;
 use crate::vocabulary::Phase;
 use crate::vocabulary::{HostOutcome, HostReport, StopReason};
@@ -18,6 +19,13 @@ pub(crate) async fn run(
     for (index, master) in masters.iter().enumerate() {
         if stopped.is_none() && stop.is_stopping() {
             stopped = Some(StopReason::Halted(run.halt()));
+        }
+        if stopped.is_none() {
+            // The cluster valid again after the master before (the first master takes the standard it is held to).
+            stopped = validate_before(run, &format!("master {master}"), std::slice::from_ref(master)).await;
+            if stopped.is_none() && stop.is_stopping() {
+                stopped = Some(StopReason::Halted(run.halt()));
+            }
         }
         if let Some(why) = &stopped {
             let outcome = HostOutcome::NotStarted { reason: why.to_string() };
@@ -54,6 +62,21 @@ pub(crate) async fn run(
         reports.push(report);
     }
     (reports, stopped)
+}
+
+/// The validation before the first cordon of `hosts` (`what` names them); why the run must stop, if it must.
+pub(crate) async fn validate_before(run: &UpgradeRun, what: &str, hosts: &[String]) -> Option<StopReason> {
+    match super::validation::before(run, &run.validation, what, hosts).await {
+        Ok(()) => None,
+        Err(Invalid::NotValid(reason)) => Some(StopReason::NotValid { reason }),
+        Err(Invalid::Setting(e)) => {
+            let message = match &e.hint {
+                Some(hint) => format!("{} ({hint})", e.message),
+                None => e.message.clone(),
+            };
+            Some(StopReason::Preflight { message, exit_code: e.code() })
+        }
+    }
 }
 
 /// How much longer the lease must hold while `master` is upgraded: `upgrade_control_plane_ready_timeout` (the bound

@@ -121,7 +121,8 @@ impl Tracker {
                 match &report.outcome {
                     HostOutcome::Upgraded { .. } => r.done += 1,
                     HostOutcome::Failed { .. } => r.failed += 1,
-                    HostOutcome::Skipped { .. } => r.skipped += 1,
+                    // A node passed over (it could not be drained) is left below the target, as a skipped one.
+                    HostOutcome::Skipped { .. } | HostOutcome::PassedOver { .. } => r.skipped += 1,
                     HostOutcome::NotStarted { .. } => {
                         self.ended.remove(&report.host);
                         return false;

@@ -25,6 +25,8 @@ pub(crate) mod run;
 pub(crate) mod sequence;
 pub(crate) mod shared_steps;
 pub(crate) mod step_runner;
+pub(crate) mod undrainable;
+pub(crate) mod validation;
 pub(crate) mod verify;
 
 /// Awaits futures on the current task (they borrow the run), at most `forks` at once, and returns their outputs in

@@ -40,6 +40,7 @@ pub(crate) async fn run(
             StopReason::Threshold { batch, failed, size, max_fail: max_fail.to_string(), blue: false }
         }
         BatchStop::Interrupted => StopReason::HaltedBatches { halt: run.halt(), blue: false },
+        BatchStop::Gate(reason) => reason,
     });
     (reports, stopped)
 }
@@ -98,6 +99,10 @@ where
             let index = index + offset;
             run.event(Event::BatchFinished { phase, index, failed, size });
             threshold_exceeded(failed, size, max_fail)
+        },
+        async |index, hosts| {
+            let what = format!("batch {}", index + offset);
+            super::control_plane::validate_before(run, &what, hosts).await
         },
         |index, hosts| {
             let index = index + offset;

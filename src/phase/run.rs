@@ -59,6 +59,8 @@ pub(crate) struct UpgradeRun {
     pub kured_lock: super::kured_lock::Slot,
     /// The one reader of the cluster for nodes waiting to be Ready (poller.rs).
     pub poller: super::poller::NodePoller,
+    /// The validation between batches and between masters: the baseline and the workloads drained so far.
+    pub validation: super::validation::Validation,
     /// What the gate on removed APIs let through on an acknowledgement, for the summary (api_removals.rs).
     pub api_removals_acknowledged: Mutex<Vec<String>>,
     /// A hop of an update path: the path's final target, through which the gate on removed APIs weighs the minors
@@ -114,6 +116,7 @@ impl UpgradeRun {
             fence: super::fence::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),
+            validation: super::validation::Validation::default(),
             api_removals_acknowledged: Mutex::default(),
             api_removals_through: Mutex::default(),
             image_repository: Mutex::new(None),
@@ -500,11 +503,18 @@ impl UpgradeRun {
             duration: started.elapsed(),
             window,
         };
+        if report.outcome.is_failure() {
+            self.validation.excuse(&self.node_name(host));
+        }
         let (record, detail) = match &report.outcome {
             HostOutcome::Upgraded { .. } => (Some(HostRecord::Upgraded), String::new()),
             HostOutcome::Skipped { reason } => (Some(HostRecord::Skipped), reason.clone()),
             HostOutcome::Failed { step, reason, .. } => (Some(HostRecord::Failed), format!("{step}: {reason}")),
             HostOutcome::NotStarted { .. } => (None, String::new()),
+            // Not upgraded: a re-run tries it again, as it does a failed host.
+            HostOutcome::PassedOver { behavior, blocked_by, .. } => {
+                (Some(HostRecord::Failed), format!("drain: passed over ({behavior}): {}", blocked_by.join("; ")))
+            }
         };
         if let Some(outcome) = record {
             let _ = self

@@ -87,6 +87,14 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
     let mut attempt = Attempt { cordoned: was_cordoned, upgraded: false, clock: WindowClock::default() };
     let outcome = match steps(run, host, role, was_cordoned, at_target, &mut attempt).await {
         Ok(()) => HostOutcome::Upgraded { left_cordoned: was_cordoned },
+        Err(f) if passes_over(run, host, role, &f) => {
+            let behavior = super::undrainable::behavior(run, host);
+            let left_cordoned = attempt.cordoned && !was_cordoned;
+            match super::undrainable::pass_over(run, host, behavior, &f, left_cordoned).await {
+                Some(outcome) => outcome,
+                None => HostOutcome::Failed { step: f.step, reason: f.reason, unreachable: false, left_cordoned },
+            }
+        }
         Err(f) => {
             // Not after the cluster lock was lost: another controller may hold the cluster now, and this run writes
             // nothing more to it; the node is left cordoned and listed (the summary's left_cordoned).
@@ -103,6 +111,17 @@ pub(crate) async fn upgrade_host(run: &UpgradeRun, host: &str, role: Role) -> Ho
     };
     let window = attempt.clock.window();
     run.host_completed_with_window(phase, host, outcome, started, window).await
+}
+
+/// A node's drain that failed on its own (not interrupted, the host reachable, the lock held) and whose
+/// `upgrade_undrainable_node_behavior` is not `fail`: the node is passed over rather than failed.
+fn passes_over(run: &UpgradeRun, host: &str, role: Role, failure: &StepFailure) -> bool {
+    role == Role::Node
+        && failure.step == Step::Drain
+        && !failure.interrupted
+        && !failure.unreachable
+        && !run.fence.lost()
+        && super::undrainable::behavior(run, host) != super::undrainable::Behavior::Fail
 }
 
 /// Runs a built-in step after the safe-point check.
@@ -491,7 +510,11 @@ async fn after_drain_failure(
     if failure.timed_out && limit.seconds() > 0 {
         failure.reason = format!("drain timed out after {limit}");
     }
-    let keep = !run.host_flag(host, "upgrade_uncordon_after_drain_failure", true);
+    // A node quarantined stays cordoned (undrainable.rs); `schedule` and `fail` give the capacity back.
+    let quarantine = role == Role::Node
+        && !failure.interrupted
+        && super::undrainable::behavior(run, host) == super::undrainable::Behavior::Quarantine;
+    let keep = quarantine || !run.host_flag(host, "upgrade_uncordon_after_drain_failure", true);
     if was_cordoned || keep || failure.unreachable {
         return failure;
     }

@@ -301,6 +301,36 @@ fn bad_settings_name_their_place() {
 }
 
 #[test]
+fn bad_validation_settings_are_refused_at_their_place_before_anything_connects() {
+    for (name, value) in [
+        ("upgrade_validate_count", json!(0)),
+        ("upgrade_validate_count", json!("twice")),
+        ("upgrade_validation_interval", json!("0")),
+        ("upgrade_validation_timeout", json!("a while")),
+        ("upgrade_batch_soak_seconds", json!("long")),
+    ] {
+        let err = build(&cluster().var("all", name, value.clone(), 50), &[]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Input, "{name}={value}");
+        assert_eq!(err.location, Some(Location::new("hosts", 50, 1)), "{name}={value}: {err}");
+        assert!(err.message.contains(name), "{err}");
+        assert!(err.hint.is_some());
+    }
+    // A soak with the validation off has nothing to watch with: refused at the soak's line.
+    let inv = cluster().var("all", "upgrade_validation_timeout", json!(0), 40).var(
+        "all",
+        "upgrade_batch_soak_seconds",
+        json!(60),
+        50,
+    );
+    let err = build(&inv, &[]).unwrap_err();
+    assert_eq!(err.location, Some(Location::new("hosts", 50, 1)), "{err}");
+    assert!(err.message.contains("upgrade_validation_timeout is 0"), "{err}");
+    // Templated values are the run's to render and check.
+    assert!(build(&cluster().var("all", "upgrade_validate_count", json!("{{ n }}"), 50), &[]).is_ok());
+    assert!(build(&cluster().var("all", "upgrade_validation_timeout", json!(0), 50), &[]).is_ok());
+}
+
+#[test]
 fn no_masters_is_an_input_error() {
     let inv = TestInventory::new().group("nodes", &["n1"]);
     let err = build(&inv, &[]).unwrap_err();

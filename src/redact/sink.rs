@@ -40,6 +40,10 @@ fn report_texts(report: &mut HostReport, f: &mut dyn FnMut(&mut String)) {
         HostOutcome::Skipped { reason } | HostOutcome::NotStarted { reason } | HostOutcome::Failed { reason, .. } => {
             f(reason)
         }
+        HostOutcome::PassedOver { blocked_by, fix, .. } => {
+            blocked_by.iter_mut().for_each(&mut *f);
+            f(fix)
+        }
         HostOutcome::Upgraded { .. } => {}
     }
 }

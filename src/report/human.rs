@@ -294,6 +294,11 @@ impl EventSink for HumanReporter {
                         format!("[{host}] {} at {step}: {reason}", self.paint("FAILED", "1;31"))
                     }
                     HostOutcome::NotStarted { reason } => format!("[{host}] not started: {reason}"),
+                    HostOutcome::PassedOver { behavior, blocked_by, .. } => format!(
+                        "[{host}] {} (could not be drained, {behavior}): {}",
+                        self.paint("PASSED OVER", "1;33"),
+                        blocked_by.join("; ")
+                    ),
                 };
                 self.write(&[line]);
             }
@@ -384,7 +389,7 @@ pub(crate) fn summary_lines(summary: &Summary) -> Vec<String> {
             .filter_map(|r| pick(&r.outcome).map(|detail| format!("  {} ({}){detail}", r.host, r.phase)))
             .collect()
     };
-    let sections: [(&str, Vec<String>); 4] = [
+    let sections: [(&str, Vec<String>); 5] = [
         ("upgraded", group(&|o| matches!(o, HostOutcome::Upgraded { .. }).then(String::new))),
         (
             "skipped",
@@ -403,6 +408,15 @@ pub(crate) fn summary_lines(summary: &Summary) -> Vec<String> {
         (
             "not started",
             group(&|o| if let HostOutcome::NotStarted { reason } = o { Some(format!(": {reason}")) } else { None }),
+        ),
+        (
+            "passed over, below the target (could not be drained)",
+            group(&|o| match o {
+                HostOutcome::PassedOver { behavior, blocked_by, fix, .. } => {
+                    Some(format!(" ({behavior}): {}; to finish it: {fix}", blocked_by.join("; ")))
+                }
+                _ => None,
+            }),
         ),
     ];
     for (title, entries) in sections {

@@ -38,7 +38,8 @@ pub(crate) fn render_reports(reports: &[HostReport]) -> String {
     let count = |pred: &dyn Fn(&HostOutcome) -> bool, phase: Option<Phase>| {
         reports.iter().filter(|r| phase.is_none_or(|p| r.phase == p) && pred(&r.outcome)).count()
     };
-    let failed = |o: &HostOutcome| matches!(o, HostOutcome::Failed { .. });
+    // A node passed over is below the target: a failure of its test case, of the kind `passed-over`.
+    let failed = |o: &HostOutcome| matches!(o, HostOutcome::Failed { .. } | HostOutcome::PassedOver { .. });
     let skipped = |o: &HostOutcome| matches!(o, HostOutcome::Skipped { .. } | HostOutcome::NotStarted { .. });
     let total_time: f64 = reports.iter().map(|r| r.duration.as_secs_f64()).sum();
 
@@ -75,6 +76,15 @@ pub(crate) fn render_reports(reports: &[HostReport]) -> String {
                 HostOutcome::Upgraded { .. } => xml.push_str("/>\n"),
                 HostOutcome::Skipped { reason } | HostOutcome::NotStarted { reason } => {
                     let _ = write!(xml, ">\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(reason));
+                }
+                HostOutcome::PassedOver { behavior, blocked_by, fix, .. } => {
+                    let message = format!("passed over ({behavior}): {}", blocked_by.join("; "));
+                    let _ = write!(
+                        xml,
+                        ">\n      <failure message=\"{}\" type=\"passed-over\">{}</failure>\n    </testcase>\n",
+                        escape(&message),
+                        escape(&format!("{message}\nto finish it: {fix}"))
+                    );
                 }
                 HostOutcome::Failed { step, reason, .. } => {
                     let kind = if case.phase == Phase::Preflight { case.phase.to_string() } else { step.to_string() };
@@ -150,5 +160,23 @@ mod tests {
         assert!(xml.contains("<testcase classname=\"upgrade.control-plane\" name=\"m1\" time=\"1.500\"/>"));
         assert!(xml.contains("message=\"drain: drain timed out after 5m &lt;pods&gt;\" type=\"drain\""));
         assert!(!xml.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn a_node_passed_over_is_a_failure_of_its_own_type_with_what_finishes_it() {
+        let xml = render_reports(&[report(
+            Phase::Nodes,
+            "n1",
+            HostOutcome::PassedOver {
+                behavior: "quarantine".into(),
+                blocked_by: vec!["PodDisruptionBudget default/guarded allows 0 disruptions".into()],
+                left_cordoned: true,
+                fix: "upgrade --inventory hosts.yml --limit n1".into(),
+            },
+        )]);
+        assert!(xml.contains("failures=\"1\""), "{xml}");
+        assert!(xml.contains("type=\"passed-over\""), "{xml}");
+        assert!(xml.contains("passed over (quarantine): PodDisruptionBudget default/guarded allows 0 disruptions"));
+        assert!(xml.contains("to finish it: upgrade --inventory hosts.yml --limit n1"), "{xml}");
     }
 }

@@ -157,6 +157,9 @@ impl EventSink for HostLogReporter {
                     HostOutcome::Skipped { reason } => format!("skipped: {reason}"),
                     HostOutcome::Failed { step, reason, .. } => format!("FAILED at {step}: {reason}"),
                     HostOutcome::NotStarted { reason } => format!("not started: {reason}"),
+                    HostOutcome::PassedOver { behavior, blocked_by, .. } => {
+                        format!("PASSED OVER (could not be drained, {behavior}): {}", blocked_by.join("; "))
+                    }
                 };
                 self.write(
                     &report.host,

@@ -14,6 +14,7 @@ mod serial;
 mod target;
 #[cfg(test)]
 mod tests;
+mod validation;
 
 pub use hooks::*;
 pub use labels::*;
@@ -23,3 +24,4 @@ pub use readers::*;
 pub use resolve::*;
 pub use serial::*;
 pub use target::*;
+pub use validation::*;

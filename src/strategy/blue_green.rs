@@ -247,6 +247,7 @@ pub(crate) async fn run(
                 StopReason::Threshold { batch, failed, size, max_fail: max_fail.to_string(), blue: true }
             }
             BatchStop::Interrupted => StopReason::HaltedBatches { halt: run.halt(), blue: true },
+            BatchStop::Gate(reason) => reason,
         });
     }
     (reports, stopped)

@@ -437,6 +437,8 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
             json!({"kind": "APIResourceList", "groupVersion": "apps/v1", "resources": [
                 resource("daemonsets", "DaemonSet", true, &["get", "list"], &["ds"]),
                 resource("replicasets", "ReplicaSet", true, &["get", "list"], &["rs"]),
+                resource("deployments", "Deployment", true, &["get", "list"], &["deploy"]),
+                resource("statefulsets", "StatefulSet", true, &["get", "list"], &["sts"]),
             ]}),
         ),
         ("GET", ["apis", "authorization.k8s.io", "v1"]) => json_response(
@@ -528,6 +530,17 @@ fn route(state: &mut State, method: &str, path: &str, query: &str, body: &[u8]) 
                 201,
                 json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
             )
+        }
+        // The validation between batches lists the controllers: the stand-in keeps none as objects (its pods' owners
+        // are names only), so each list is empty and the validation waits for no workload here.
+        ("GET", ["apis", "apps", "v1", plural @ ("deployments" | "statefulsets" | "daemonsets" | "replicasets")]) => {
+            let kind = match *plural {
+                "deployments" => "DeploymentList",
+                "statefulsets" => "StatefulSetList",
+                "daemonsets" => "DaemonSetList",
+                _ => "ReplicaSetList",
+            };
+            json_response(200, json!({"kind": kind, "apiVersion": "apps/v1", "metadata": {}, "items": []}))
         }
         // kured is not installed here (its DaemonSet is read for its reboot lock).
         ("GET", ["apis", "apps", "v1", "namespaces", _, "daemonsets", "kured"]) => {
