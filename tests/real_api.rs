@@ -252,7 +252,9 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
               "spec": {{{budget}, "selector": {{"matchLabels": {{"app": "{name}"}}}}}}}}"#
         ));
         let want = replicas as usize;
-        self.api.wait_for(&format!("{replicas} {name} pods Running and Ready"), Duration::from_secs(60), || {
+        // The scheduler and kwok of a control plane started a moment ago, on a loaded machine, take their time: this
+        // is the test's setup, not what it checks.
+        self.api.wait_for(&format!("{replicas} {name} pods Running and Ready"), Duration::from_secs(180), || {
             self.pods(&format!("app={name}")).iter().filter(|(_, node, ready)| !node.is_empty() && *ready).count()
                 == want
         });
