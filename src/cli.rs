@@ -51,7 +51,8 @@ pub(crate) enum Command {
         mut_arg("fresh", |a| a.hide(true)),
         mut_arg("rollback_blue_green", |a| a.hide(true)),
         mut_arg("grace_period", |a| a.hide(true)),
-        mut_arg("junit", |a| a.hide(true))
+        mut_arg("junit", |a| a.hide(true)),
+        mut_arg("summary_md", |a| a.hide(true))
     )]
     Plan(UpgradeArgs),
     /// Before crossing a minor: what the target removes or requires (APIs, flags, feature gates, host
@@ -253,6 +254,11 @@ pub(crate) struct UpgradeArgs {
     /// Write a JUnit XML report (one test case per host and phase) to this file.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+
+    /// Write a Markdown summary of the run (result, counts, failures with their reasons, nodes left cordoned with the
+    /// fix, durations) to this file. When GITHUB_STEP_SUMMARY is set, the summary is also appended to that file.
+    #[arg(long, value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
 }
 
 /// How tasks are run on hosts; shared by the upgrade and `run-tasks`.

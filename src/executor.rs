@@ -18,7 +18,7 @@ use crate::plan::{Plan, plan_text, plan_text_brief};
 use crate::redact::Redactor;
 use crate::redact::sink::Redacting;
 use crate::report::output::OutputQueue;
-use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
+use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter, summary_md};
 use crate::session::{Remote, UpgradeRequest};
 use crate::settings::{OutputFormat, TargetVersion};
 use crate::strategy::{blue_green, hops};
@@ -29,6 +29,7 @@ use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
 /// `upgrade --inventory X`: the upgrade itself.
 pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
     let Remote { runtime, connect, engine: engine_options } = remote;
+    let started = std::time::Instant::now();
     let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
     let target = target_of(&plan, request, &inventory)?;
     check_hook_files(&plan, &crate::tasks::ansible_core_of(&inventory, &extra))?;
@@ -65,9 +66,12 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
         runtime.block_on(carry_out(request, &base, &journal, history, &target, stop_handle, stop, &stdout));
     drop(lock);
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
-    let junit = request.junit.as_ref().map(|path| write_junit(path, &redactor.summary(&summary))).transpose();
+    let redacted = redactor.summary(&summary);
+    let junit = request.junit.as_ref().map(|path| write_junit(path, &redacted)).transpose();
+    let markdown = write_summary_md(request, &redacted, started.elapsed(), &base.options.state_dir);
     drain_output(&stdout, OUTPUT_DRAIN_IDLE);
     junit.map_err(|e| redactor.error(e))?;
+    markdown.map_err(|e| redactor.error(e))?;
     match error {
         Some(e) => Err(redactor.error(e)),
         None => Ok(summary.exit_code().code()),
@@ -413,6 +417,33 @@ fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
         Error::internal(format!("cannot write the JUnit report {}: {e}", path.display()))
             .hint("check that its directory exists and is writable")
     })
+}
+
+/// The Markdown summary, to `--summary-md FILE` (replaced) and, when CI set `GITHUB_STEP_SUMMARY`, appended to that
+/// file (GitHub gathers every step's summary there). Written whatever happened, as the JUnit report.
+fn write_summary_md(request: &UpgradeRequest, summary: &Summary, took: Duration, state_dir: &Path) -> Result<()> {
+    let markdown = summary_md::render(summary, took, state_dir);
+    if let Some(path) = &request.summary_md {
+        std::fs::write(path, &markdown).map_err(|e| {
+            Error::internal(format!("cannot write the Markdown summary {}: {e}", path.display()))
+                .hint("check that its directory exists and is writable")
+        })?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(format!("{markdown}\n").as_bytes()));
+        appended.map_err(|e| {
+            Error::internal(format!(
+                "cannot append the Markdown summary to GITHUB_STEP_SUMMARY ({}): {e}",
+                Path::new(&path).display()
+            ))
+            .hint("check that the file GITHUB_STEP_SUMMARY names is writable, or unset it")
+        })?;
+    }
+    Ok(())
 }
 
 /// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence, for at most `grace`:

@@ -11,6 +11,7 @@ pub(super) fn plan(args: &UpgradeArgs) -> Result<i32> {
     // What only a run does is refused rather than ignored: a plan writes no report and starts nothing.
     let run_only = [
         (args.junit.is_some(), "--junit"),
+        (args.summary_md.is_some(), "--summary-md"),
         (args.fresh, "--fresh"),
         (args.rollback_blue_green, "--rollback-blue-green"),
     ];

@@ -7,6 +7,7 @@ pub(crate) mod log;
 pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod running;
+pub(crate) mod summary_md;
 
 use crate::events::{Event, EventSink, SharedSink};
 
