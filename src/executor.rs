@@ -14,9 +14,11 @@ use crate::journal::{DEFAULT_STATE_DIR, History, Journal, RunLock};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::manager::{self, preflight_failed};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
+use crate::plan::expected::{Estimate, phase_batches};
 use crate::plan::{Plan, plan_text, plan_text_brief};
 use crate::redact::Redactor;
 use crate::redact::sink::Redacting;
+use crate::report::eta::Eta;
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter, summary_md};
 use crate::session::{Remote, UpgradeRequest};
@@ -25,6 +27,9 @@ use crate::strategy::{blue_green, hops};
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::EngineOptions;
 use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
+
+/// How often the steps in flight are compared with their usual time.
+const STALL_CHECK: Duration = Duration::from_secs(1);
 
 /// `upgrade --inventory X`: the upgrade itself.
 pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
@@ -126,18 +131,22 @@ fn reporting(
 ) -> Reporting {
     let redactor = Arc::new(Redactor::from_hosts(hosts));
     let stdout = OutputQueue::stdout();
+    // The usual times of this inventory's earlier runs: the expected duration, the time left and the stalls.
+    let estimate = Estimate::from_state_dir(state_dir);
+    let expected = estimate.plan(plan);
+    let eta = Arc::new(Eta::new(estimate, phase_batches(plan)));
     let primary: SharedSink = match request.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
             if !request.rollback_blue_green {
                 // The hooks once per set of hosts sharing them; every host's with -v (and with --plan).
                 let text = if verbosity > 0 { plan_text(plan, inventory) } else { plan_text_brief(plan, inventory) };
-                let _ = write!(stdout.writer(), "{}", redactor.text(&text));
+                let _ = write!(stdout.writer(), "{}{}\n", redactor.text(&text), expected.line());
             }
             let state_dir = state_dir.canonicalize().unwrap_or_else(|_| state_dir.to_path_buf());
-            Arc::new(HumanReporter::for_terminal(verbosity, &stdout).with_state_dir(&state_dir))
+            Arc::new(HumanReporter::for_terminal(verbosity, &stdout).with_state_dir(&state_dir).with_eta(eta.clone()))
         }
-        OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
+        OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer()).with_eta(eta.clone())),
     };
     let (stop_handle, stop) = stop_signal();
     let stop_handle = Arc::new(stop_handle);
@@ -150,8 +159,12 @@ fn reporting(
         &state_dir.join("logs"),
         Box::new(move |path, error| log_failures.failed("the host log", path, error)),
     ));
+    // The time left is brought up to date before any reporter shows the event.
+    let eta_sink: SharedSink = eta.clone();
     let sink: SharedSink =
-        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
+        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![eta_sink, primary, host_logs])) });
+    // A step that stalls is said in every output (the reporters and the host log), once.
+    eta.watch_stalls(Arc::downgrade(&sink), STALL_CHECK);
     Reporting { redactor, stdout, sink, write_failures, stop_handle, stop }
 }
 

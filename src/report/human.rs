@@ -11,9 +11,10 @@ use crate::events::{Event, EventSink, TaskStatus};
 use crate::tasks::report::task_lines;
 use crate::vocabulary::{HostOutcome, Phase, Step, Summary};
 
+use super::eta::{Eta, stall_text};
 use super::log::HostLogReporter;
 use super::output::OutputQueue;
-use super::progress::ProgressBars;
+use super::progress::{ProgressBars, about_left};
 use super::running::{HEARTBEAT, Running, clock};
 
 pub(crate) struct HumanReporter {
@@ -34,6 +35,8 @@ pub(crate) struct HumanReporter {
     running: Arc<Mutex<Running>>,
     /// The state directory, said at the start and in the summary: where the run's record is.
     state_dir: Option<PathBuf>,
+    /// The time left, said at each batch and on the progress display.
+    eta: Option<Arc<Eta>>,
 }
 
 /// Where the lines go, shared with the heartbeat thread.
@@ -66,7 +69,14 @@ impl HumanReporter {
             settle: None,
             running: Arc::new(Mutex::new(Running::default())),
             state_dir: None,
+            eta: None,
         }
+    }
+
+    /// Says the time left at each batch and on the progress display.
+    pub(crate) fn with_eta(mut self, eta: Arc<Eta>) -> HumanReporter {
+        self.eta = Some(eta);
+        self
     }
 
     /// Says where the run's record is: the state directory, its journal and host logs.
@@ -183,7 +193,7 @@ impl EventSink for HumanReporter {
         });
         let event = &event;
         if let Some(progress) = &self.progress {
-            progress.event(event);
+            progress.event(event, self.eta.as_deref());
         }
         match event {
             Event::RunStarted { target, phases, resumed, .. } => {
@@ -209,7 +219,9 @@ impl EventSink for HumanReporter {
             }
             Event::BatchStarted { phase, index, total, hosts } => {
                 let what = if *phase == Phase::ControlPlane { "master" } else { "batch" };
-                self.write(&[format!("-- {what} {index}/{total}: {}", hosts.join(", "))]);
+                let left = self.eta.as_ref().and_then(|eta| eta.left());
+                let left = left.map(|left| format!(" ({} in the run)", about_left(left))).unwrap_or_default();
+                self.write(&[format!("-- {what} {index}/{total}: {}{left}", hosts.join(", "))]);
             }
             Event::BatchFinished { phase, failed, size, .. } if *phase == Phase::Nodes && *failed > 0 => {
                 self.write(&[format!("-- {failed} of {size} nodes of the batch failed")]);
@@ -301,6 +313,10 @@ impl EventSink for HumanReporter {
                     ),
                 };
                 self.write(&[line]);
+            }
+            Event::Stalled { host, step, running, usual, usual_measured, .. } => {
+                let text = stall_text(*step, *running, *usual, *usual_measured);
+                self.write(&[format!("[{host}] {} {text}", self.paint("STALLED?", "1;33"))]);
             }
             Event::Notice { host: Some(host), message } => self.write(&[format!("[{host}] {message}")]),
             Event::Notice { host: None, message } => self.write(&[message.clone()]),
