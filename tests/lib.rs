@@ -11,6 +11,7 @@ mod cluster_care;
 mod cluster_lock;
 mod cordons;
 mod debian;
+mod eta;
 mod etcd_backup;
 mod fail_closed;
 mod fake_cluster;

@@ -290,4 +290,56 @@ mod tests {
         assert!(*running >= Duration::from_secs(3));
         assert!(eta.stalls().is_empty(), "said once");
     }
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        }
+    }
+
+    #[test]
+    fn a_stalled_step_is_said_once_in_the_text_and_the_json_output() {
+        use std::sync::Arc;
+        let eta = Arc::new(Eta::with_min_extra(estimate(), vec![(Phase::Nodes, 1)], Duration::from_millis(100)));
+        let (text, json) = (Shared::default(), Shared::default());
+        let human = super::super::human::HumanReporter::new(Box::new(text.clone()), 0, false);
+        let json_out = super::super::json::JsonReporter::new(Box::new(json.clone()));
+        let sink: Arc<dyn EventSink> =
+            Arc::new(super::super::FanOut(vec![eta.clone(), Arc::new(human), Arc::new(json_out)]));
+        let watcher = eta.watch_stalls(Arc::downgrade(&sink), Duration::from_millis(50)).expect("thread");
+        sink.event(&Event::StepStarted { phase: Phase::Nodes, host: "n1".into(), step: Step::Drain });
+        std::thread::sleep(Duration::from_millis(4000));
+        drop(sink);
+        watcher.join().expect("the watcher ends with the sink");
+        let text = text.text();
+        let said: Vec<&str> = text.lines().filter(|l| l.contains("STALLED?")).collect();
+        assert_eq!(said.len(), 1, "{text}");
+        assert!(said[0].starts_with("[n1] STALLED? drain has run "), "{text}");
+        assert!(said[0].contains("over 3 times its usual 1s (from earlier runs on this inventory)"), "{text}");
+        let json = json.text();
+        let stalls: Vec<serde_json::Value> = json
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["event"] == "stall")
+            .collect();
+        assert_eq!(stalls.len(), 1, "{json}");
+        assert_eq!(stalls[0]["host"], "n1");
+        assert_eq!(stalls[0]["step"], "drain");
+        assert_eq!(stalls[0]["usual_seconds"], 1);
+        assert_eq!(stalls[0]["usual_from"], "earlier-runs");
+    }
 }
