@@ -19,6 +19,7 @@ use crate::plan::{Plan, plan_text, plan_text_brief};
 use crate::redact::Redactor;
 use crate::redact::sink::Redacting;
 use crate::report::eta::Eta;
+use crate::report::notify::{self, Notifier, NotifySettings};
 use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter, summary_md};
 use crate::session::{Remote, UpgradeRequest};
@@ -31,6 +32,9 @@ use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
 /// How often the steps in flight are compared with their usual time.
 const STALL_CHECK: Duration = Duration::from_secs(1);
 
+/// How long the end of a run waits for its notifications to be sent (two receivers' timeouts and a margin).
+const NOTIFY_FINISH: Duration = Duration::from_secs(2 * notify::TIMEOUT.as_secs() + 5);
+
 /// `upgrade --inventory X`: the upgrade itself.
 pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
     let Remote { runtime, connect, engine: engine_options } = remote;
@@ -40,6 +44,9 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     check_hook_files(&plan, &crate::tasks::ansible_core_of(&inventory, &extra))?;
     blue_green::check_surge_hooks(&plan)?;
 
+    let hosts = crate::inventory::host_vars_json(&inventory, &extra);
+    let notify = NotifySettings::read(&hosts, plan.masters.first().map(String::as_str), &inventory.path)?;
+
     let state_dir = request.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
     let mut lock = RunLock::acquire(&state_dir)?;
     let (journal, history) = Journal::open(&state_dir, request.fresh)?;
@@ -47,9 +54,8 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
     // Past this point every return goes through `drain_output`.
-    let hosts = crate::inventory::host_vars_json(&inventory, &extra);
-    let Reporting { redactor, stdout, sink, write_failures, stop_handle, stop } =
-        reporting(request, &plan, &inventory, &hosts, &state_dir, engine_options.verbosity);
+    let Reporting { redactor, stdout, sink, write_failures, stop_handle, stop, notifier } =
+        reporting(request, &plan, &inventory, &hosts, &state_dir, engine_options.verbosity, notify);
 
     let base = RunBase {
         inventory: Arc::new(inventory),
@@ -70,6 +76,10 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     let (summary, error) =
         runtime.block_on(carry_out(request, &base, &journal, history, &target, stop_handle, stop, &stdout));
     drop(lock);
+    // The run's end reaches the receivers (each has its own timeout), bounded: a dead receiver never holds the exit.
+    if let Some(notifier) = &notifier {
+        notifier.finish(NOTIFY_FINISH);
+    }
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
     let redacted = redactor.summary(&summary);
     let junit = request.junit.as_ref().map(|path| write_junit(path, &redacted)).transpose();
@@ -119,6 +129,8 @@ struct Reporting {
     write_failures: Arc<WriteFailures>,
     stop_handle: Arc<StopHandle>,
     stop: StopSignal,
+    /// `upgrade_notify_command` / `upgrade_notify_webhook_url`, when set.
+    notifier: Option<Arc<Notifier>>,
 }
 
 fn reporting(
@@ -128,6 +140,7 @@ fn reporting(
     hosts: &crate::inventory::HostVarsJson,
     state_dir: &Path,
     verbosity: u8,
+    notify: NotifySettings,
 ) -> Reporting {
     let redactor = Arc::new(Redactor::from_hosts(hosts));
     let stdout = OutputQueue::stdout();
@@ -161,11 +174,18 @@ fn reporting(
     ));
     // The time left is brought up to date before any reporter shows the event.
     let eta_sink: SharedSink = eta.clone();
-    let sink: SharedSink =
-        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![eta_sink, primary, host_logs])) });
-    // A step that stalls is said in every output (the reporters and the host log), once.
+    let mut sinks = vec![eta_sink, primary, host_logs];
+    let notifier = notify.any().then(|| Notifier::start(notify));
+    if let Some(notifier) = &notifier {
+        sinks.push(notifier.clone());
+    }
+    let sink: SharedSink = Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(sinks)) });
+    // A step that stalls is said in every output (the reporters, the host log, the notifications), once.
     eta.watch_stalls(Arc::downgrade(&sink), STALL_CHECK);
-    Reporting { redactor, stdout, sink, write_failures, stop_handle, stop }
+    if let Some(notifier) = &notifier {
+        notifier.say_through(Arc::downgrade(&sink));
+    }
+    Reporting { redactor, stdout, sink, write_failures, stop_handle, stop, notifier }
 }
 
 /// The run itself, under one watcher of the signals: every hop of the update path, or the blue-green rollback; then

@@ -26,6 +26,7 @@ mod kured;
 mod layers;
 mod lease;
 mod live_plan;
+mod notify;
 mod openshift;
 mod openshift_control_plane;
 mod ops;

@@ -5,6 +5,7 @@ pub(crate) mod human;
 pub(crate) mod json;
 pub(crate) mod junit;
 pub(crate) mod log;
+pub(crate) mod notify;
 pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod running;
