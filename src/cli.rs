@@ -66,6 +66,31 @@ pub(crate) enum Command {
     /// hosts done, failed and left, and its last renewal, read from the cluster-wide lock; the last run's result when
     /// none is in progress. Changes nothing.
     Status(StatusArgs),
+    /// A picture of a recorded run, from the state directory's journal: one row per host with its steps as bars on
+    /// a time axis, the phases as bands, and the durations, slowest first (--html, --svg). Changes nothing.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ReportArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// The run to draw, by its id (the journal's `run`); default: the last one.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+
+    /// Write the page (the timeline, the failures, the durations table; one file, no script) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write the timeline alone as an SVG picture to this file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Where the journal lives (default: .upgrade-state next to the inventory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

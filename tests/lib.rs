@@ -40,6 +40,7 @@ mod restore_cluster;
 mod ssh;
 mod strategies;
 mod tasks;
+mod timeline;
 mod undrainable;
 mod upgrade;
 mod validation;

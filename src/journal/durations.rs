@@ -35,16 +35,7 @@ impl Durations {
             name.starts_with("journal.") && name.ends_with(".jsonl")
         });
         paths.sort();
-        let mut entries = Vec::new();
-        for path in paths {
-            let Ok(file) = std::fs::File::open(&path) else { continue };
-            // A line cut short by a crash is skipped, as when the journal is read to resume.
-            for line in std::io::BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
-                if let Ok(entry) = serde_json::from_slice::<JournalEntry>(&line) {
-                    entries.push(entry);
-                }
-            }
-        }
+        let entries: Vec<JournalEntry> = paths.iter().flat_map(|p| entries_of(p).unwrap_or_default()).collect();
         Durations::from_entries(&entries)
     }
 
@@ -121,6 +112,19 @@ impl Durations {
     pub(crate) fn phase_seconds(&self, phase: Phase) -> Option<f64> {
         median(self.phases.get(&phase)?)
     }
+}
+
+/// Every whole entry of one journal file; a line cut short by a crash is skipped, as when the journal is read to
+/// resume.
+pub(crate) fn entries_of(path: &Path) -> std::io::Result<Vec<JournalEntry>> {
+    let file = std::fs::File::open(path)?;
+    let mut entries = Vec::new();
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        if let Ok(entry) = serde_json::from_slice::<JournalEntry>(&line?) {
+            entries.push(entry);
+        }
+    }
+    Ok(entries)
 }
 
 fn median(values: &[f64]) -> Option<f64> {

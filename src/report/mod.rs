@@ -10,6 +10,7 @@ pub(crate) mod output;
 pub(crate) mod progress;
 pub(crate) mod running;
 pub(crate) mod summary_md;
+pub(crate) mod timeline;
 
 use crate::events::{Event, EventSink, SharedSink};
 
