@@ -58,16 +58,19 @@ pub(crate) fn parse_utc_millis(text: &str) -> Option<u64> {
         let digits: String = fraction.chars().chain("000".chars()).take(3).collect();
         digits.parse::<i64>().ok()?
     };
-    // Howard Hinnant's days-from-civil.
+    let secs = days_from_civil(y, m, day) * 86_400 + h * 3600 + mi * 60 + s;
+    u64::try_from(secs * 1000 + ms).ok()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
     let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + s;
-    u64::try_from(secs * 1000 + ms).ok()
+    era * 146_097 + doe - 719_468
 }
 
 /// `12s`, `4m05s`, `2h10m`.

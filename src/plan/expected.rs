@@ -146,14 +146,7 @@ fn default_step_seconds(step: Step) -> f64 {
         Step::Drain | Step::Upgrade => 300.0,
         Step::WaitReady | Step::ControlPlanePods => 180.0,
         Step::Restart | Step::ControlPlaneHealth | Step::Backup => 120.0,
-        Step::PreCordonHook
-        | Step::PreDrainHook
-        | Step::PreHook
-        | Step::MidHook
-        | Step::PostHook
-        | Step::ClusterHook
-        | Step::SurgeAddHook
-        | Step::SurgeRemoveHook => 180.0,
+        step if step.is_hook() => 180.0,
         _ => 60.0,
     }
 }

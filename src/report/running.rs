@@ -22,14 +22,7 @@ pub(crate) fn waits_for(step: Step) -> &'static str {
         Step::Backup => "taking the etcd snapshot",
         Step::ConfigBackup => "copying the configuration files",
         Step::Csr => "reading the pending certificate signing requests",
-        Step::PreCordonHook
-        | Step::PreDrainHook
-        | Step::PreHook
-        | Step::MidHook
-        | Step::PostHook
-        | Step::ClusterHook
-        | Step::SurgeAddHook
-        | Step::SurgeRemoveHook => "running the hook's tasks",
+        step if step.is_hook() => "running the hook's tasks",
         Step::ReadCluster | Step::Verify => "reading the cluster",
         _ => "running",
     }
