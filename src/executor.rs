@@ -154,7 +154,7 @@ fn reporting(
             if !request.rollback_blue_green {
                 // The hooks once per set of hosts sharing them; every host's with -v (and with --plan).
                 let text = if verbosity > 0 { plan_text(plan, inventory) } else { plan_text_brief(plan, inventory) };
-                let _ = write!(stdout.writer(), "{}{}\n", redactor.text(&text), expected.line());
+                let _ = writeln!(stdout.writer(), "{}{}", redactor.text(&text), expected.line());
             }
             let state_dir = state_dir.canonicalize().unwrap_or_else(|_| state_dir.to_path_buf());
             Arc::new(HumanReporter::for_terminal(verbosity, &stdout).with_state_dir(&state_dir).with_eta(eta.clone()))

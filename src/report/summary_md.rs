@@ -140,7 +140,7 @@ fn durations(md: &mut String, summary: &Summary) {
     if hosts.is_empty() {
         return;
     }
-    hosts.sort_by(|a, b| b.duration.cmp(&a.duration));
+    hosts.sort_by_key(|r| std::cmp::Reverse(r.duration));
     let shown = if hosts.len() > SLOWEST { format!(", {SLOWEST} of {}", hosts.len()) } else { String::new() };
     let _ = writeln!(md, "### Durations (slowest first{shown})\n");
     md.push_str("| host | phase | time | cordoned (cordon to uncordon) |\n| --- | --- | ---: | --- |\n");
