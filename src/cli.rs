@@ -51,7 +51,8 @@ pub(crate) enum Command {
         mut_arg("fresh", |a| a.hide(true)),
         mut_arg("rollback_blue_green", |a| a.hide(true)),
         mut_arg("grace_period", |a| a.hide(true)),
-        mut_arg("junit", |a| a.hide(true))
+        mut_arg("junit", |a| a.hide(true)),
+        mut_arg("summary_md", |a| a.hide(true))
     )]
     Plan(UpgradeArgs),
     /// Before crossing a minor: what the target removes or requires (APIs, flags, feature gates, host
@@ -65,6 +66,31 @@ pub(crate) enum Command {
     /// hosts done, failed and left, and its last renewal, read from the cluster-wide lock; the last run's result when
     /// none is in progress. Changes nothing.
     Status(StatusArgs),
+    /// A picture of a recorded run, from the state directory's journal: one row per host with its steps as bars on
+    /// a time axis, the phases as bands, and the durations, slowest first (--html, --svg). Changes nothing.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ReportArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+
+    /// The run to draw, by its id (the journal's `run`); default: the last one.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+
+    /// Write the page (the timeline, the failures, the durations table; one file, no script) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write the timeline alone as an SVG picture to this file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Where the journal lives (default: .upgrade-state next to the inventory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -253,6 +279,11 @@ pub(crate) struct UpgradeArgs {
     /// Write a JUnit XML report (one test case per host and phase) to this file.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+
+    /// Write a Markdown summary of the run (result, counts, failures with their reasons, nodes left cordoned with the
+    /// fix, durations) to this file. When GITHUB_STEP_SUMMARY is set, the summary is also appended to that file.
+    #[arg(long, value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
 }
 
 /// How tasks are run on hosts; shared by the upgrade and `run-tasks`.

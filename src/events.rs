@@ -140,6 +140,16 @@ pub enum Event {
         host: Option<String>,
         message: String,
     },
+    /// A step has run past 3 times its usual time (and at least 2 minutes more): said once per step.
+    Stalled {
+        phase: Phase,
+        host: String,
+        step: Step,
+        running: Duration,
+        usual: Duration,
+        /// Earlier runs on this inventory measured the usual time (else it is a default).
+        usual_measured: bool,
+    },
     /// The run is over; the summary says what was done and what is left.
     RunFinished {
         summary: Summary,

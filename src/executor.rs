@@ -14,11 +14,14 @@ use crate::journal::{DEFAULT_STATE_DIR, History, Journal, RunLock};
 use crate::phase::batches::{StopHandle, StopSignal, stop_signal};
 use crate::phase::manager::{self, preflight_failed};
 use crate::phase::run::{RunOptions, RunParts, UpgradeRun, WriteFailures};
+use crate::plan::expected::{Estimate, phase_batches};
 use crate::plan::{Plan, plan_text, plan_text_brief};
 use crate::redact::Redactor;
 use crate::redact::sink::Redacting;
+use crate::report::eta::Eta;
+use crate::report::notify::{self, Notifier, NotifySettings};
 use crate::report::output::OutputQueue;
-use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter};
+use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter, summary_md};
 use crate::session::{Remote, UpgradeRequest};
 use crate::settings::{OutputFormat, TargetVersion};
 use crate::strategy::{blue_green, hops};
@@ -26,13 +29,23 @@ use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::EngineOptions;
 use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
 
+/// How often the steps in flight are compared with their usual time.
+const STALL_CHECK: Duration = Duration::from_secs(1);
+
+/// How long the end of a run waits for its notifications to be sent (two receivers' timeouts and a margin).
+const NOTIFY_FINISH: Duration = Duration::from_secs(2 * notify::TIMEOUT.as_secs() + 5);
+
 /// `upgrade --inventory X`: the upgrade itself.
 pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
     let Remote { runtime, connect, engine: engine_options } = remote;
+    let started = std::time::Instant::now();
     let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
     let target = target_of(&plan, request, &inventory)?;
     check_hook_files(&plan, &crate::tasks::ansible_core_of(&inventory, &extra))?;
     blue_green::check_surge_hooks(&plan)?;
+
+    let hosts = crate::inventory::host_vars_json(&inventory, &extra);
+    let notify = NotifySettings::read(&hosts, plan.masters.first().map(String::as_str), &inventory.path)?;
 
     let state_dir = request.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
     let mut lock = RunLock::acquire(&state_dir)?;
@@ -41,9 +54,8 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
 
     // Past this point every return goes through `drain_output`.
-    let hosts = crate::inventory::host_vars_json(&inventory, &extra);
-    let Reporting { redactor, stdout, sink, write_failures, stop_handle, stop } =
-        reporting(request, &plan, &inventory, &hosts, &state_dir, engine_options.verbosity);
+    let Reporting { redactor, stdout, sink, write_failures, stop_handle, stop, notifier } =
+        reporting(request, &plan, &inventory, &hosts, &state_dir, engine_options.verbosity, notify);
 
     let base = RunBase {
         inventory: Arc::new(inventory),
@@ -64,10 +76,17 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     let (summary, error) =
         runtime.block_on(carry_out(request, &base, &journal, history, &target, stop_handle, stop, &stdout));
     drop(lock);
+    // The run's end reaches the receivers (each has its own timeout), bounded: a dead receiver never holds the exit.
+    if let Some(notifier) = &notifier {
+        notifier.finish(NOTIFY_FINISH);
+    }
     // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
-    let junit = request.junit.as_ref().map(|path| write_junit(path, &redactor.summary(&summary))).transpose();
+    let redacted = redactor.summary(&summary);
+    let junit = request.junit.as_ref().map(|path| write_junit(path, &redacted)).transpose();
+    let markdown = write_summary_md(request, &redacted, started.elapsed(), &base.options.state_dir);
     drain_output(&stdout, OUTPUT_DRAIN_IDLE);
     junit.map_err(|e| redactor.error(e))?;
+    markdown.map_err(|e| redactor.error(e))?;
     match error {
         Some(e) => Err(redactor.error(e)),
         None => Ok(summary.exit_code().code()),
@@ -110,6 +129,8 @@ struct Reporting {
     write_failures: Arc<WriteFailures>,
     stop_handle: Arc<StopHandle>,
     stop: StopSignal,
+    /// `upgrade_notify_command` / `upgrade_notify_webhook_url`, when set.
+    notifier: Option<Arc<Notifier>>,
 }
 
 fn reporting(
@@ -119,21 +140,26 @@ fn reporting(
     hosts: &crate::inventory::HostVarsJson,
     state_dir: &Path,
     verbosity: u8,
+    notify: NotifySettings,
 ) -> Reporting {
     let redactor = Arc::new(Redactor::from_hosts(hosts));
     let stdout = OutputQueue::stdout();
+    // The usual times of this inventory's earlier runs: the expected duration, the time left and the stalls.
+    let estimate = Estimate::from_state_dir(state_dir);
+    let expected = estimate.plan(plan);
+    let eta = Arc::new(Eta::new(estimate, phase_batches(plan)));
     let primary: SharedSink = match request.output {
         OutputFormat::Text => {
             // Only text mode prints the plan: in JSON mode stdout carries JSON lines and nothing else.
             if !request.rollback_blue_green {
                 // The hooks once per set of hosts sharing them; every host's with -v (and with --plan).
                 let text = if verbosity > 0 { plan_text(plan, inventory) } else { plan_text_brief(plan, inventory) };
-                let _ = write!(stdout.writer(), "{}", redactor.text(&text));
+                let _ = writeln!(stdout.writer(), "{}{}", redactor.text(&text), expected.line());
             }
             let state_dir = state_dir.canonicalize().unwrap_or_else(|_| state_dir.to_path_buf());
-            Arc::new(HumanReporter::for_terminal(verbosity, &stdout).with_state_dir(&state_dir))
+            Arc::new(HumanReporter::for_terminal(verbosity, &stdout).with_state_dir(&state_dir).with_eta(eta.clone()))
         }
-        OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer())),
+        OutputFormat::Json => Arc::new(JsonReporter::new(stdout.writer()).with_eta(eta.clone())),
     };
     let (stop_handle, stop) = stop_signal();
     let stop_handle = Arc::new(stop_handle);
@@ -146,9 +172,20 @@ fn reporting(
         &state_dir.join("logs"),
         Box::new(move |path, error| log_failures.failed("the host log", path, error)),
     ));
-    let sink: SharedSink =
-        Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(vec![primary, host_logs])) });
-    Reporting { redactor, stdout, sink, write_failures, stop_handle, stop }
+    // The time left is brought up to date before any reporter shows the event.
+    let eta_sink: SharedSink = eta.clone();
+    let mut sinks = vec![eta_sink, primary, host_logs];
+    let notifier = notify.any().then(|| Notifier::start(notify));
+    if let Some(notifier) = &notifier {
+        sinks.push(notifier.clone());
+    }
+    let sink: SharedSink = Arc::new(Redacting { redactor: redactor.clone(), inner: Arc::new(FanOut(sinks)) });
+    // A step that stalls is said in every output (the reporters, the host log, the notifications), once.
+    eta.watch_stalls(Arc::downgrade(&sink), STALL_CHECK);
+    if let Some(notifier) = &notifier {
+        notifier.say_through(Arc::downgrade(&sink));
+    }
+    Reporting { redactor, stdout, sink, write_failures, stop_handle, stop, notifier }
 }
 
 /// The run itself, under one watcher of the signals: every hop of the update path, or the blue-green rollback; then
@@ -413,6 +450,33 @@ fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
         Error::internal(format!("cannot write the JUnit report {}: {e}", path.display()))
             .hint("check that its directory exists and is writable")
     })
+}
+
+/// The Markdown summary, to `--summary-md FILE` (replaced) and, when CI set `GITHUB_STEP_SUMMARY`, appended to that
+/// file (GitHub gathers every step's summary there). Written whatever happened, as the JUnit report.
+fn write_summary_md(request: &UpgradeRequest, summary: &Summary, took: Duration, state_dir: &Path) -> Result<()> {
+    let markdown = summary_md::render(summary, took, state_dir);
+    if let Some(path) = &request.summary_md {
+        std::fs::write(path, &markdown).map_err(|e| {
+            Error::internal(format!("cannot write the Markdown summary {}: {e}", path.display()))
+                .hint("check that its directory exists and is writable")
+        })?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(format!("{markdown}\n").as_bytes()));
+        appended.map_err(|e| {
+            Error::internal(format!(
+                "cannot append the Markdown summary to GITHUB_STEP_SUMMARY ({}): {e}",
+                Path::new(&path).display()
+            ))
+            .hint("check that the file GITHUB_STEP_SUMMARY names is writable, or unset it")
+        })?;
+    }
+    Ok(())
 }
 
 /// The first SIGINT or SIGTERM stops starting new hosts; hosts in flight finish their sequence, for at most `grace`:

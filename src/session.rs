@@ -32,6 +32,8 @@ pub struct UpgradeRequest {
     /// After a first interrupt, how long hosts in flight may take to finish their sequence.
     pub grace_period: Duration,
     pub junit: Option<PathBuf>,
+    /// `--summary-md FILE`: the Markdown summary for CI.
+    pub summary_md: Option<PathBuf>,
 }
 
 /// What every command that reaches hosts shares, built once by `commands` from the command line: the runtime, how

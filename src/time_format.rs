@@ -40,6 +40,49 @@ pub(crate) fn civil(t: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
     (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
 }
 
+/// Reads `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, as client-go, the cluster lock and the journal write it: milliseconds since the epoch).
+pub(crate) fn parse_utc_millis(text: &str) -> Option<u64> {
+    let text = text.trim().strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
+    let mut c = clock.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, mi, s) = (c.next()??, c.next()??, c.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let ms = if fraction.is_empty() {
+        0
+    } else {
+        let digits: String = fraction.chars().chain("000".chars()).take(3).collect();
+        digits.parse::<i64>().ok()?
+    };
+    let secs = days_from_civil(y, m, day) * 86_400 + h * 3600 + mi * 60 + s;
+    u64::try_from(secs * 1000 + ms).ok()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `12s`, `4m05s`, `2h10m`.
+pub(crate) fn short_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,6 +148,21 @@ pub enum Step {
 }
 
 impl Step {
+    /// A hook of the operator's (task files run as a step), not a built-in step.
+    pub fn is_hook(self) -> bool {
+        matches!(
+            self,
+            Step::PreCordonHook
+                | Step::PreDrainHook
+                | Step::PreHook
+                | Step::MidHook
+                | Step::PostHook
+                | Step::ClusterHook
+                | Step::SurgeAddHook
+                | Step::SurgeRemoveHook
+        )
+    }
+
     /// A step whose command prints what the run parses from the cluster (the node list, the pods): its output is
     /// read whole, since the bound of command output would cut the answer of a large cluster.
     pub fn reads_cluster(self) -> bool {

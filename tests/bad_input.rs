@@ -473,10 +473,18 @@ fn a_bare_inventory_path_and_a_dry_run_flag_are_answered_with_what_to_type() {
 fn plan_help_lists_only_what_applies_to_a_plan_and_a_run_only_flag_is_refused() {
     let help = Scenario::new().args(["plan", "--help"]).success();
     let help = help.stdout_has("--live").stdout_has("--serial").stdout_has("--target-version");
-    for run_only in ["--junit", "--fresh", "--rollback-blue-green", "--grace-period", "--yes", "\n      --plan "] {
+    for run_only in
+        ["--junit", "--summary-md", "--fresh", "--rollback-blue-green", "--grace-period", "--yes", "\n      --plan "]
+    {
         assert!(!help.stdout.contains(run_only), "plan --help lists {run_only:?}:\n{}", help.stdout);
     }
-    for (flag, more) in [("--junit", Some("r.xml")), ("--fresh", None), ("--rollback-blue-green", None)] {
+    let refused = [
+        ("--junit", Some("r.xml")),
+        ("--summary-md", Some("s.md")),
+        ("--fresh", None),
+        ("--rollback-blue-green", None),
+    ];
+    for (flag, more) in refused {
         let mut args = vec!["plan", "-i", "hosts.ini", flag];
         args.extend(more);
         Scenario::new()

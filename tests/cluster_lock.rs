@@ -151,9 +151,10 @@ fn status_from_anywhere_shows_the_run_in_progress_its_phase_batch_and_hosts_then
     assert_eq!(seen["progress"]["batches"], 3, "serial 1: one node a batch: {seen}");
     assert!(seen["progress"]["done"].as_u64().unwrap() >= 1, "the first node is done by batch 2: {seen}");
     assert!(seen["renewed_seconds_ago"].as_u64().unwrap() < 60, "{seen}");
+    assert!(seen["progress"]["eta_seconds"].as_u64().is_some(), "the time left as of the record: {seen}");
     let text = status(&cluster, &[]).expect_code(0);
     let text = text.stdout_has("upgrade in progress (cluster lock kube-system/upgrade-lock)");
-    drop(text.stdout_has("  now: nodes: batch "));
+    drop(text.stdout_has("  now: nodes: batch ").stdout_has(" - about "));
 
     drop(first.finish().expect_code(0));
     let after = status(&cluster, &[]).expect_code(0);

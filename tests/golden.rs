@@ -82,6 +82,9 @@ impl Normaliser {
             (r"[A-Z][a-z]{2} \d\d?, \d{4} \d\d:\d\d UTC", "<date>"),
             (r"\b\d+:\d\d:\d\d\.\d+\b", "<delta>"),
             (r#""duration":[0-9.]+"#, r#""duration":<duration>"#),
+            // The time left: from this run's own pace (no earlier run here, so the defaults corrected by it).
+            // (also inside the cluster lock's progress record, a JSON string in a JSON line).
+            (r#"(eta_seconds\\*":)\d+"#, "${1}<eta>"),
             // A node's cordoned window and its parts (drain, upgrade, restart, ready, other): times.
             (r#""(seconds|drain|upgrade|restart|ready|other)":[0-9.]+"#, r#""$1":<duration>"#),
             (r"\(\d+ ms\)", "(<ms>)"),

@@ -226,6 +226,36 @@ fn failures_that_exceed_max_fail_percentage_stop_the_later_batches_but_equal_one
 }
 
 #[test]
+fn a_failed_run_writes_the_markdown_summary_for_ci_to_its_file_and_appends_it_to_github_step_summary() {
+    let list = nodes(2, "region=a");
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: 1");
+    cluster.fake.set_cue("n1", "upgrade_fail", "");
+    let step_summary = cluster.path("step-summary.md");
+    std::fs::write(&step_summary, "## an earlier step\n\n").expect("the earlier step's summary");
+    let markdown = cluster.path("summary.md");
+    cluster
+        .scenario(&["--summary-md", &markdown.display().to_string()])
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .run()
+        .expect_code(1);
+
+    let md = std::fs::read_to_string(&markdown).expect("the --summary-md file");
+    assert!(md.starts_with(&format!("## upgrade to {TARGET}: FAILED\n")), "{md}");
+    assert!(md.contains("exit code 1"), "{md}");
+    assert!(md.contains("| control-plane | 3 | 0 | 0 | 0 | 0 |"), "the three masters upgraded: {md}");
+    assert!(md.contains("| nodes | 0 | 0 | 1 | 1 | 0 |"), "n1 failed, so n2 was not started: {md}");
+    assert!(md.contains("- stopped: batch 1: 1 of 1 nodes failed"), "{md}");
+    assert!(md.contains("### Failures (1)\n\n- `n1` (nodes) at upgrade: "), "{md}");
+    assert!(md.contains("- `n1`: to make it schedulable again run `"), "n1 is left cordoned with its fix: {md}");
+    assert!(md.contains("### Durations (slowest first, 10 of "), "{md}");
+    assert!(md.contains(&format!("Record: state directory `{}", cluster.path(".upgrade-state").display())), "{md}");
+
+    // GitHub gathers every step's summary in one file: this run's is added after the earlier step's.
+    let gathered = std::fs::read_to_string(&step_summary).expect("GITHUB_STEP_SUMMARY");
+    assert_eq!(gathered, format!("## an earlier step\n\n{md}\n"));
+}
+
+#[test]
 fn a_batch_in_which_every_node_fails_stops_the_run_even_at_100_percent() {
     let list = nodes(4, "region=a");
     let cluster =

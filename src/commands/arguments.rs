@@ -160,6 +160,7 @@ pub(super) fn upgrade_request(args: &UpgradeArgs) -> UpgradeRequest {
         rollback_blue_green: args.rollback_blue_green,
         grace_period: Duration::from_secs(args.grace_period),
         junit: args.junit.clone(),
+        summary_md: args.summary_md.clone(),
     }
 }
 

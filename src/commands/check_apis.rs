@@ -29,6 +29,7 @@ pub(super) fn check_apis(args: &CheckApisArgs) -> Result<i32> {
         rollback_blue_green: false,
         grace_period: Duration::from_secs(300),
         junit: None,
+        summary_md: None,
     };
     let report = crate::plan::check_apis::check_apis(&request, inventory, extra, remote(&args.run)?)?;
     let text = match args.output {

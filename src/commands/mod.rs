@@ -7,6 +7,7 @@ mod artifacts;
 mod check;
 mod check_apis;
 mod plan;
+mod report;
 mod restore;
 mod run_tasks;
 mod status;
@@ -28,6 +29,7 @@ pub(crate) fn run(cli: &Cli) -> Result<i32> {
         Some(Command::Plan(args)) => plan::plan(args),
         Some(Command::Unlock(args)) => unlock::unlock(args),
         Some(Command::Status(args)) => status::status(args),
+        Some(Command::Report(args)) => report::report(args),
         Some(Command::Versions(args)) => versions::versions(args),
         Some(Command::Artifacts(args)) => artifacts::artifacts(args),
         None if cli.upgrade.live && !cli.upgrade.plan => Err(Error::input("--live is a kind of plan").hint(

@@ -4,6 +4,8 @@
 use super::arguments::{Loaded, load, plan_request, print, remote, upgrade_request};
 use crate::cli::UpgradeArgs;
 use crate::error::{Error, Result};
+use crate::journal::DEFAULT_STATE_DIR;
+use crate::plan::expected::Estimate;
 use crate::plan::{Plan, live, plan_json, plan_text};
 use crate::settings::OutputFormat;
 
@@ -11,6 +13,7 @@ pub(super) fn plan(args: &UpgradeArgs) -> Result<i32> {
     // What only a run does is refused rather than ignored: a plan writes no report and starts nothing.
     let run_only = [
         (args.junit.is_some(), "--junit"),
+        (args.summary_md.is_some(), "--summary-md"),
         (args.fresh, "--fresh"),
         (args.rollback_blue_green, "--rollback-blue-green"),
     ];
@@ -30,7 +33,12 @@ pub(super) fn plan(args: &UpgradeArgs) -> Result<i32> {
     }
     let plan = Plan::build(&inventory, &extra, &plan_request(args))?;
     let text = match args.output {
-        OutputFormat::Text => plan_text(&plan, &inventory),
+        OutputFormat::Text => {
+            // Predicted from the times this inventory's earlier runs recorded in the state directory.
+            let state_dir = args.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
+            let expected = Estimate::from_state_dir(&state_dir).plan(&plan);
+            format!("{}{}\n", plan_text(&plan, &inventory), expected.line())
+        }
         OutputFormat::Json => pretty_json(&plan_json(&plan, &inventory), "the plan")?,
     };
     // `-e` arguments are shown with their origins: a secret given there is masked.

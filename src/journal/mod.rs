@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::vocabulary::{Phase, RunStatus, Step, step_name};
 
+mod durations;
 mod lock;
 
+pub(crate) use durations::{Durations, entries_of};
 use lock::refused_start;
 pub(crate) use lock::{RunLock, host_name};
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::run::UpgradeRun;
 use crate::error::{Error, Result};
 use crate::redact::escapes::strip_terminal_escapes;
+use crate::time_format::days_from_civil;
 use crate::vocabulary::Phase;
 use crate::vocabulary::Step;
 
@@ -322,17 +323,6 @@ fn clock(text: &str) -> Option<i64> {
         [h @ 0..=23, m @ 0..=59, s @ 0..=60] => Some(h * 3600 + m * 60 + s),
         _ => None,
     }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

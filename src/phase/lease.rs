@@ -188,35 +188,7 @@ pub(crate) fn micro_time(ms: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:06}Z", (ms % 1000) * 1000)
 }
 
-/// Reads `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (RFC 3339 in UTC, as client-go and this module write it).
-pub(crate) fn parse_micro_time(text: &str) -> Option<u64> {
-    let text = text.trim().strip_suffix('Z')?;
-    let (date, time) = text.split_once('T')?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
-    let mut c = clock.split(':').map(|p| p.parse::<i64>().ok());
-    let (h, mi, s) = (c.next()??, c.next()??, c.next()??);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let ms = if fraction.is_empty() {
-        0
-    } else {
-        let digits: String = fraction.chars().chain("000".chars()).take(3).collect();
-        digits.parse::<i64>().ok()?
-    };
-    // Howard Hinnant's days-from-civil.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + s;
-    u64::try_from(secs * 1000 + ms).ok()
-}
+pub(crate) use crate::time_format::parse_utc_millis as parse_micro_time;
 
 /// This controller's id, made once per state directory (`controller-id`, random) and kept: what the lease names as
 /// its holder. Bad input (exit 2) when it can be neither read nor made.

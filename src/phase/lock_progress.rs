@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::events::Event;
 use crate::plan::Plan;
+use crate::plan::expected::{Estimate, phase_batches};
+use crate::report::eta::Eta;
 use crate::vocabulary::{HostOutcome, Phase};
 
 /// How many hosts of the batch in flight the record names; the rest are counted.
@@ -41,6 +43,9 @@ pub(crate) struct ProgressRecord {
     /// When the record was made (UTC).
     #[serde(default)]
     pub updated: String,
+    /// The run's time left as it was then (from the journal's history, corrected by the run's pace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_seconds: Option<u64>,
     /// Once the run ended: `success`, `failed` or `interrupted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
@@ -66,13 +71,19 @@ impl ProgressRecord {
             " - hosts: {} done, {} failed, {} skipped, {} left",
             self.done, self.failed, self.skipped, self.left
         ));
+        if let (Some(left), None) = (self.eta_seconds, &self.result) {
+            let left = crate::time_format::short_duration(std::time::Duration::from_secs(left));
+            text.push_str(&format!(" - about {left} left"));
+        }
         text
     }
 }
 
 /// Follows the run's events and keeps its record.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Tracker {
+    /// The time left, when the state directory is known (`with_eta`).
+    eta: Option<Eta>,
     record: ProgressRecord,
     /// The hosts the plan upgrades (control plane and nodes).
     planned: BTreeSet<String>,
@@ -93,11 +104,20 @@ impl Tracker {
             .flat_map(|p| p.batches.iter().flatten().cloned())
             .collect();
         let record = ProgressRecord { left: planned.len(), ..ProgressRecord::default() };
-        Tracker { record, planned, ended: BTreeSet::new() }
+        Tracker { record, planned, ended: BTreeSet::new(), eta: None }
+    }
+
+    /// The record carries the time left, predicted from the journals of `state_dir`.
+    pub(crate) fn with_eta(mut self, plan: &Plan, state_dir: &std::path::Path) -> Tracker {
+        self.eta = Some(Eta::new(Estimate::from_state_dir(state_dir), phase_batches(plan)));
+        self
     }
 
     /// Follows one event; true when the record changed (a phase or batch started or ended, a host's sequence ended).
     pub(crate) fn event(&mut self, event: &Event) -> bool {
+        if let Some(eta) = &self.eta {
+            crate::events::EventSink::event(eta, event);
+        }
         let r = &mut self.record;
         match event {
             Event::PhaseStarted { phase } => {
@@ -143,6 +163,7 @@ impl Tracker {
     /// The record as the lock carries it, stamped now.
     pub(crate) fn json(&mut self) -> String {
         self.record.updated = crate::time_format::utc_timestamp(std::time::SystemTime::now());
+        self.record.eta_seconds = self.eta.as_ref().and_then(Eta::left).map(|left| left.as_secs());
         serde_json::to_string(&self.record).unwrap_or_default()
     }
 }
@@ -173,6 +194,8 @@ mod tests {
             record: ProgressRecord { left: 30, ..ProgressRecord::default() },
             planned: hosts.iter().cloned().collect(),
             ended: BTreeSet::new(),
+            // No history: the defaults, 8 minutes a batch of nodes.
+            eta: Some(Eta::new(Estimate::default(), vec![(Phase::Nodes, 2)])),
         };
         assert!(tracker.event(&Event::PhaseStarted { phase: Phase::Nodes }));
         assert!(tracker.event(&Event::BatchStarted {
@@ -195,12 +218,15 @@ mod tests {
         tracker.event(&ended("node-3", HostOutcome::Skipped { reason: "already at the target".into() }));
         let text = tracker.json();
         assert!(text.len() < 1024, "{} bytes: {text}", text.len());
-        let record = ProgressRecord::parse(&text).unwrap();
+        let mut record = ProgressRecord::parse(&text).unwrap();
         assert_eq!((record.done, record.failed, record.skipped, record.left), (1, 1, 1, 27));
+        let left = record.eta_seconds.expect("the time left");
+        assert!((900..=960).contains(&left), "two batches of 8 minutes by the defaults: {left}");
+        record.eta_seconds = Some(245);
         assert_eq!(
             record.describe(),
             "nodes: batch 1 of 2 (node-1, node-2, node-3, node-4, node-5, node-6, node-7, node-8, node-9, node-10 \
-             and 5 more) - hosts: 1 done, 1 failed, 1 skipped, 27 left"
+             and 5 more) - hosts: 1 done, 1 failed, 1 skipped, 27 left - about 4m05s left"
         );
         tracker.finish("failed");
         assert_eq!(ProgressRecord::parse(&tracker.json()).unwrap().result.as_deref(), Some("failed"));

@@ -112,7 +112,9 @@ impl UpgradeRun {
             cluster_before: Mutex::default(),
             interrupted: AtomicBool::new(false),
             cluster_lock: Mutex::new(None),
-            lock_progress: Mutex::new(super::lock_progress::Tracker::new(&parts.plan)),
+            lock_progress: Mutex::new(
+                super::lock_progress::Tracker::new(&parts.plan).with_eta(&parts.plan, &parts.options.state_dir),
+            ),
             fence: super::fence::Fence::default(),
             kured_lock: std::sync::Mutex::new(None),
             poller: super::poller::NodePoller::default(),

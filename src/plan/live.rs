@@ -18,6 +18,7 @@ use crate::inventory::{Inventory, Vars};
 use crate::phase::run::UpgradeRun;
 use crate::phase::{cluster_lock, cluster_reads, fan_out, preflight};
 use crate::plan::Phase;
+use crate::plan::expected::{Estimate, Expected};
 use crate::session::{Remote, Session, UpgradeRequest};
 use crate::vocabulary::Step;
 
@@ -69,6 +70,22 @@ pub struct LivePlan {
     /// Preflight's gate on what the minors crossed remove or require (null where it does not apply).
     pub api_removals: Option<crate::api_removals::Report>,
     pub blocked: bool,
+    /// How long the run would take: its batches, from the times earlier runs on this inventory recorded.
+    pub expected: Expected,
+}
+
+/// The live plan's run: the control plane's and the nodes' batches as the cluster leaves them (none when every host
+/// is at the target), the other phases as planned.
+fn expected_run(plan: &super::Plan, batches: &[LiveBatch], state_dir: &std::path::Path) -> Expected {
+    let live = |phase: Phase| batches.iter().filter(|b| b.phase == phase.name()).count();
+    let phases: Vec<(Phase, usize)> = super::expected::phase_batches(plan)
+        .into_iter()
+        .filter_map(|(phase, planned)| match phase {
+            Phase::ControlPlane | Phase::Nodes => Some((phase, live(phase))).filter(|(_, n)| *n > 0),
+            _ => Some((phase, planned)),
+        })
+        .collect();
+    Estimate::from_state_dir(state_dir).run(&phases)
 }
 
 /// Keeps the notices (the reads' own messages); prints nothing: the plan is one document.
@@ -252,6 +269,7 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         }
     }
     let blocked = !problems.is_empty() || hosts.iter().any(|h| h.action == "blocked");
+    let expected = expected_run(&run.plan, &batches, &run.options.state_dir);
     Ok(LivePlan {
         target,
         control_plane_version: decided.control_plane_version.map(|v| v.to_string()),
@@ -262,6 +280,7 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         notices,
         api_removals,
         blocked,
+        expected,
     })
 }
 
@@ -422,6 +441,7 @@ pub fn render(plan: &LivePlan) -> String {
     for (i, batch) in plan.batches.iter().enumerate() {
         out.push_str(&format!("  {}. {}: {}\n", i + 1, batch.phase, batch.hosts.join(", ")));
     }
+    out.push_str(&format!("{}\n", plan.expected.line()));
     let blocked = plan.hosts.iter().filter(|h| h.action == "blocked").count();
     out.push_str(&if plan.blocked {
         format!(

@@ -19,6 +19,7 @@ use crate::inventory::{self, Inventory, Vars};
 use crate::settings::{self, HookPoint, HostHooks, SettingFlags, Settings};
 
 mod batches;
+pub mod expected;
 
 pub use batches::{
     NodeLabels, NodeSelection, batch_hosts, batch_nodes, select_and_batch, serial_batches, threshold_exceeded,

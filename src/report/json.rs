@@ -2,20 +2,29 @@
 //! README; every object has `event` and `time`.
 
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
 use crate::events::{Event, EventSink};
 use crate::vocabulary::{ExitCode, RunStatus};
 
+use super::eta::Eta;
+
 pub(crate) struct JsonReporter {
     out: Mutex<Box<dyn Write + Send>>,
+    /// The run's time left, put on the phase and batch events as `eta_seconds`.
+    eta: Option<Arc<Eta>>,
 }
 
 impl JsonReporter {
     pub(crate) fn new(out: Box<dyn Write + Send>) -> JsonReporter {
-        JsonReporter { out: Mutex::new(out) }
+        JsonReporter { out: Mutex::new(out), eta: None }
+    }
+
+    pub(crate) fn with_eta(mut self, eta: Arc<Eta>) -> JsonReporter {
+        self.eta = Some(eta);
+        self
     }
 }
 
@@ -61,6 +70,12 @@ pub(crate) fn event_json(event: &Event) -> Option<Value> {
             v
         }
         Event::Notice { host, message } => json!({"event": "notice", "host": host, "message": message}),
+        Event::Stalled { phase, host, step, running, usual, usual_measured } => json!({
+            "event": "stall", "phase": phase, "host": host, "step": step.name(),
+            "running_seconds": running.as_secs(), "usual_seconds": usual.as_secs(),
+            "usual_from": if *usual_measured { "earlier-runs" } else { "default" },
+            "message": super::eta::stall_text(*step, *running, *usual, *usual_measured)
+        }),
         Event::RunFinished { summary } => {
             let mut v = serde_json::to_value(summary).ok()?;
             if let Value::Object(m) = &mut v {
@@ -122,6 +137,16 @@ impl EventSink for JsonReporter {
             _ => {
                 let Some(mut value) = event_json(event) else { return };
                 if let Value::Object(m) = &mut value {
+                    let phase_or_batch = matches!(
+                        event,
+                        Event::PhaseStarted { .. }
+                            | Event::PhaseFinished { .. }
+                            | Event::BatchStarted { .. }
+                            | Event::BatchFinished { .. }
+                    );
+                    if let Some(left) = self.eta.as_ref().filter(|_| phase_or_batch).and_then(|eta| eta.left()) {
+                        m.insert("eta_seconds".into(), json!(left.as_secs()));
+                    }
                     m.insert("time".into(), json!(time));
                 }
                 serde_json::to_vec(&value)

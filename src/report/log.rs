@@ -151,6 +151,10 @@ impl EventSink for HostLogReporter {
                 self.write_indented(host, "  ", &task_lines(host, task, *status, result, *ignored, true));
             }
             Event::Notice { host: Some(host), message } => self.write(host, std::slice::from_ref(message)),
+            Event::Stalled { host, step, running, usual, usual_measured, .. } => self.write(
+                host,
+                &[format!("STALLED? {}", super::eta::stall_text(*step, *running, *usual, *usual_measured))],
+            ),
             Event::HostFinished { report } => {
                 let what = match &report.outcome {
                     HostOutcome::Upgraded { .. } => "done".to_string(),

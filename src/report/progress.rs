@@ -11,6 +11,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::events::Event;
 
+use super::eta::Eta;
 use super::running::RunningStep;
 
 pub(crate) struct ProgressBars {
@@ -38,17 +39,32 @@ pub(crate) struct PhaseLabel {
     pub phase: String,
     /// (batch, batches, hosts in it, hosts done).
     pub batch: Option<(usize, usize, usize, usize)>,
+    /// The phase's time left, as last estimated.
+    pub left: Option<Duration>,
 }
 
 impl std::fmt::Display for PhaseLabel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.batch {
-            None => write!(f, "{}: running", self.phase),
+            None => write!(f, "{}: running", self.phase)?,
             Some((index, total, size, done)) => {
                 let hosts = if size == 1 { "host" } else { "hosts" };
-                write!(f, "{}: batch {index} of {total} - {done} of {size} {hosts} done", self.phase)
+                write!(f, "{}: batch {index} of {total} - {done} of {size} {hosts} done", self.phase)?
             }
         }
+        match self.left {
+            Some(left) => write!(f, " - {}", about_left(left)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `about 4m left`; `about 0s left` reads as `finishing`.
+pub(crate) fn about_left(left: Duration) -> String {
+    if left < Duration::from_secs(1) {
+        "finishing".to_string()
+    } else {
+        format!("about {} left", crate::time_format::short_duration(left))
     }
 }
 
@@ -113,9 +129,13 @@ impl ProgressBars {
         bar
     }
 
-    pub(crate) fn event(&self, event: &Event) {
+    /// Follows the run; `eta` (fed the event already) gives the time left.
+    pub(crate) fn event(&self, event: &Event, eta: Option<&Eta>) {
         let Ok(mut bars) = self.bars.lock() else { return };
         let bars = &mut *bars;
+        bars.label.left = eta.and_then(Eta::phase_left_now);
+        let run_left = eta.and_then(Eta::left).map(|left| format!(" - {} in the run", about_left(left)));
+        let run_left = run_left.unwrap_or_default();
         match event {
             Event::RunStarted { phases, target, .. } => {
                 let overall = self.bar(phases.len() as u64, "overall");
@@ -128,9 +148,9 @@ impl ProgressBars {
                     let (done, asked) = (overall.position(), overall.length().unwrap_or(0));
                     let all = asked.max(done + 1);
                     overall.set_length(all);
-                    overall.set_message(format!("phase {} of {all}: {phase}", done + 1));
+                    overall.set_message(format!("phase {} of {all}: {phase}{run_left}", done + 1));
                 }
-                bars.label = PhaseLabel { phase: phase.name().to_string(), batch: None };
+                bars.label = PhaseLabel { phase: phase.name().to_string(), batch: None, left: bars.label.left };
                 let line = self.line("phase");
                 line.set_message(bars.label.to_string());
                 if let Some(old) = bars.phase.replace(line) {
@@ -199,14 +219,17 @@ impl ProgressBars {
 #[cfg(test)]
 mod tests {
     use super::PhaseLabel;
+    use std::time::Duration;
 
     #[test]
     fn the_phase_line_says_batch_and_hosts_in_words_and_a_phase_without_batches_is_running() {
-        let mut label = PhaseLabel { phase: "preflight".into(), batch: None };
+        let mut label = PhaseLabel { phase: "preflight".into(), batch: None, left: None };
         assert_eq!(label.to_string(), "preflight: running");
-        label = PhaseLabel { phase: "nodes".into(), batch: Some((1, 2, 3, 1)) };
+        label = PhaseLabel { phase: "nodes".into(), batch: Some((1, 2, 3, 1)), left: None };
         assert_eq!(label.to_string(), "nodes: batch 1 of 2 - 1 of 3 hosts done");
         label.batch = Some((2, 3, 1, 0));
         assert_eq!(label.to_string(), "nodes: batch 2 of 3 - 0 of 1 host done");
+        label.left = Some(Duration::from_secs(245));
+        assert_eq!(label.to_string(), "nodes: batch 2 of 3 - 0 of 1 host done - about 4m05s left");
     }
 }

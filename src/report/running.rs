@@ -22,14 +22,7 @@ pub(crate) fn waits_for(step: Step) -> &'static str {
         Step::Backup => "taking the etcd snapshot",
         Step::ConfigBackup => "copying the configuration files",
         Step::Csr => "reading the pending certificate signing requests",
-        Step::PreCordonHook
-        | Step::PreDrainHook
-        | Step::PreHook
-        | Step::MidHook
-        | Step::PostHook
-        | Step::ClusterHook
-        | Step::SurgeAddHook
-        | Step::SurgeRemoveHook => "running the hook's tasks",
+        step if step.is_hook() => "running the hook's tasks",
         Step::ReadCluster | Step::Verify => "reading the cluster",
         _ => "running",
     }
@@ -41,15 +34,7 @@ pub(crate) fn clock(t: SystemTime) -> String {
     stamp.get(11..19).unwrap_or(&stamp).to_string()
 }
 
-/// `12s`, `4m05s`, `2h10m`.
-pub(crate) fn short_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
-        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
-    }
-}
+pub(crate) use crate::time_format::short_duration;
 
 /// A step in flight on one host.
 #[derive(Debug, Clone)]
