@@ -119,8 +119,7 @@ fn a_lock_kured_gives_back_while_the_run_waits_is_then_taken() {
 fn automatic_package_upgrades_on_a_host_are_named_in_preflight() {
     let demo = Demo::new();
     let command = r#"{"upgrade_auto_updates_command": "printf 'unattended-upgrades enabled\\napt-daily-upgrade.timer enabled\\ndnf-automatic.timer disabled\\n'"}"#;
-    // What is checked is said in preflight: the run stops after it (a whole demo run per case added a minute).
-    let out = demo.run(&["--phase", "preflight", "-e", command]);
+    let out = demo.run(&["-e", command]);
     assert_eq!(out.code, 0, "{out}");
     let warning = "warning: automatic package upgrades are enabled on this host (unattended-upgrades, \
                    apt-daily-upgrade.timer): the package holds (the excluders on OpenShift) keep the Kubernetes packages";
@@ -128,12 +127,7 @@ fn automatic_package_upgrades_on_a_host_are_named_in_preflight() {
     assert!(out.stdout.contains("the container runtime, the kernel"), "says what else could move\n{out}");
     assert!(!out.stdout.contains("dnf-automatic.timer"), "a disabled unit is not named\n{out}");
     // A host with none enabled (or no systemctl): nothing said.
-    let quiet = Demo::new().run(&[
-        "--phase",
-        "preflight",
-        "-e",
-        r#"{"upgrade_auto_updates_command": "echo 'dnf-automatic.timer disabled'"}"#,
-    ]);
+    let quiet = Demo::new().run(&["-e", r#"{"upgrade_auto_updates_command": "echo 'dnf-automatic.timer disabled'"}"#]);
     assert_eq!(quiet.code, 0, "{quiet}");
     assert!(!quiet.stdout.contains("automatic package upgrades"), "{quiet}");
 }
