@@ -441,6 +441,9 @@ pub enum StopReason {
     /// The cluster was not valid within `upgrade_validation_timeout` before a master or batch, or a batch failed its
     /// soak: `reason` names what was not valid.
     NotValid { reason: String },
+    /// With `upgrade_fail_on_drain_blockers: true`, the drain blockers read again before a master or batch found
+    /// some (or could not be read): `reason` names them.
+    DrainBlockers { reason: String },
     /// A signal or a failed write stopped the control plane before a master.
     Halted(Halt),
     /// A signal or a failed write stopped the batches of the nodes phase (`blue`: blue-green evacuation).
@@ -473,7 +476,8 @@ impl StopReason {
             StopReason::ClusterHook { reason, .. }
             | StopReason::SwitchOver { reason, .. }
             | StopReason::GreenNotReady { reason, .. }
-            | StopReason::NotValid { reason } => vec![reason],
+            | StopReason::NotValid { reason }
+            | StopReason::DrainBlockers { reason } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -520,6 +524,11 @@ impl fmt::Display for StopReason {
                 f,
                 "{reason}; the masters and batches after it were not started (re-run to go on once the cluster is \
                  whole)"
+            ),
+            StopReason::DrainBlockers { reason } => write!(
+                f,
+                "{reason}; the masters and batches after it were not started (resolve them, or set \
+                 upgrade_fail_on_drain_blockers: false, and re-run)"
             ),
             StopReason::Halted(halt) => write!(f, "{halt}"),
             StopReason::HaltedBatches { halt, blue: false } => {

@@ -1,7 +1,7 @@
 //! What every phase of one upgrade run shares: the plan, the hosts' variables, the task engine and its connections,
 //! the journal, the stop signal; and the one way a phase runs a step on a host: a task file through the engine.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -68,6 +68,8 @@ pub(crate) struct UpgradeRun {
     pub api_removals_through: Mutex<Option<TargetVersion>>,
     /// The cluster's image repository as preflight read it for the masters' image pulls (prefetch.rs).
     pub image_repository: Mutex<Option<String>>,
+    /// The drain blockers said so far, by node (preflight/drain_blockers.rs): a batch says only what changed.
+    pub drain_blockers_said: Mutex<BTreeMap<String, Vec<crate::drain_blockers::DrainBlocker>>>,
 }
 
 /// Settings of the run that are not in the plan.
@@ -120,6 +122,7 @@ impl UpgradeRun {
             api_removals_acknowledged: Mutex::default(),
             api_removals_through: Mutex::default(),
             image_repository: Mutex::new(None),
+            drain_blockers_said: Mutex::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
