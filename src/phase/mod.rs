@@ -9,6 +9,7 @@ pub(crate) mod cluster_hooks;
 pub(crate) mod cluster_lock;
 pub(crate) mod cluster_reads;
 pub(crate) mod control_plane;
+pub(crate) mod drain_fallback;
 pub(crate) mod etcd_backup;
 pub(crate) mod fence;
 pub(crate) mod kured_lock;
