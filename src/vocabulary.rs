@@ -452,6 +452,8 @@ pub enum StopReason {
     SwitchOver { host: String, step: Step, reason: String },
     /// Blue-green: the green nodes could not take the load before batch `batch` (0: before the switch-over).
     GreenNotReady { batch: usize, reason: String },
+    /// Blue-green: a rollback came during the final soak (`reason` says from where, and what was moved).
+    RolledBack { reason: String },
     /// A signal or a failed write arrived between two hops of an update path.
     BetweenHops { halt: Halt, next: String, target: String },
     /// The journal's last entry could not be written.
@@ -477,7 +479,8 @@ impl StopReason {
             | StopReason::SwitchOver { reason, .. }
             | StopReason::GreenNotReady { reason, .. }
             | StopReason::NotValid { reason }
-            | StopReason::DrainBlockers { reason } => vec![reason],
+            | StopReason::DrainBlockers { reason }
+            | StopReason::RolledBack { reason } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -530,6 +533,7 @@ impl fmt::Display for StopReason {
                 "{reason}; the masters and batches after it were not started (resolve them, or set \
                  upgrade_fail_on_drain_blockers: false, and re-run)"
             ),
+            StopReason::RolledBack { reason } => write!(f, "blue-green: {reason}; the run did not finish"),
             StopReason::Halted(halt) => write!(f, "{halt}"),
             StopReason::HaltedBatches { halt, blue: false } => {
                 write!(f, "{halt}; nodes not yet started were left alone")

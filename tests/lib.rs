@@ -6,6 +6,7 @@ mod ansible_core;
 mod api_removals;
 mod artifacts;
 mod bad_input;
+mod blue_green_soak;
 mod chaos;
 mod cluster_care;
 mod cluster_lock;

@@ -504,6 +504,26 @@ fn blue_green_refuses_an_upgrade_green_min_ready_the_green_group_cannot_reach() 
     assert!(cluster.fake.calls().iter().all(|c| c.action.starts_with("get") || c.action.ends_with("-configmap")));
 }
 
+/// A final soak keeps the blue nodes for a rollback: deleting them as they are evacuated would leave nothing to roll
+/// back to, so the two together are refused before anything is touched; so is a bad duration.
+#[test]
+fn blue_green_refuses_a_final_soak_with_the_blue_nodes_deleted_and_a_soak_that_is_not_a_duration() {
+    let cluster = blue_green_round()
+        .var("upgrade_blue_green_final_soak_seconds: 1h")
+        .var("upgrade_blue_green_delete_nodes: true");
+    let out = cluster.upgrade(&[], 2);
+    assert!(
+        out.stderr.contains(
+            "upgrade_blue_green_final_soak_seconds keeps the blue nodes for a rollback, but \
+             upgrade_blue_green_delete_nodes: true deletes each blue node's object as soon as it is evacuated"
+        ),
+        "{out}"
+    );
+    assert!(cluster.fake.calls().iter().all(|c| c.action.starts_with("get") || c.action.ends_with("-configmap")));
+    let out = blue_green_round().var("upgrade_blue_green_final_soak_seconds: soon").upgrade(&[], 2);
+    assert!(out.stderr.contains("upgrade_blue_green_final_soak_seconds"), "{out}");
+}
+
 #[test]
 fn blue_green_killed_during_evacuation_then_rerun_and_rolled_back_ends_as_a_clean_round_does() {
     // The clean round: run, then roll back.

@@ -250,6 +250,9 @@ pub(crate) async fn run(
             BatchStop::Gate(reason) => reason,
         });
     }
+    if stopped.is_none() {
+        stopped = super::final_soak::final_soak(run, &reports).await;
+    }
     (reports, stopped)
 }
 
@@ -390,6 +393,19 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
             return (summary, Some(e));
         }
     };
+    summary.hosts = give_back(run, &cluster).await;
+    if let Ok(after) = final_state(run).await {
+        summary.left_cordoned = left_cordoned(run, &after);
+    }
+    run.event(Event::RunFinished { summary: summary.clone() });
+    (summary, None)
+}
+
+/// The rollback's moves: every blue node of the plan schedulable again (unless deleted, or cordoned before the
+/// blue-green run), every green node unschedulable; one report each. `cluster`: the nodes as they are now.
+pub(crate) async fn give_back(run: &UpgradeRun, cluster: &HashMap<String, ClusterNode>) -> Vec<HostReport> {
+    let bg = &run.plan.strategy.blue_green;
+    let mut reports = Vec::new();
     let blue: Vec<String> = run.plan.phase(Phase::Nodes).map(|p| p.batches.concat()).unwrap_or_default();
     let moves = blue
         .iter()
@@ -429,11 +445,7 @@ pub(crate) async fn rollback(run: &UpgradeRun) -> (Summary, Option<Error>) {
             window: None,
         };
         run.event(Event::HostFinished { report: report.clone() });
-        summary.hosts.push(report);
+        reports.push(report);
     }
-    if let Ok(after) = final_state(run).await {
-        summary.left_cordoned = left_cordoned(run, &after);
-    }
-    run.event(Event::RunFinished { summary: summary.clone() });
-    (summary, None)
+    reports
 }
