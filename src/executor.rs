@@ -67,6 +67,7 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
         playbooks,
         options: RunOptions {
             allow_skip_minor: request.allow_skip_minor,
+            window: request.window,
             connect_timeout: connect.connect_timeout,
             state_dir: state_dir.canonicalize().unwrap_or_else(|_| state_dir.clone()),
         },

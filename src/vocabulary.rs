@@ -452,6 +452,9 @@ pub enum StopReason {
     SwitchOver { host: String, step: Step, reason: String },
     /// Blue-green: the green nodes could not take the load before batch `batch` (0: before the switch-over).
     GreenNotReady { batch: usize, reason: String },
+    /// Too little of the maintenance window was left for the next master or batch (`reason` says how much, and when
+    /// the next window opens).
+    MaintenanceWindow { reason: String },
     /// Blue-green: a rollback came during the final soak (`reason` says from where, and what was moved).
     RolledBack { reason: String },
     /// A signal or a failed write arrived between two hops of an update path.
@@ -480,7 +483,8 @@ impl StopReason {
             | StopReason::GreenNotReady { reason, .. }
             | StopReason::NotValid { reason }
             | StopReason::DrainBlockers { reason }
-            | StopReason::RolledBack { reason } => vec![reason],
+            | StopReason::RolledBack { reason }
+            | StopReason::MaintenanceWindow { reason } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -532,6 +536,11 @@ impl fmt::Display for StopReason {
                 f,
                 "{reason}; the masters and batches after it were not started (resolve them, or set \
                  upgrade_fail_on_drain_blockers: false, and re-run)"
+            ),
+            StopReason::MaintenanceWindow { reason } => write!(
+                f,
+                "{reason}; the masters and batches after it were not started, the nodes of the batches before are \
+                 schedulable (re-run in the next window: it resumes from the journal)"
             ),
             StopReason::RolledBack { reason } => write!(f, "blue-green: {reason}; the run did not finish"),
             StopReason::Halted(halt) => write!(f, "{halt}"),

@@ -26,6 +26,7 @@ mod kured;
 mod layers;
 mod lease;
 mod live_plan;
+mod maintenance_window;
 mod openshift;
 mod openshift_control_plane;
 mod ops;

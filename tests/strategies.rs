@@ -15,18 +15,18 @@ const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
 
 /// Three masters, the nodes of each inventory group, every host on one real sshd with its own root, the fake cluster
 /// created from `init` lines (the masters are added at `masters_at`).
-struct Cluster {
+pub(crate) struct Cluster {
     dir: tempfile::TempDir,
     sshd: TestSshd,
     etcd: TestEtcd,
-    fake: FakeCluster,
+    pub(crate) fake: FakeCluster,
     /// Inventory groups besides `masters` and `etcd`, in order: (`nodes`, [n1, n2]), (`new_nodes`, [g1]).
     groups: Vec<(String, Vec<String>)>,
     vars: Vec<String>,
 }
 
 impl Cluster {
-    fn new(masters_at: &str, nodes: &str, groups: &[(&str, &[&str])]) -> Cluster {
+    pub(crate) fn new(masters_at: &str, nodes: &str, groups: &[(&str, &[&str])]) -> Cluster {
         let mut spec: String =
             MASTERS.iter().map(|m| format!("{m} {masters_at} node-role.kubernetes.io/control-plane=\n")).collect();
         spec.push_str(nodes);
@@ -44,7 +44,7 @@ impl Cluster {
     }
 
     /// An `all:vars` line (`key: value`, YAML).
-    fn var(mut self, line: &str) -> Cluster {
+    pub(crate) fn var(mut self, line: &str) -> Cluster {
         self.vars.push(line.to_string());
         self
     }
@@ -53,7 +53,7 @@ impl Cluster {
         self.dir.path().join(relative)
     }
 
-    fn write(&self, relative: &str, text: &str) {
+    pub(crate) fn write(&self, relative: &str, text: &str) {
         let path = self.path(relative);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
         std::fs::write(path, text).expect("write");
@@ -77,7 +77,7 @@ impl Cluster {
         Scenario::in_dir(self.dir.path()).args(args).inventory(self.inventory()).env("NO_COLOR", "1")
     }
 
-    fn upgrade(&self, args: &[&str], code: i32) -> Outcome {
+    pub(crate) fn upgrade(&self, args: &[&str], code: i32) -> Outcome {
         self.scenario(args).run().expect_code(code)
     }
 

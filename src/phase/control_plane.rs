@@ -75,7 +75,11 @@ pub(crate) async fn validate_before(
 ) -> Option<StopReason> {
     match super::validation::before(run, &run.validation, what, hosts).await {
         Ok(()) if run.stop.is_stopping() => None,
-        Ok(()) => super::preflight::recheck_drain_blockers(run, phase, what, hosts).await,
+        Ok(()) => match super::preflight::recheck_drain_blockers(run, phase, what, hosts).await {
+            // Last, right before the first cordon: too little of the maintenance window left (maintenance.rs).
+            None if !run.stop.is_stopping() => super::maintenance::before(run, phase, what).await,
+            other => other,
+        },
         Err(Invalid::NotValid(reason)) => Some(StopReason::NotValid { reason }),
         Err(Invalid::Setting(e)) => {
             let message = match &e.hint {

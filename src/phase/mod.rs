@@ -15,6 +15,7 @@ pub(crate) mod fence;
 pub(crate) mod kured_lock;
 pub(crate) mod lease;
 pub(crate) mod lock_progress;
+pub(crate) mod maintenance;
 pub(crate) mod manager;
 pub(crate) mod node_marks;
 pub(crate) mod nodes;

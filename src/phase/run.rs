@@ -70,15 +70,26 @@ pub(crate) struct UpgradeRun {
     pub image_repository: Mutex<Option<String>>,
     /// The drain blockers said so far, by node (preflight/drain_blockers.rs): a batch says only what changed.
     pub drain_blockers_said: Mutex<BTreeMap<String, Vec<crate::drain_blockers::DrainBlocker>>>,
+    /// The batches' pace, for the maintenance window's prediction (maintenance.rs).
+    pub pace: super::maintenance::Pace,
 }
 
 /// Settings of the run that are not in the plan.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunOptions {
     pub allow_skip_minor: bool,
+    /// `--ignore-maintenance-window`, `--wait-for-window` (maintenance.rs).
+    pub window: WindowOverride,
     pub connect_timeout: Duration,
     /// The state directory, as the cluster lock names it.
     pub state_dir: PathBuf,
+}
+
+/// What the command line says of the maintenance window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WindowOverride {
+    pub ignore: bool,
+    pub wait: bool,
 }
 
 /// Parts of the run context built by the executor before any phase starts.
@@ -123,6 +134,7 @@ impl UpgradeRun {
             api_removals_through: Mutex::default(),
             image_repository: Mutex::new(None),
             drain_blockers_said: Mutex::default(),
+            pace: super::maintenance::Pace::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,
