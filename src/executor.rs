@@ -22,7 +22,7 @@ use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log
 use crate::session::{Remote, UpgradeRequest};
 use crate::settings::{OutputFormat, TargetVersion};
 use crate::strategy::final_soak;
-use crate::strategy::{blue_green, hops};
+use crate::strategy::{blue_green, hops, rollback};
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::EngineOptions;
 use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
@@ -217,7 +217,7 @@ async fn carry_out(
         match base.run(target.clone(), journal, history, stop.clone()) {
             Ok(run) => {
                 let run = current.set(run);
-                let (mut summary, error) = blue_green::rollback(&run).await;
+                let (mut summary, error) = rollback::rollback(&run).await;
                 summary.interrupted |= run.was_interrupted();
                 if let Some(failure) = run.recorder.write_failures.failure() {
                     summary.state_error = Some(failure.clone());

@@ -7,8 +7,7 @@
 //! it is predicted to fit whole (`upgrade_maintenance_min_remaining` per master). `--wait-for-window` waits for the
 //! next window instead of stopping; `--ignore-maintenance-window` runs as if there were none.
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use serde_json::Value;
@@ -20,19 +19,6 @@ use crate::settings::{
     min_remaining, until,
 };
 use crate::vocabulary::{Phase, StopReason};
-
-/// What the run learnt of its own pace: when the last batch started and how long each took.
-#[derive(Default)]
-pub(crate) struct Pace {
-    state: Mutex<PaceState>,
-}
-
-#[derive(Default)]
-struct PaceState {
-    batch_started: Option<Instant>,
-    batches: Vec<Duration>,
-    control_plane_checked: bool,
-}
 
 struct Settings {
     window: MaintenanceWindow,
@@ -102,46 +88,27 @@ async fn wait_for_opening(run: &UpgradeRun, window: &MaintenanceWindow) -> bool 
     }
 }
 
-/// Before the first cordon of a master or batch (`what`): why the run must stop here, if it must. `masters`: how many
-/// masters the control-plane phase upgrades (its first gate asks for all of them).
+/// Before the first cordon of a master or batch (`what`): why the run must stop here, if it must. The first master's
+/// gate asks room for every master of the plan; later masters are not asked.
 pub(crate) async fn before(run: &UpgradeRun, phase: Phase, what: &str) -> Option<StopReason> {
     let s = match settings(run) {
         Ok(Some(s)) => s,
         Ok(None) => return None,
         Err(e) => return Some(StopReason::Preflight { message: e.message.clone(), exit_code: e.code() }),
     };
-    let needed = {
-        let Ok(mut pace) = run.pace.state.lock() else { return None };
-        match phase {
-            // Never between masters: the phase starts only if it fits whole.
-            Phase::ControlPlane if pace.control_plane_checked => return None,
-            Phase::ControlPlane => {
-                pace.control_plane_checked = true;
-                s.min_remaining * u32::try_from(run.plan.masters.len()).unwrap_or(1)
-            }
-            _ => {
-                if let Some(started) = pace.batch_started.take() {
-                    pace.batches.push(started.elapsed());
-                }
-                let mean = if pace.batches.is_empty() {
-                    Duration::ZERO
-                } else {
-                    pace.batches.iter().sum::<Duration>() / u32::try_from(pace.batches.len()).unwrap_or(1)
-                };
-                mean.max(s.min_remaining)
-            }
-        }
+    let needed = match phase {
+        // Never between masters: the phase starts only if it fits whole.
+        Phase::ControlPlane if !run.pace.first_master() => return None,
+        Phase::ControlPlane => s.min_remaining * u32::try_from(run.plan.masters.len()).unwrap_or(1),
+        _ => run.pace.mean_so_far().max(s.min_remaining),
     };
     loop {
         let now = Timestamp::now();
         let closes = s.window.open_until(now);
         let left = closes.map(|c| until(now, c));
-        if let Some(left) = left.filter(|left| *left > Duration::ZERO && *left >= needed) {
-            let _ = left;
+        if left.is_some_and(|left| left > Duration::ZERO && left >= needed) {
             if phase == Phase::Nodes {
-                if let Ok(mut pace) = run.pace.state.lock() {
-                    pace.batch_started = Some(Instant::now());
-                }
+                run.pace.batch_starts();
             }
             return None;
         }

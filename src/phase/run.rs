@@ -71,7 +71,7 @@ pub(crate) struct UpgradeRun {
     /// The drain blockers said so far, by node (preflight/drain_blockers.rs): a batch says only what changed.
     pub drain_blockers_said: Mutex<BTreeMap<String, Vec<crate::drain_blockers::DrainBlocker>>>,
     /// The batches' pace, for the maintenance window's prediction (maintenance.rs).
-    pub pace: super::maintenance::Pace,
+    pub pace: super::pace::Pace,
 }
 
 /// Settings of the run that are not in the plan.
@@ -134,7 +134,7 @@ impl UpgradeRun {
             api_removals_through: Mutex::default(),
             image_repository: Mutex::new(None),
             drain_blockers_said: Mutex::default(),
-            pace: super::maintenance::Pace::default(),
+            pace: super::pace::Pace::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,

@@ -129,7 +129,7 @@ async fn roll_back_here(run: &UpgradeRun, state_dir: &Path) -> StopReason {
             };
         }
     };
-    let moved = super::blue_green::give_back(run, &cluster).await;
+    let moved = super::rollback::give_back(run, &cluster).await;
     let failed: Vec<String> = moved
         .iter()
         .filter_map(|r| match &r.outcome {

@@ -9,6 +9,7 @@ pub(crate) mod hops;
 pub(crate) mod nodes_order;
 pub(crate) mod nodes_strategy;
 pub(crate) mod order;
+pub(crate) mod rollback;
 pub(crate) mod versions;
 
 use serde_json::{Value, json};
