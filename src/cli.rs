@@ -241,6 +241,15 @@ pub(crate) struct UpgradeArgs {
     #[arg(long)]
     pub allow_skip_minor: bool,
 
+    /// Run outside upgrade_maintenance_window (and past its end) as if there were none.
+    #[arg(long)]
+    pub ignore_maintenance_window: bool,
+
+    /// Outside upgrade_maintenance_window, or with too little of it left, wait for the next window instead of
+    /// stopping.
+    #[arg(long)]
+    pub wait_for_window: bool,
+
     /// Print the plan and exit without contacting any host.
     #[arg(long)]
     pub plan: bool,

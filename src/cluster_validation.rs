@@ -18,7 +18,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::cluster::{ClusterNode, parse_node_list};
-use crate::drain_blockers::items;
+use crate::drain_blockers::{DrainBlocker, find_in, items};
 use crate::label_selector::selects;
 
 /// A controller of pods, as `namespace/name` with its kind.
@@ -82,6 +82,8 @@ pub(crate) struct ClusterView {
     pods: Vec<Pod>,
     controllers: Vec<Controller>,
     budgets: Vec<Budget>,
+    /// What the drains would meet, by node, found in the same pod and budget lists (drain_blockers.rs).
+    pub drain_blockers: BTreeMap<String, Vec<DrainBlocker>>,
 }
 
 fn text(v: &Value, path: &str) -> String {
@@ -157,6 +159,7 @@ impl ClusterView {
                 Some(Controller { id, desired, available, owner: controller_of(c) })
             })
             .collect();
+        let drain_blockers = find_in(list(&pods_json, "pod")?, list(&budgets_json, "PodDisruptionBudget")?);
         let budgets = list(&budgets_json, "PodDisruptionBudget")?
             .iter()
             .map(|b| Budget {
@@ -167,7 +170,7 @@ impl ClusterView {
                 allowed: number(b, "/status/disruptionsAllowed").unwrap_or(0),
             })
             .collect();
-        Ok(ClusterView { nodes, pods, controllers, budgets })
+        Ok(ClusterView { nodes, pods, controllers, budgets, drain_blockers })
     }
 
     fn controller(&self, kind: &str, namespace: &str, name: &str) -> Option<&Controller> {

@@ -63,6 +63,12 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
     let pods = items(&pods).map_err(|e| format!("the cluster's pod list is not a Kubernetes list: {e}"))?;
     let pdbs =
         items(&pdbs).map_err(|e| format!("the cluster's PodDisruptionBudget list is not a Kubernetes list: {e}"))?;
+    Ok(find_in(pods, pdbs))
+}
+
+/// The drain blockers of every node in the `items` of a pod list and of a PodDisruptionBudget list already read (the
+/// validation between batches shares its lists).
+pub(crate) fn find_in(pods: &[Value], pdbs: &[Value]) -> BTreeMap<String, Vec<DrainBlocker>> {
     let text = |v: &Value, path: &str| v.pointer(path).and_then(Value::as_str).unwrap_or_default().to_string();
     let budgets: Vec<Budget> = pdbs
         .iter()
@@ -110,7 +116,7 @@ pub fn find(pods_json: &str, pdbs_json: &str) -> Result<BTreeMap<String, Vec<Dra
         }
     }
     found.retain(|_, b| !b.is_empty());
-    Ok(found)
+    found
 }
 
 /// The `items` of a Kubernetes list: a list of objects. `null` is an empty list (how Go writes a nil slice).

@@ -24,7 +24,8 @@ use crate::report::output::OutputQueue;
 use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter, summary_md};
 use crate::session::{Remote, UpgradeRequest};
 use crate::settings::{OutputFormat, TargetVersion};
-use crate::strategy::{blue_green, hops};
+use crate::strategy::final_soak;
+use crate::strategy::{blue_green, hops, rollback};
 use crate::tasks::connect::ConnectionPool;
 use crate::tasks::engine::EngineOptions;
 use crate::vocabulary::{ExitCode, Halt, Phase, StopReason, Summary};
@@ -48,7 +49,18 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     let notify = NotifySettings::read(&hosts, plan.masters.first().map(String::as_str), &inventory.path)?;
 
     let state_dir = request.state_dir.clone().unwrap_or_else(|| inventory.dir.join(DEFAULT_STATE_DIR));
-    let mut lock = RunLock::acquire(&state_dir)?;
+    let mut lock = match RunLock::acquire(&state_dir) {
+        Ok(lock) => lock,
+        // A run of this state directory in its blue-green final soak rolls back itself when asked.
+        Err(e) if request.rollback_blue_green => match ask_the_soaking_run(&state_dir, e)? {
+            Some(lock) => lock,
+            None => return Ok(ExitCode::Success.code()),
+        },
+        Err(e) => return Err(e),
+    };
+    // A soak a killed run left is over: its marker and any request left for it mean nothing now.
+    let _ = std::fs::remove_file(final_soak::marker(&state_dir));
+    let _ = std::fs::remove_file(final_soak::request(&state_dir));
     let (journal, history) = Journal::open(&state_dir, request.fresh)?;
     lock.name_run(journal.run_id())?;
     let playbooks = crate::playbooks::materialize(&state_dir.join("playbooks"))?;
@@ -67,6 +79,7 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
         playbooks,
         options: RunOptions {
             allow_skip_minor: request.allow_skip_minor,
+            window: request.window,
             connect_timeout: connect.connect_timeout,
             state_dir: state_dir.canonicalize().unwrap_or_else(|_| state_dir.clone()),
         },
@@ -188,6 +201,37 @@ fn reporting(
     Reporting { redactor, stdout, sink, write_failures, stop_handle, stop, notifier }
 }
 
+/// `--rollback-blue-green` while another process holds the state directory: when that run is in its blue-green final
+/// soak (its marker is there), the rollback is left to it as a request, and this waits until it is answered (`None`)
+/// or the lock comes free (the soak ended first: the rollback then runs here). Otherwise the lock's own refusal.
+fn ask_the_soaking_run(state_dir: &Path, refused: Error) -> Result<Option<RunLock>> {
+    const WAIT: Duration = Duration::from_secs(180);
+    let (marker, request) = (final_soak::marker(state_dir), final_soak::request(state_dir));
+    let Ok(soak) = std::fs::read_to_string(&marker) else { return Err(refused) };
+    std::fs::write(&request, "").map_err(|e| {
+        Error::input(format!("cannot ask the soaking run to roll back: {}: {e}", request.display()))
+            .hint("run --rollback-blue-green with another --state-dir, or once the soak is over")
+    })?;
+    errln!(
+        "the run in its blue-green final soak ({}) was asked to give the workload back to the blue nodes",
+        soak.trim()
+    );
+    let started = std::time::Instant::now();
+    while started.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(500));
+        if !request.exists() {
+            errln!("done: the soaking run gave the workload back to the blue nodes (its output says how each moved)");
+            return Ok(None);
+        }
+        if let Ok(lock) = RunLock::acquire(state_dir) {
+            return Ok(Some(lock));
+        }
+    }
+    let _ = std::fs::remove_file(&request);
+    Err(Error::hosts_failed(format!("the soaking run did not answer the rollback request within {}s", WAIT.as_secs()))
+        .hint("run --rollback-blue-green again once that run has ended, or with another --state-dir"))
+}
+
 /// The run itself, under one watcher of the signals: every hop of the update path, or the blue-green rollback; then
 /// the connections closed.
 #[allow(clippy::too_many_arguments)]
@@ -210,7 +254,7 @@ async fn carry_out(
         match base.run(target.clone(), journal, history, stop.clone()) {
             Ok(run) => {
                 let run = current.set(run);
-                let (mut summary, error) = blue_green::rollback(&run).await;
+                let (mut summary, error) = rollback::rollback(&run).await;
                 summary.interrupted |= run.was_interrupted();
                 if let Some(failure) = run.recorder.write_failures.failure() {
                     summary.state_error = Some(failure.clone());

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::flavor::Flavor;
 use crate::inventory::{Origin, Vars};
-use crate::settings::located;
+use crate::settings::{TargetVersion, located};
 
 /// The package managers `upgrade_package_manager` names (`auto` finds one per host in preflight).
 pub(crate) const PACKAGE_MANAGERS: [&str; 4] = ["auto", "apt", "dnf", "yum"];
@@ -36,7 +36,7 @@ enum Kind {
 }
 
 /// The settings `--plan` shows and this module checks, with their defaults as the task files have them.
-const SETTINGS: [(&str, Kind, &str); 8] = [
+const SETTINGS: [(&str, Kind, &str); 10] = [
     ("upgrade_package_manager", Kind::PackageManager, "auto"),
     ("upgrade_kubernetes_repo_manage", Kind::Flag, "true"),
     (
@@ -51,7 +51,26 @@ const SETTINGS: [(&str, Kind, &str); 8] = [
     ("upgrade_node_ready_timeout", Kind::Seconds { min: 1 }, "600"),
     // What becomes of a node whose drain fails (phase/undrainable.rs).
     ("upgrade_undrainable_node_behavior", Kind::Choice(&["fail", "quarantine", "schedule"]), "fail"),
+    // A drain that timed out retried with `--disable-eviction` (phase/drain_fallback.rs), as kubespray's
+    // drain_fallback_enabled; the retry's bound, kubespray's drain_fallback_timeout (360s).
+    (DRAIN_FALLBACK, Kind::Choice(&["none", DISABLE_EVICTION]), "none"),
+    ("upgrade_drain_fallback_timeout", Kind::Seconds { min: 1 }, "360"),
 ];
+
+pub(crate) const DRAIN_FALLBACK: &str = "upgrade_drain_fallback";
+pub(crate) const DISABLE_EVICTION: &str = "disable-eviction";
+
+/// Why `upgrade_drain_fallback: disable-eviction` cannot work with `flavor` and `target`, if it cannot: the flag came
+/// with kubectl 1.18, and OpenShift 3.11's `oc` (kubectl 1.11) has no such flag (testing/tool-flags/oc-3.11).
+pub(crate) fn disable_eviction_missing(flavor: Flavor, target: Option<&TargetVersion>) -> Option<String> {
+    match (flavor, target) {
+        (Flavor::Openshift, _) => Some("OpenShift 3.11's `oc adm drain` has no --disable-eviction".into()),
+        (_, Some(t)) if t.major == 1 && t.minor < 18 => {
+            Some(format!("kubectl {}.{} has no `drain --disable-eviction` (it came with 1.18)", t.major, t.minor))
+        }
+        _ => None,
+    }
+}
 
 /// The settings only the kubeadm flavour reads: the openshift flavour installs with yum between its excluders and
 /// the custom flavour runs the operator's commands, so neither has a package manager, repository file or kubeadm plan.
@@ -63,7 +82,11 @@ const KUBEADM_ONLY: [&str; 4] = [
 ];
 
 /// Checks every host's values of the settings `flavor` reads and groups them by value and origin, in host order.
-pub(crate) fn resolve(flavor: Flavor, hosts: &[(&str, &Vars)]) -> Result<Vec<HostSettingValue>> {
+pub(crate) fn resolve(
+    flavor: Flavor,
+    target: Option<&TargetVersion>,
+    hosts: &[(&str, &Vars)],
+) -> Result<Vec<HostSettingValue>> {
     let mut rows: Vec<HostSettingValue> = Vec::new();
     for (name, kind, default) in &SETTINGS {
         if flavor != Flavor::Kubeadm && KUBEADM_ONLY.contains(name) {
@@ -72,7 +95,17 @@ pub(crate) fn resolve(flavor: Flavor, hosts: &[(&str, &Vars)]) -> Result<Vec<Hos
         let mut mine: Vec<HostSettingValue> = Vec::new();
         for (host, vars) in hosts {
             let (value, origin) = match vars.get(*name) {
-                Some(var) => (check(name, kind, &var.value, &var.origin)?, describe(&var.origin)),
+                Some(var) => {
+                    let value = check(name, kind, &var.value, &var.origin)?;
+                    if *name == DRAIN_FALLBACK && value == DISABLE_EVICTION {
+                        if let Some(why) = disable_eviction_missing(flavor, target) {
+                            let error = Error::input(format!("{name}: {DISABLE_EVICTION} cannot work here: {why}"))
+                                .hint(format!("use {name}: none (the default); nothing was changed"));
+                            return Err(located(error, name, &var.origin));
+                        }
+                    }
+                    (value, describe(&var.origin))
+                }
                 None => (default.to_string(), "default".to_string()),
             };
             match mine.iter_mut().find(|r| r.value == value && r.origin == origin) {
@@ -174,7 +207,7 @@ mod tests {
     fn defaults_and_set_values_are_grouped_with_their_origin() {
         let a = vars(&[("upgrade_package_manager", Value::from("dnf"))]);
         let b = Vars::new();
-        let rows = resolve(Flavor::Kubeadm, &[("a", &a), ("b", &b)]).unwrap();
+        let rows = resolve(Flavor::Kubeadm, None, &[("a", &a), ("b", &b)]).unwrap();
         let pm: Vec<_> = rows.iter().filter(|r| r.variable == "upgrade_package_manager").collect();
         assert_eq!(pm.len(), 2);
         assert_eq!((pm[0].value.as_str(), pm[0].origin.as_str()), ("dnf", "hosts:3:5"));
@@ -194,7 +227,7 @@ mod tests {
             ("upgrade_undrainable_node_behavior", Value::from("cordon")),
         ] {
             let v = vars(&[(name, value)]);
-            let err = resolve(Flavor::Kubeadm, &[("a", &v)]).unwrap_err();
+            let err = resolve(Flavor::Kubeadm, None, &[("a", &v)]).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{name}");
             assert!(err.to_string().contains(name), "{err}");
             assert!(err.to_string().contains("hosts:3:5") || err.to_string().contains("hosts:3"), "{err}");
@@ -202,10 +235,34 @@ mod tests {
     }
 
     #[test]
+    fn the_disable_eviction_fallback_is_refused_where_drain_has_no_such_flag() {
+        let v = vars(&[(DRAIN_FALLBACK, Value::from(DISABLE_EVICTION))]);
+        let old = TargetVersion { major: 1, minor: 17, patch: 4, suffix: String::new() };
+        let new = TargetVersion { major: 1, minor: 29, patch: 1, suffix: String::new() };
+        for (flavor, target, why) in [
+            (Flavor::Openshift, None, "OpenShift 3.11's `oc adm drain` has no --disable-eviction"),
+            (Flavor::Kubeadm, Some(&old), "kubectl 1.17 has no `drain --disable-eviction` (it came with 1.18)"),
+            (Flavor::Custom, Some(&old), "kubectl 1.17 has no"),
+        ] {
+            let err = resolve(flavor, target, &[("a", &v)]).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{flavor}");
+            let said = err.to_string();
+            assert!(said.contains(why) && said.contains("hosts:3"), "{flavor}: {said}");
+            assert!(err.hint.as_deref().unwrap_or_default().contains("upgrade_drain_fallback: none"), "{err:?}");
+        }
+        let rows = resolve(Flavor::Kubeadm, Some(&new), &[("a", &v)]).unwrap();
+        assert!(rows.iter().any(|r| r.variable == DRAIN_FALLBACK && r.value == DISABLE_EVICTION), "{rows:?}");
+        let none = vars(&[(DRAIN_FALLBACK, Value::from("none"))]);
+        assert!(resolve(Flavor::Openshift, None, &[("a", &none)]).is_ok(), "none is fine everywhere");
+        let bad = vars(&[(DRAIN_FALLBACK, Value::from("force"))]);
+        assert!(resolve(Flavor::Kubeadm, Some(&new), &[("a", &bad)]).is_err());
+    }
+
+    #[test]
     fn the_openshift_and_custom_flavours_have_no_package_manager_repository_or_kubeadm_plan_settings() {
         let v = vars(&[("upgrade_package_manager", Value::from("zypper"))]);
         for flavor in [Flavor::Openshift, Flavor::Custom] {
-            let rows = resolve(flavor, &[("a", &v)]).unwrap();
+            let rows = resolve(flavor, None, &[("a", &v)]).unwrap();
             let names: Vec<&str> = rows.iter().map(|r| r.variable).collect();
             assert!(KUBEADM_ONLY.iter().all(|k| !names.contains(k)), "{flavor}: {names:?}");
             assert!(names.contains(&"upgrade_control_plane_ready_timeout"), "{flavor}: {names:?}");

@@ -24,6 +24,8 @@ pub struct UpgradeRequest {
     pub plan: PlanRequest,
     pub output: OutputFormat,
     pub allow_skip_minor: bool,
+    /// `--ignore-maintenance-window`, `--wait-for-window`.
+    pub window: crate::phase::run::WindowOverride,
     /// Where the journal, lock and host logs live; `None`: `.upgrade-state` next to the inventory.
     pub state_dir: Option<PathBuf>,
     /// Ignore the journal of an earlier run.
@@ -96,6 +98,7 @@ impl Session {
             stop,
             options: RunOptions {
                 allow_skip_minor: request.allow_skip_minor,
+                window: request.window,
                 connect_timeout: connect.connect_timeout,
                 state_dir: state_dir.canonicalize().unwrap_or(state_dir),
             },

@@ -456,6 +456,9 @@ pub enum StopReason {
     /// The cluster was not valid within `upgrade_validation_timeout` before a master or batch, or a batch failed its
     /// soak: `reason` names what was not valid.
     NotValid { reason: String },
+    /// With `upgrade_fail_on_drain_blockers: true`, the drain blockers read again before a master or batch found
+    /// some (or could not be read): `reason` names them.
+    DrainBlockers { reason: String },
     /// A signal or a failed write stopped the control plane before a master.
     Halted(Halt),
     /// A signal or a failed write stopped the batches of the nodes phase (`blue`: blue-green evacuation).
@@ -464,6 +467,11 @@ pub enum StopReason {
     SwitchOver { host: String, step: Step, reason: String },
     /// Blue-green: the green nodes could not take the load before batch `batch` (0: before the switch-over).
     GreenNotReady { batch: usize, reason: String },
+    /// Too little of the maintenance window was left for the next master or batch (`reason` says how much, and when
+    /// the next window opens).
+    MaintenanceWindow { reason: String },
+    /// Blue-green: a rollback came during the final soak (`reason` says from where, and what was moved).
+    RolledBack { reason: String },
     /// A signal or a failed write arrived between two hops of an update path.
     BetweenHops { halt: Halt, next: String, target: String },
     /// The journal's last entry could not be written.
@@ -488,7 +496,10 @@ impl StopReason {
             StopReason::ClusterHook { reason, .. }
             | StopReason::SwitchOver { reason, .. }
             | StopReason::GreenNotReady { reason, .. }
-            | StopReason::NotValid { reason } => vec![reason],
+            | StopReason::NotValid { reason }
+            | StopReason::DrainBlockers { reason }
+            | StopReason::RolledBack { reason }
+            | StopReason::MaintenanceWindow { reason } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -536,6 +547,17 @@ impl fmt::Display for StopReason {
                 "{reason}; the masters and batches after it were not started (re-run to go on once the cluster is \
                  whole)"
             ),
+            StopReason::DrainBlockers { reason } => write!(
+                f,
+                "{reason}; the masters and batches after it were not started (resolve them, or set \
+                 upgrade_fail_on_drain_blockers: false, and re-run)"
+            ),
+            StopReason::MaintenanceWindow { reason } => write!(
+                f,
+                "{reason}; the masters and batches after it were not started, the nodes of the batches before are \
+                 schedulable (re-run in the next window: it resumes from the journal)"
+            ),
+            StopReason::RolledBack { reason } => write!(f, "blue-green: {reason}; the run did not finish"),
             StopReason::Halted(halt) => write!(f, "{halt}"),
             StopReason::HaltedBatches { halt, blue: false } => {
                 write!(f, "{halt}; nodes not yet started were left alone")

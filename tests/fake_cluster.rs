@@ -453,6 +453,14 @@ fn openshift_hosts_answer_yum_rpm_excluders_and_master_restart() {
     let err =
         failed(&cluster.run("oc", &["adm", "drain", "m1", "--ignore-daemonsets", "--delete-emptydir-data", "--force"]));
     assert!(err.contains("unknown flag: --delete-emptydir-data") && err.contains("oc 3.11"), "{err}");
+    // kubespray's drain fallback flag came with kubectl 1.18: 3.11's oc refuses it, so upgrade_drain_fallback:
+    // disable-eviction is refused on the openshift flavour.
+    let fallback =
+        ["adm", "drain", "m1", "--ignore-daemonsets", "--delete-local-data", "--force", "--disable-eviction"];
+    let err = failed(&cluster.run("oc", &fallback));
+    assert!(err.contains("unknown flag: --disable-eviction") && err.contains("oc 3.11"), "{err}");
+    let err = failed(&cluster.run("kubectl", &fallback[1..]));
+    assert!(err.contains("unknown flag: --disable-eviction") && err.contains("kubectl 1.11"), "{err}");
     ok(&cluster.run("oc", &["adm", "drain", "m1", "--ignore-daemonsets", "--delete-local-data", "--force"]));
     assert_eq!(
         cluster.actions_on("m1"),

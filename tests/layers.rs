@@ -56,6 +56,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("phase", 3),
     ("executor", 3),
     ("strategy::blue_green", 3),
+    ("strategy::final_soak", 3),
+    ("strategy::rollback", 3),
     ("strategy::hops", 3),
     ("strategy::order", 3),
     ("strategy::versions", 3),

@@ -239,6 +239,29 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
             .unwrap_or_default()
     }
 
+    /// A Deployment NAME of `replicas` pause pods labelled app=NAME that run only on `node` (a nodeSelector on its
+    /// hostname), its pods Running and Ready there.
+    pub(crate) fn pinned_deployment(&self, name: &str, replicas: u32, node: &str) {
+        self.api.apply(&format!(
+            r#"{{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {{"name": "{name}", "namespace": "default"}},
+              "spec": {{"replicas": {replicas}, "selector": {{"matchLabels": {{"app": "{name}"}}}},
+                "template": {{"metadata": {{"labels": {{"app": "{name}"}}}},
+                  "spec": {{"nodeSelector": {{"kubernetes.io/hostname": "{node}"}},
+                    "containers": [{{"name": "c", "image": "registry.k8s.io/pause:3.10"}}]}}}}}}}}"#
+        ));
+        self.wait_for_pods(name, replicas);
+    }
+
+    /// `replicas` pods labelled app=NAME scheduled and Ready. The scheduler and kwok of a control plane started a
+    /// moment ago, on a loaded machine, take their time: this is the test's setup, not what it checks.
+    fn wait_for_pods(&self, name: &str, replicas: u32) {
+        let want = replicas as usize;
+        self.api.wait_for(&format!("{replicas} {name} pods Running and Ready"), Duration::from_secs(180), || {
+            self.pods(&format!("app={name}")).iter().filter(|(_, node, ready)| !node.is_empty() && *ready).count()
+                == want
+        });
+    }
+
     /// A Deployment of `replicas` pause pods labelled app=NAME, and a PodDisruptionBudget over them.
     fn workload(&self, name: &str, replicas: u32, budget: &str) {
         self.api.apply(&format!(
@@ -251,13 +274,8 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
             r#"{{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {{"name": "{name}", "namespace": "default"}},
               "spec": {{{budget}, "selector": {{"matchLabels": {{"app": "{name}"}}}}}}}}"#
         ));
+        self.wait_for_pods(name, replicas);
         let want = replicas as usize;
-        // The scheduler and kwok of a control plane started a moment ago, on a loaded machine, take their time: this
-        // is the test's setup, not what it checks.
-        self.api.wait_for(&format!("{replicas} {name} pods Running and Ready"), Duration::from_secs(180), || {
-            self.pods(&format!("app={name}")).iter().filter(|(_, node, ready)| !node.is_empty() && *ready).count()
-                == want
-        });
         // The disruption controller has computed the budget's status (an eviction before that is refused).
         self.api.wait_for(&format!("the {name} budget's status"), Duration::from_secs(60), || {
             let pdb: Value =

@@ -15,18 +15,18 @@ const MASTERS: [&str; 3] = ["m1", "m2", "m3"];
 
 /// Three masters, the nodes of each inventory group, every host on one real sshd with its own root, the fake cluster
 /// created from `init` lines (the masters are added at `masters_at`).
-struct Cluster {
+pub(crate) struct Cluster {
     dir: tempfile::TempDir,
     sshd: TestSshd,
     etcd: TestEtcd,
-    fake: FakeCluster,
+    pub(crate) fake: FakeCluster,
     /// Inventory groups besides `masters` and `etcd`, in order: (`nodes`, [n1, n2]), (`new_nodes`, [g1]).
     groups: Vec<(String, Vec<String>)>,
     vars: Vec<String>,
 }
 
 impl Cluster {
-    fn new(masters_at: &str, nodes: &str, groups: &[(&str, &[&str])]) -> Cluster {
+    pub(crate) fn new(masters_at: &str, nodes: &str, groups: &[(&str, &[&str])]) -> Cluster {
         let mut spec: String =
             MASTERS.iter().map(|m| format!("{m} {masters_at} node-role.kubernetes.io/control-plane=\n")).collect();
         spec.push_str(nodes);
@@ -44,7 +44,7 @@ impl Cluster {
     }
 
     /// An `all:vars` line (`key: value`, YAML).
-    fn var(mut self, line: &str) -> Cluster {
+    pub(crate) fn var(mut self, line: &str) -> Cluster {
         self.vars.push(line.to_string());
         self
     }
@@ -53,7 +53,7 @@ impl Cluster {
         self.dir.path().join(relative)
     }
 
-    fn write(&self, relative: &str, text: &str) {
+    pub(crate) fn write(&self, relative: &str, text: &str) {
         let path = self.path(relative);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
         std::fs::write(path, text).expect("write");
@@ -77,7 +77,7 @@ impl Cluster {
         Scenario::in_dir(self.dir.path()).args(args).inventory(self.inventory()).env("NO_COLOR", "1")
     }
 
-    fn upgrade(&self, args: &[&str], code: i32) -> Outcome {
+    pub(crate) fn upgrade(&self, args: &[&str], code: i32) -> Outcome {
         self.scenario(args).run().expect_code(code)
     }
 
@@ -502,6 +502,26 @@ fn blue_green_refuses_an_upgrade_green_min_ready_the_green_group_cannot_reach() 
     let out = cluster.upgrade(&[], 2);
     assert!(out.stderr.contains("upgrade_green_min_ready `2`"), "{out}");
     assert!(cluster.fake.calls().iter().all(|c| c.action.starts_with("get") || c.action.ends_with("-configmap")));
+}
+
+/// A final soak keeps the blue nodes for a rollback: deleting them as they are evacuated would leave nothing to roll
+/// back to, so the two together are refused before anything is touched; so is a bad duration.
+#[test]
+fn blue_green_refuses_a_final_soak_with_the_blue_nodes_deleted_and_a_soak_that_is_not_a_duration() {
+    let cluster = blue_green_round()
+        .var("upgrade_blue_green_final_soak_seconds: 1h")
+        .var("upgrade_blue_green_delete_nodes: true");
+    let out = cluster.upgrade(&[], 2);
+    assert!(
+        out.stderr.contains(
+            "upgrade_blue_green_final_soak_seconds keeps the blue nodes for a rollback, but \
+             upgrade_blue_green_delete_nodes: true deletes each blue node's object as soon as it is evacuated"
+        ),
+        "{out}"
+    );
+    assert!(cluster.fake.calls().iter().all(|c| c.action.starts_with("get") || c.action.ends_with("-configmap")));
+    let out = blue_green_round().var("upgrade_blue_green_final_soak_seconds: soon").upgrade(&[], 2);
+    assert!(out.stderr.contains("upgrade_blue_green_final_soak_seconds"), "{out}");
 }
 
 #[test]

@@ -20,13 +20,7 @@ fn guarded_cluster(behavior: &str) -> Option<RealCluster> {
 /// The same, the budget's selector given.
 fn guarded_by(behavior: &str, selector: &str) -> Option<RealCluster> {
     let cluster = RealCluster::at(OLD, &["m1"], &[("n1", OLD), ("n2", OLD)])?;
-    cluster.api.apply(
-        r#"{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "guarded", "namespace": "default"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "guarded"}},
-              "template": {"metadata": {"labels": {"app": "guarded"}},
-                "spec": {"nodeSelector": {"kubernetes.io/hostname": "n1"},
-                  "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}"#,
-    );
+    cluster.pinned_deployment("guarded", 1, "n1");
     cluster.api.apply(&format!(
         r#"{{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {{"name": "guarded", "namespace": "default"}},
             "spec": {{"minAvailable": 1, "selector": {selector}}}}}"#
@@ -91,4 +85,81 @@ fn a_budget_selecting_by_match_expressions_blocks_in_the_live_plan() {
         .upgrade(&["--plan", "--live"])
         .expect_code(1)
         .output_has("PodDisruptionBudget default/guarded allows 0 disruptions (guards pod default/guarded-");
+}
+
+/// n1 and n2 in batches of one; n1's post hook (after its uncordon) puts a pod no controller owns on n2: the drain
+/// blocker appears after preflight read them, while the run goes.
+fn a_bare_pod_appears_on_n2_during_batch_1(extra: &[&str]) -> Option<RealCluster> {
+    let cluster = RealCluster::at(OLD, &["m1"], &[("n1", OLD), ("n2", OLD)])?;
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lone", "namespace": "default"},
+        "spec": {"nodeName": "n2", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}"#;
+    std::fs::write(cluster.path("lone.json"), pod).expect("pod");
+    let post = format!(
+        "- name: a bare pod on n2 once n1 is done\n  when: inventory_hostname == 'n1'\n  shell: \"{{{{ upgrade_kubectl \
+         }}}} apply -f {}\"\n",
+        cluster.path("lone.json").display()
+    );
+    std::fs::write(cluster.path("post.yml"), post).expect("post hook");
+    let post = cluster.path("post.yml").display().to_string();
+    let mut cluster = cluster
+        .var("upgrade_nodes_serial: 1")
+        .var("upgrade_validation_interval: 1")
+        .var(&format!("upgrade_node_post_hook: \"{post}\""));
+    for line in extra {
+        cluster = cluster.var(line);
+    }
+    Some(cluster)
+}
+
+/// The drain blockers are read again before each batch (from the validation's own read of the pods): a bare pod put
+/// on n2 during batch 1 stops the run before batch 2 with `upgrade_fail_on_drain_blockers: true`, though preflight
+/// found nothing; n2 is never cordoned.
+#[test]
+fn a_drain_blocker_that_appears_during_the_run_stops_the_next_batch_when_blockers_are_fatal() {
+    let Some(cluster) = a_bare_pod_appears_on_n2_during_batch_1(&["upgrade_fail_on_drain_blockers: true"]) else {
+        return;
+    };
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let output = run.output();
+    assert!(
+        output.contains(
+            "drain blockers before batch 2 (upgrade_fail_on_drain_blockers): n2 (pod default/lone has no controller"
+        ),
+        "{output}"
+    );
+    assert_eq!(cluster.kubelet_version("n1"), TARGET, "batch 1 went through");
+    assert_eq!(cluster.kubelet_version("n2"), OLD, "n2 was not started");
+    assert!(!unschedulable(&cluster, "n2"), "n2 was never cordoned");
+}
+
+/// With the validation off the blockers are read on their own before each batch; not fatal, the new one is said as a
+/// warning before n2's batch and the run goes on (drain --force deletes the bare pod).
+#[test]
+fn with_validation_off_the_blockers_are_still_read_again_and_said_before_the_next_batch() {
+    let Some(cluster) = a_bare_pod_appears_on_n2_during_batch_1(&["upgrade_validation_timeout: 0"]) else { return };
+    let run = cluster.upgrade(&[]).expect_code(0);
+    run.output_has("warning: before batch 2, read again: its drain would meet: pod default/lone has no controller");
+    assert_eq!(cluster.kubelet_version("n2"), TARGET);
+}
+
+/// `upgrade_drain_fallback: disable-eviction` (kubespray's drain_fallback_enabled): n1's drain times out on the
+/// budget, is retried with `--disable-eviction` (the real kubectl deletes the pod past the budget the real API server
+/// enforces), names the budget it overrode, and n1 is upgraded; so is n2.
+#[test]
+fn a_drain_that_timed_out_is_retried_with_disable_eviction_naming_the_budget_it_overrode() {
+    let Some(cluster) = guarded_cluster("fail") else { return };
+    let cluster = cluster.var("upgrade_drain_fallback: disable-eviction").var("upgrade_drain_fallback_timeout: 60");
+    let run = cluster.upgrade(&[]).expect_code(0);
+    let output = run.output();
+    assert!(
+        output.contains(
+            "[n1] drain timed out after 6s; retrying with --disable-eviction for 60s (upgrade_drain_fallback), \
+             deleting pods past PodDisruptionBudget default/guarded"
+        ),
+        "{output}"
+    );
+    assert!(output.contains("[n1] drained with --disable-eviction: overrode PodDisruptionBudget default/guarded"));
+    assert_eq!(cluster.kubelet_version("n1"), TARGET, "n1 was drained past its budget and upgraded");
+    assert_eq!(cluster.kubelet_version("n2"), TARGET);
+    assert!(!unschedulable(&cluster, "n1"));
 }

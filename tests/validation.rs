@@ -17,13 +17,7 @@ const TARGET: &str = "v1.34.4";
 /// seconds later (never when `None`). n2's pre-cordon hook writes what `web` has available when n2's turn comes.
 fn pinned_workload_cluster(release_after: Option<u32>, extra: &[&str]) -> Option<RealCluster> {
     let cluster = RealCluster::at(OLD, &["m1"], &[("n1", OLD), ("n2", OLD)])?;
-    cluster.api.apply(
-        r#"{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-              "template": {"metadata": {"labels": {"app": "web"}},
-                "spec": {"nodeSelector": {"kubernetes.io/hostname": "n1"},
-                  "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}"#,
-    );
+    cluster.pinned_deployment("web", 2, "n1");
     cluster.api.wait_for("web available on n1", Duration::from_secs(60), || available(&cluster) == Some(2));
     let release = match release_after {
         Some(seconds) => format!(

@@ -155,6 +155,10 @@ pub(super) fn upgrade_request(args: &UpgradeArgs) -> UpgradeRequest {
         plan: plan_request(args),
         output: args.output,
         allow_skip_minor: args.allow_skip_minor,
+        window: crate::phase::run::WindowOverride {
+            ignore: args.ignore_maintenance_window,
+            wait: args.wait_for_window,
+        },
         state_dir: args.state_dir.clone(),
         fresh: args.fresh,
         rollback_blue_green: args.rollback_blue_green,

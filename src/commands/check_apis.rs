@@ -24,6 +24,7 @@ pub(super) fn check_apis(args: &CheckApisArgs) -> Result<i32> {
         output: args.output,
         // The table covers every minor up to the target: a target two minors ahead is a question, not a run.
         allow_skip_minor: true,
+        window: Default::default(),
         state_dir: args.state_dir.clone(),
         fresh: false,
         rollback_blue_green: false,

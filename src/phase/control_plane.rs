@@ -22,7 +22,9 @@ pub(crate) async fn run(
         }
         if stopped.is_none() {
             // The cluster valid again after the master before (the first master takes the standard it is held to).
-            stopped = validate_before(run, &format!("master {master}"), std::slice::from_ref(master)).await;
+            stopped =
+                validate_before(run, Phase::ControlPlane, &format!("master {master}"), std::slice::from_ref(master))
+                    .await;
             if stopped.is_none() && stop.is_stopping() {
                 stopped = Some(StopReason::Halted(run.halt()));
             }
@@ -65,9 +67,19 @@ pub(crate) async fn run(
 }
 
 /// The validation before the first cordon of `hosts` (`what` names them); why the run must stop, if it must.
-pub(crate) async fn validate_before(run: &UpgradeRun, what: &str, hosts: &[String]) -> Option<StopReason> {
+pub(crate) async fn validate_before(
+    run: &UpgradeRun,
+    phase: Phase,
+    what: &str,
+    hosts: &[String],
+) -> Option<StopReason> {
     match super::validation::before(run, &run.validation, what, hosts).await {
-        Ok(()) => None,
+        Ok(()) if run.stop.is_stopping() => None,
+        Ok(()) => match super::preflight::recheck_drain_blockers(run, phase, what, hosts).await {
+            // Last, right before the first cordon: too little of the maintenance window left (maintenance.rs).
+            None if !run.stop.is_stopping() => super::maintenance::before(run, phase, what).await,
+            other => other,
+        },
         Err(Invalid::NotValid(reason)) => Some(StopReason::NotValid { reason }),
         Err(Invalid::Setting(e)) => {
             let message = match &e.hint {

@@ -102,7 +102,7 @@ where
         },
         async |index, hosts| {
             let what = format!("batch {}", index + offset);
-            super::control_plane::validate_before(run, &what, hosts).await
+            super::control_plane::validate_before(run, phase, &what, hosts).await
         },
         |index, hosts| {
             let index = index + offset;

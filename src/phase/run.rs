@@ -1,7 +1,7 @@
 //! What every phase of one upgrade run shares: the plan, the hosts' variables, the task engine and its connections,
 //! the journal, the stop signal; and the one way a phase runs a step on a host: a task file through the engine.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -68,15 +68,28 @@ pub(crate) struct UpgradeRun {
     pub api_removals_through: Mutex<Option<TargetVersion>>,
     /// The cluster's image repository as preflight read it for the masters' image pulls (prefetch.rs).
     pub image_repository: Mutex<Option<String>>,
+    /// The drain blockers said so far, by node (preflight/drain_blockers.rs): a batch says only what changed.
+    pub drain_blockers_said: Mutex<BTreeMap<String, Vec<crate::drain_blockers::DrainBlocker>>>,
+    /// The batches' pace, for the maintenance window's prediction (maintenance.rs).
+    pub pace: super::pace::Pace,
 }
 
 /// Settings of the run that are not in the plan.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunOptions {
     pub allow_skip_minor: bool,
+    /// `--ignore-maintenance-window`, `--wait-for-window` (maintenance.rs).
+    pub window: WindowOverride,
     pub connect_timeout: Duration,
     /// The state directory, as the cluster lock names it.
     pub state_dir: PathBuf,
+}
+
+/// What the command line says of the maintenance window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WindowOverride {
+    pub ignore: bool,
+    pub wait: bool,
 }
 
 /// Parts of the run context built by the executor before any phase starts.
@@ -122,6 +135,8 @@ impl UpgradeRun {
             api_removals_acknowledged: Mutex::default(),
             api_removals_through: Mutex::default(),
             image_repository: Mutex::new(None),
+            drain_blockers_said: Mutex::default(),
+            pace: super::pace::Pace::default(),
             host_versions: Mutex::new(HashMap::new()),
             inventory: parts.inventory,
             plan: parts.plan,

@@ -216,7 +216,14 @@ async fn steps(
         if failure.interrupted {
             return Err(failure);
         }
-        return Err(after_drain_failure(run, host, role, failure, was_cordoned, attempt).await);
+        let failure = with_drain_timeout(run, failure);
+        // `upgrade_drain_fallback: disable-eviction` retries a drain that timed out (drain_fallback.rs).
+        match timed(&mut attempt.clock.parts.drain, super::drain_fallback::retry(run, phase, host, &failure)).await {
+            Some(Ok(())) => {}
+            Some(Err(f)) if f.interrupted => return Err(f),
+            Some(Err(f)) => return Err(after_drain_failure(run, host, role, f, was_cordoned, attempt).await),
+            None => return Err(after_drain_failure(run, host, role, failure, was_cordoned, attempt).await),
+        }
     }
     if role == Role::Node {
         hook(run, phase, host, HookPoint::NodePre, Step::PreHook).await?;
@@ -496,20 +503,25 @@ fn upgrade_done_earlier(run: &UpgradeRun, phase: Phase, host: &str) -> bool {
     run.history.step_of_unfinished(phase, host, &run.target.to_string(), Step::Upgrade, true)
 }
 
+/// A drain that outlasted the drain timeout says so rather than what the cut-off command said.
+fn with_drain_timeout(run: &UpgradeRun, mut failure: StepFailure) -> StepFailure {
+    let limit = run.plan.settings.drain_timeout.value;
+    if failure.timed_out && limit.seconds() > 0 {
+        failure.reason = format!("drain timed out after {limit}");
+    }
+    failure
+}
+
 /// A drain that failed or outlasted the drain timeout: the node is not upgraded, and gets its capacity back
 /// (uncordoned) unless it was cordoned before the run or the operator said to keep it cordoned.
 async fn after_drain_failure(
     run: &UpgradeRun,
     host: &str,
     role: Role,
-    mut failure: StepFailure,
+    failure: StepFailure,
     was_cordoned: bool,
     attempt: &mut Attempt,
 ) -> StepFailure {
-    let limit = run.plan.settings.drain_timeout.value;
-    if failure.timed_out && limit.seconds() > 0 {
-        failure.reason = format!("drain timed out after {limit}");
-    }
     // A node quarantined stays cordoned (undrainable.rs); `schedule` and `fail` give the capacity back.
     let quarantine = role == Role::Node
         && !failure.interrupted

@@ -5,7 +5,7 @@
 //! baseline): nothing has moved yet, so there is nothing to wait for. It sees the run through `ClusterCalls` only, so
 //! the run can hold its state.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::cluster_calls::ClusterCalls;
 use crate::cluster_validation::{Baseline, ClusterView, WorkloadRef, not_valid};
+use crate::drain_blockers::DrainBlocker;
 use crate::error::Error;
 use crate::settings::{
     BATCH_SOAK, VALIDATE_COUNT, VALIDATION_INTERVAL, VALIDATION_TIMEOUT, ValidationSettings, validation_settings,
@@ -33,9 +34,18 @@ struct State {
     watched: BTreeSet<WorkloadRef>,
     /// The master or batch started last (`batch 1`): the one a soak watches.
     last: Option<String>,
+    /// The drain blockers found in the last read, for the check of the next drains (preflight/drain_blockers.rs):
+    /// one pod list serves both.
+    drain_blockers: Option<BTreeMap<String, Vec<DrainBlocker>>>,
 }
 
 impl Validation {
+    /// The drain blockers of the cluster read last by the validation, once: `None` when it has not read since
+    /// (validation off), so the caller reads them itself.
+    pub(crate) fn take_drain_blockers(&self) -> Option<BTreeMap<String, Vec<DrainBlocker>>> {
+        self.state.lock().ok().and_then(|mut s| s.drain_blockers.take())
+    }
+
     /// `node` failed in this run: the failure threshold decided whether the run goes on; the validation does not
     /// hold the next batch for it.
     pub(crate) fn excuse(&self, node: &str) {
@@ -87,6 +97,15 @@ async fn read(run: &impl ClusterCalls) -> Result<ClusterView, String> {
     ClusterView::read(&texts[0], &texts[1], &texts[2], &texts[3])
 }
 
+/// One read, its drain blockers kept for the check of the next drains.
+async fn read_and_keep_blockers(run: &impl ClusterCalls, validation: &Validation) -> Result<ClusterView, String> {
+    let view = read(run).await?;
+    if let Ok(mut state) = validation.state.lock() {
+        state.drain_blockers = Some(view.drain_blockers.clone());
+    }
+    Ok(view)
+}
+
 /// Before the first cordon of `hosts` (`what`: `master m2`, `batch 3`): the baseline when nothing has moved yet,
 /// else the wait until the cluster is valid. `Ok` also when validation is off or a stop was asked for (the caller
 /// sees the stop).
@@ -134,7 +153,7 @@ async fn problems(
     validation: &Validation,
     next_nodes: &[String],
 ) -> (Vec<String>, Option<ClusterView>) {
-    match read(run).await {
+    match read_and_keep_blockers(run, validation).await {
         Err(why) => (vec![format!("a read of the cluster that works ({why})")], None),
         Ok(view) => {
             let problems = validation
@@ -251,7 +270,7 @@ async fn take_baseline(
     what: &str,
     nodes: &[String],
 ) -> Result<(), Invalid> {
-    let view = read(run).await.map_err(|why| {
+    let view = read_and_keep_blockers(run, validation).await.map_err(|why| {
         Invalid::NotValid(format!(
             "the cluster could not be read for the validation between batches before {what}: {why} (set \
              {VALIDATION_TIMEOUT}: 0 to run without it)"

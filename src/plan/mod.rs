@@ -204,9 +204,11 @@ impl Plan {
                 .cloned()
                 .collect(),
         );
-        let host_settings = crate::host_settings::resolve(flavor.flavor, &vars_of(&upgraded))?;
+        let host_settings =
+            crate::host_settings::resolve(flavor.flavor, settings.target_version.value.as_ref(), &vars_of(&upgraded))?;
         check_cluster_lock_ttl(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
         settings::check_validation_settings(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
+        settings::check_maintenance_settings(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
         let phases = phase_plans(&selected, &etcd, &masters, &node_batches);
 
         Ok(Plan {

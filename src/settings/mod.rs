@@ -7,6 +7,7 @@
 mod hooks;
 mod labels;
 mod limits;
+mod maintenance;
 mod max_fail_percentage;
 mod readers;
 mod resolve;
@@ -19,6 +20,7 @@ mod validation;
 pub use hooks::*;
 pub use labels::*;
 pub use limits::*;
+pub use maintenance::*;
 pub use max_fail_percentage::*;
 pub use readers::*;
 pub use resolve::*;

@@ -3,11 +3,13 @@
 //! hosts of the phase it governs must agree on), decided before anything connects, carried out by the executor.
 
 pub(crate) mod blue_green;
+pub(crate) mod final_soak;
 pub(crate) mod graph;
 pub(crate) mod hops;
 pub(crate) mod nodes_order;
 pub(crate) mod nodes_strategy;
 pub(crate) mod order;
+pub(crate) mod rollback;
 pub(crate) mod versions;
 
 use serde_json::{Value, json};

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::inventory::{Inventory, Origin, Vars};
-use crate::settings::{HostVarsRef, Setting, Shown, run_wide};
+use crate::settings::{DrainTimeout, HostVarsRef, Setting, Shown, run_wide};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NodesStrategy {
@@ -79,7 +79,12 @@ pub struct BlueGreen {
     /// `upgrade_green_min_ready`: how many green nodes must be Ready and schedulable before each batch of blue
     /// nodes is evacuated (`None`: all of them).
     pub green_min_ready: Option<usize>,
+    /// `upgrade_blue_green_final_soak_seconds`: once every blue node is evacuated, how long the run keeps them
+    /// cordoned and watched for a rollback before it finishes (0: no soak).
+    pub final_soak_seconds: u64,
 }
+
+pub(crate) const FINAL_SOAK: &str = "upgrade_blue_green_final_soak_seconds";
 
 pub(super) const ADD_HOOK: &str = "upgrade_node_surge_add_hook";
 pub(super) const REMOVE_HOOK: &str = "upgrade_node_surge_remove_hook";
@@ -149,7 +154,38 @@ impl BlueGreen {
                 .hint("write a whole number of green nodes, or `all` (the default)")
             })?)
         };
-        Ok(BlueGreen { strategy, green_group, green, label, delete_nodes, surge, green_min_ready })
+        let final_soak = run_wide(
+            FINAL_SOAK,
+            None,
+            (FINAL_SOAK, FINAL_SOAK),
+            node_hosts,
+            extra,
+            DrainTimeout::parse,
+            DrainTimeout::from_value,
+        )
+        .map_err(|e| {
+            Error { message: format!("{FINAL_SOAK}: {}", e.message), ..e }
+                .hint("write seconds (3600) or a duration such as \"1h\"; 0 for no final soak")
+        })?;
+        let final_soak_seconds = final_soak.as_ref().map_or(0, |s| s.value.seconds());
+        // The soak keeps the blue nodes for a rollback: nothing may remove them meanwhile.
+        if final_soak_seconds > 0 && strategy.value == NodesStrategy::BlueGreen {
+            let removes = if delete_nodes {
+                Some("upgrade_blue_green_delete_nodes: true deletes each blue node's object")
+            } else if surge.values().any(|h| h.remove.is_some()) {
+                Some("an upgrade_node_surge_remove_hook removes each blue node")
+            } else {
+                None
+            };
+            if let Some(removes) = removes {
+                return Err(Error::input(format!(
+                    "{FINAL_SOAK} keeps the blue nodes for a rollback, but {removes} as soon as it is evacuated"
+                ))
+                .in_file(&inventory.path)
+                .hint(format!("set {FINAL_SOAK}: 0, or keep the blue nodes (no deletion, no surge remove hook)")));
+            }
+        }
+        Ok(BlueGreen { strategy, green_group, green, label, delete_nodes, surge, green_min_ready, final_soak_seconds })
     }
 
     /// Checks what the plan can check offline: something to take the load of the blue nodes.
@@ -201,6 +237,7 @@ impl BlueGreen {
             "label": self.label,
             "delete_nodes": self.delete_nodes,
             "green_min_ready": self.green_min_ready,
+            "final_soak_seconds": self.final_soak_seconds,
             "surge_hooks": surge,
         })
     }
@@ -223,6 +260,13 @@ impl BlueGreen {
                 if self.delete_nodes { "deleted (upgrade_blue_green_delete_nodes)" } else { "kept" }
             ),
         ];
+        if self.final_soak_seconds > 0 {
+            lines.push(format!(
+                "  final soak: the blue nodes stay cordoned {}s after the last is evacuated ({FINAL_SOAK}); \
+                 --rollback-blue-green gives the workload back during or after it",
+                self.final_soak_seconds
+            ));
+        }
         for (host, hooks) in &self.surge {
             let show = |p: &Option<PathBuf>| p.as_ref().map_or("-".to_string(), |p| p.display().to_string());
             lines.push(format!("  {host} surge hooks: add {}, remove {}", show(&hooks.add), show(&hooks.remove)));

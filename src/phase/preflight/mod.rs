@@ -33,6 +33,8 @@ use crate::vocabulary::Phase;
 
 pub(crate) async fn run(run: &std::sync::Arc<UpgradeRun>, strategy_checks: &[StrategyCheck]) -> Result<Preflight> {
     check_node_names(run)?;
+    // Outside the maintenance window nothing starts, not even the cluster lock (maintenance.rs).
+    crate::phase::maintenance::at_start(run).await?;
     let ttl = crate::phase::cluster_lock::ttl(run.as_ref())?;
     check_reachable(run).await?;
     // Asking changes nothing; the lock is the first write, and a role without it would fail there less clearly.
