@@ -1326,3 +1326,49 @@ fn fetch_reads_a_file_whole_though_command_output_is_bounded() {
     let printed = run.fact("h1", "printed")["stdout"].as_str().unwrap_or_default().to_string();
     assert!(printed.len() < 1_200_000 && printed.contains("bytes of output dropped"), "{}", printed.len());
 }
+
+#[test]
+fn throttle_lets_only_that_many_hosts_run_the_task_at_once() {
+    let s = Scenario::new(&["h1", "h2", "h3"]);
+    // Each host takes a lock directory shared by all hosts (one per task: hosts go from task to task on their own)
+    // for a while: a second host inside at the same time finds it taken and fails. Throttled to 1, no host collides; a block's throttle holds for its tasks; unthrottled,
+    // the hosts (20 forks) run the task together and collide.
+    let lock = s.path().join("lock");
+    let run = s.run(&format!(
+        r#"
+- name: one at a time
+  shell: mkdir {lock} && sleep 0.4 && rmdir {lock}
+  throttle: 1
+  register: one
+- name: limited block
+  throttle: "{{{{ 0 + 1 }}}}"
+  block:
+    - name: one at a time in the block
+      shell: mkdir {lock}-block && sleep 0.4 && rmdir {lock}-block
+- name: all at once
+  shell: mkdir {lock}-free && sleep 2 && rmdir {lock}-free
+  ignore_errors: true
+  register: together
+- name: no limit
+  command: "true"
+  throttle: 0
+"#,
+        lock = lock.display()
+    ));
+    for host in ["h1", "h2", "h3"] {
+        assert!(!run.outcome(host).failed, "{host}: {:?}", run.statuses(host));
+        assert_eq!(run.fact(host, "one")["rc"], 0);
+        assert_eq!(run.result(host, "no limit")["rc"], 0);
+    }
+    let collided = ["h1", "h2", "h3"].iter().filter(|h| run.fact(h, "together")["rc"] != 0).count();
+    assert!(collided >= 1, "without throttle the hosts run the task together");
+}
+
+#[test]
+fn a_throttle_that_is_not_a_number_fails_the_task_as_ansible_says() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run("- name: odd\n  command: \"true\"\n  throttle: \"{{ 'many' }}\"\n");
+    assert!(run.outcome("h1").failed);
+    let msg = run.result("h1", "odd")["msg"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("the field 'throttle' has an invalid value (many), and could not be converted to int"), "{msg}");
+}

@@ -51,6 +51,8 @@ pub struct Task {
     /// `async:` seconds the module may run as a job, and `poll:` seconds between looks at it (0: do not wait).
     pub async_: Option<Value>,
     pub poll: Option<Value>,
+    /// `throttle:` how many hosts may run the task at once (0 or unset: no limit); a block's applies to its tasks.
+    pub throttle: Option<Value>,
 }
 
 /// An empty task: no keywords, and an empty block for its action until one is set.
@@ -85,6 +87,7 @@ impl Default for Task {
             listen: Vec::new(),
             async_: None,
             poll: None,
+            throttle: None,
         }
     }
 }

@@ -36,6 +36,7 @@ const TASK_KEYS: &[&str] = &[
     "listen",
     "async",
     "poll",
+    "throttle",
 ];
 
 /// Whether a key could name a module ansible-core runs (`oc_obj`, `kubernetes.core.k8s_drain`): not one of Ansible's
@@ -69,7 +70,6 @@ const ANSIBLE_KEYWORDS: &[&str] = &[
     "port",
     "remote_user",
     "rescue",
-    "throttle",
 ];
 
 const BLOCK_KEYS: &[&str] = &[
@@ -87,6 +87,7 @@ const BLOCK_KEYS: &[&str] = &[
     "delegate_to",
     "run_once",
     "tags",
+    "throttle",
 ];
 
 /// Reads a task file. The first problem is returned; `check_task_file` collects all of them.
@@ -315,6 +316,7 @@ impl Parser {
             "notify" => task.notify = self.names(value, label, "notify"),
             "async" => task.async_ = self.intish(value, label, "async"),
             "poll" => task.poll = self.intish(value, label, "poll"),
+            "throttle" => task.throttle = self.intish(value, label, "throttle"),
             "listen" => task.listen = self.names(value, label, "listen"),
             "tags" | "rescue" | "always" => {}
             _ => return false,
