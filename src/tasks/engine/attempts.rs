@@ -80,7 +80,9 @@ impl HostRun<'_> {
                 Err(StopTask::TimedOut) => return timed_out(task_limit.unwrap_or_default()),
                 Err(StopTask::Failed(result)) => return result,
             };
-            if !result.contains_key("failed") {
+            // An action that skipped itself (uri or script in check mode) reports no `failed`, as Ansible's does.
+            let skipped_itself = flag(&result, "skipped") && !result.contains_key("rc");
+            if !result.contains_key("failed") && !skipped_itself {
                 let rc_failed = result.get("rc").is_some_and(|rc| rc != &json!(0) && rc != &json!("0"));
                 result.insert("failed".into(), Value::Bool(rc_failed));
             }

@@ -166,6 +166,7 @@ struct Scope {
     delegate_to: Option<String>,
     run_once: Option<Value>,
     throttle: Option<Value>,
+    check_mode: Option<Value>,
     /// The innermost enclosing block has a `rescue` section.
     rescuable: bool,
 }
@@ -262,6 +263,7 @@ impl HostRun<'_> {
         child.no_log = inherit(&task.no_log, &scope.no_log);
         child.run_once = inherit(&task.run_once, &scope.run_once);
         child.throttle = inherit(&task.throttle, &scope.throttle);
+        child.check_mode = inherit(&task.check_mode, &scope.check_mode);
         child.delegate_to = task.delegate_to.clone().or_else(|| scope.delegate_to.clone());
         child.environment.extend(task.environment.iter().cloned());
         child

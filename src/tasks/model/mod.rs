@@ -4,11 +4,13 @@
 //! task, an argument of the wrong type) is an input error naming the file, line, column and task. The types are here,
 //! the reader in `parse`; the model is the bottom of `tasks` and imports neither `modules` nor `engine`.
 
+mod check_mode;
 mod parse;
 
 use serde_json::{Map, Value};
 
 use crate::error::Location;
+pub use check_mode::CheckMode;
 pub use parse::{TaskFileCache, load_task_file, parse_kv, parse_tasks};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +55,9 @@ pub struct Task {
     pub poll: Option<Value>,
     /// `throttle:` how many hosts may run the task at once (0 or unset: no limit); a block's applies to its tasks.
     pub throttle: Option<Value>,
+    /// `check_mode:` true runs the task in check mode (see [`CheckMode`]), false as always; a block's applies to its
+    /// tasks.
+    pub check_mode: Option<Value>,
 }
 
 /// An empty task: no keywords, and an empty block for its action until one is set.
@@ -88,6 +93,7 @@ impl Default for Task {
             async_: None,
             poll: None,
             throttle: None,
+            check_mode: None,
         }
     }
 }

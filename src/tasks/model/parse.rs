@@ -37,6 +37,7 @@ const TASK_KEYS: &[&str] = &[
     "async",
     "poll",
     "throttle",
+    "check_mode",
 ];
 
 /// Whether a key could name a module ansible-core runs (`oc_obj`, `kubernetes.core.k8s_drain`): not one of Ansible's
@@ -59,7 +60,6 @@ const ANSIBLE_KEYWORDS: &[&str] = &[
     "become_exe",
     "become_flags",
     "become_method",
-    "check_mode",
     "collections",
     "connection",
     "debugger",
@@ -88,6 +88,7 @@ const BLOCK_KEYS: &[&str] = &[
     "run_once",
     "tags",
     "throttle",
+    "check_mode",
 ];
 
 /// Reads a task file. The first problem is returned; `check_task_file` collects all of them.
@@ -233,7 +234,7 @@ impl Parser {
                     }
                     self.check_args(call.module, &call.args, node, &label);
                 }
-                task.action = Action::Module(call);
+                task.action = Action::Module(self.in_check_mode(&task, call, node, &label));
             }
             Some((other, _)) => task.action = other,
             None if self.errors.len() == errors_before => {
@@ -247,6 +248,29 @@ impl Parser {
             None => {}
         }
         if self.errors.len() > errors_before { None } else { Some(task) }
+    }
+
+    /// A task written `check_mode: true` whose module has no check mode here but has one in ansible-core goes to
+    /// ansible-core (so `check` asks for it); one neither can run in check mode is refused. A check mode that comes
+    /// from a block or a template is settled when the task runs.
+    fn in_check_mode(&mut self, task: &Task, call: ModuleCall, node: &Node, label: &str) -> ModuleCall {
+        if task.check_mode != Some(Value::Bool(true)) {
+            return call;
+        }
+        match call.module.check_mode() {
+            CheckMode::ThroughAnsibleCore => call.through_ansible_core(call.module.name()),
+            CheckMode::Unsupported => {
+                self.error(
+                    node,
+                    label,
+                    format!("`{}` cannot run in check mode here (`check_mode: true`)", call.module.name()),
+                    "remove `check_mode: true` from this task (ansible-core's template renders on the controller, so it \
+                     cannot be handed to it)",
+                );
+                call
+            }
+            CheckMode::Runs | CheckMode::Skips(_) => call,
+        }
     }
 
     /// Reads one of the task keywords (`when`, `register`, `loop`, ...) into the task; `false` for any other key.
@@ -317,6 +341,7 @@ impl Parser {
             "async" => task.async_ = self.intish(value, label, "async"),
             "poll" => task.poll = self.intish(value, label, "poll"),
             "throttle" => task.throttle = self.intish(value, label, "throttle"),
+            "check_mode" => task.check_mode = self.boolish(value, label, "check_mode"),
             "listen" => task.listen = self.names(value, label, "listen"),
             "tags" | "rescue" | "always" => {}
             _ => return false,
