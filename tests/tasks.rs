@@ -1459,3 +1459,56 @@ fn check_refuses_a_template_in_check_mode_and_sends_file_to_ansible_core() {
     assert_eq!(call.module_name(), "file");
     assert_eq!(call.module, upgrade::tasks::model::Module::AnsibleCore);
 }
+
+#[test]
+fn include_role_apply_gives_every_task_of_the_role_its_keywords() {
+    let mut s = Scenario::new(&["db", "web"]);
+    s.set_host_var("db", "tier", json!("db"));
+    s.set_host_var("web", "tier", json!("web"));
+    s.write(
+        "roles/apply/tasks/main.yml",
+        "- name: env\n  shell: echo ${APPLIED:-none}\n  register: env\n  check_mode: false\n\
+         - name: write\n  lineinfile: {path: \"{{ host_dir }}/f.conf\", line: \"{{ applied_var }}\", create: true}\n\
+         - name: counted\n  shell: echo x >> {{ host_dir }}/count\n",
+    );
+    let hook = s.write(
+        "hook.yml",
+        r#"
+- include_role:
+    name: apply
+    apply:
+      environment: {APPLIED: from-apply}
+      vars: {applied_var: "{{ tier }}-line"}
+      check_mode: "{{ tier == 'db' }}"
+      when: tier != 'none'
+      tags: [x]
+- include_role:
+    name: apply
+    apply:
+      when: tier == 'web'
+  vars:
+    applied_var: again
+"#,
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    let run = s.run_file(&hook);
+    for host in ["db", "web"] {
+        assert!(!run.outcome(host).failed, "{host}: {:?}", run.statuses(host));
+    }
+    let file = |host: &str, name: &str| std::fs::read_to_string(s.host_dir(host).join(name)).unwrap_or_default();
+    assert_eq!(file("web", "f.conf"), "web-line\nagain\n", "apply's vars and the include's vars reach the tasks");
+    assert_eq!(file("db", "f.conf"), "", "apply's check_mode holds on db for the first include; its when skips the second");
+    assert_eq!(file("web", "count"), "x\nx\n");
+    assert_eq!(file("db", "count"), "", "db ran neither: check mode, then apply's when");
+    let env: Vec<Value> =
+        run.log.results("web").into_iter().filter(|(n, _, _)| n == "env").map(|(_, _, r)| r["stdout"].clone()).collect();
+    assert_eq!(env, [json!("from-apply"), json!("none")], "apply's environment, for the first include only");
+
+    let wrong = s.write(
+        "wrong.yml",
+        "- import_role:\n    name: apply\n    apply: {become: true}\n- include_role:\n    name: apply\n    apply: {loop: [1]}\n",
+    );
+    let errors: Vec<String> = check_task_file(&wrong).iter().map(|e| e.to_string()).collect();
+    assert!(errors[0].contains("`import_role` has no argument `apply`"), "{errors:?}");
+    assert!(errors[1].contains("`apply` cannot give the role's tasks `loop`"), "{errors:?}");
+}

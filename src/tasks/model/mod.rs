@@ -462,7 +462,7 @@ impl Module {
                 ("client_cert", Str),
                 ("client_key", Str),
             ],
-            Module::ImportRole | Module::IncludeRole => &[
+            Module::ImportRole => &[
                 ("name", Str),
                 ("tasks_from", Str),
                 ("vars_from", Str),
@@ -471,6 +471,18 @@ impl Module {
                 ("allow_duplicates", Bool),
                 ("public", Bool),
                 ("rolespec_validate", Bool),
+            ],
+            // `apply`: keywords for every task of the role (an include's own keywords are the include's).
+            Module::IncludeRole => &[
+                ("name", Str),
+                ("tasks_from", Str),
+                ("vars_from", Str),
+                ("defaults_from", Str),
+                ("handlers_from", Str),
+                ("allow_duplicates", Bool),
+                ("public", Bool),
+                ("rolespec_validate", Bool),
+                ("apply", Any),
             ],
             Module::Service => &[
                 ("name", Str),

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Parser;
+use super::{BLOCK_KEYS, Parser};
 use crate::tasks::model::{ArgKind, Module};
 use crate::yaml::Node;
 
@@ -86,6 +86,10 @@ impl Parser {
                 None
             }
             Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
+            Module::IncludeRole => {
+                self.check_apply(args.get("apply"), node, label);
+                None
+            }
             Module::Uri if !has("url") => Some("`url`"),
             Module::AsyncStatus if !has("jid") => Some("`jid`"),
             Module::Slurp if !has("src") && !has("path") => Some("`src`"),
@@ -142,6 +146,31 @@ impl Parser {
                 format!("`{}` needs {what}", module.name()),
                 format!("see the `{}` module's documentation", module.name()),
             );
+        }
+    }
+
+    /// `include_role`'s `apply`: a mapping of the keywords a block takes, which each task of the role gets.
+    fn check_apply(&mut self, apply: Option<&Value>, node: &Node, label: &str) {
+        let keys: Vec<&str> =
+            BLOCK_KEYS.iter().copied().filter(|k| !["name", "block", "rescue", "always"].contains(k)).collect();
+        match apply {
+            None => {}
+            Some(Value::Object(map)) => {
+                for key in map.keys().filter(|k| !keys.contains(&k.as_str())) {
+                    self.error(
+                        node,
+                        label,
+                        format!("`apply` cannot give the role's tasks `{key}`"),
+                        format!("`apply` takes {}", keys.join(", ")),
+                    );
+                }
+            }
+            Some(other) => self.error(
+                node,
+                label,
+                format!("`apply` must be a mapping of task keywords, found {other}"),
+                "write `apply: {become: true, tags: [x]}`",
+            ),
         }
     }
 }
