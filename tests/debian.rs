@@ -231,6 +231,27 @@ fn a_target_the_mirror_lacks_is_refused_in_preflight_and_every_host_stays_as_it_
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
 }
 
+/// Makes a host run Kubernetes from downloaded binaries, as kubespray installs them: kubeadm, kubelet and kubectl in
+/// /usr/local/bin (first on PATH), which no package owns.
+fn install_as_binaries(host: &DebianHost) {
+    let (code, out) = host.sh("for b in kubeadm kubelet kubectl; do cp -p /usr/bin/$b /usr/local/bin/$b; done; command -v kubelet");
+    assert_eq!((code, out.trim()), (0, "/usr/local/bin/kubelet"), "{}", host.name);
+}
+
+#[test]
+fn a_host_whose_kubelet_no_package_owns_is_refused_before_anything_changes() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1", "n2"]) else { return };
+    install_as_binaries(cluster.host("n2"));
+    let before = cluster.snapshot();
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run = run.output_has("kubelet is owned by neither dpkg nor rpm on n2 (/usr/local/bin/kubelet)");
+    let run = run.output_has("upgrade_node_upgrade_command");
+    assert!(!run.to_string().contains("on m1 ("), "m1's kubelet is dpkg's\n{run}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+    assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
+    assert_eq!(cluster.fake.version("m1"), "v1.28.5");
+}
+
 #[test]
 fn a_node_whose_mirror_lacks_the_target_is_refused_in_preflight_naming_host_package_version_and_line() {
     let Some(cluster) = DebianCluster::with_n2_behind() else { return };

@@ -175,10 +175,14 @@ impl HostRun<'_> {
                         if let Some(exception) = result.remove("exception") {
                             result.insert("failed_when_suppressed_exception".into(), exception);
                         }
-                    } else if !result.contains_key("msg") {
-                        // ansible-core 2.19 gives a result that failed by `failed_when` alone these two.
-                        result.insert("msg".into(), Value::String("Task failed: Action failed: Unknown error.".into()));
-                        result.insert("exception".into(), Value::String(modules::NO_TRACEBACK.into()));
+                    } else {
+                        // ansible-core 2.19 gives a result that failed by `failed_when` alone these two (a message
+                        // the module gave, even an empty one, is kept).
+                        if !result.contains_key("msg") {
+                            let unknown = "Task failed: Action failed: Unknown error.";
+                            result.insert("msg".into(), Value::String(unknown.into()));
+                        }
+                        result.entry("exception").or_insert_with(|| Value::String(modules::NO_TRACEBACK.into()));
                     }
                 }
                 Err(msg) => {
