@@ -70,12 +70,14 @@ pub(super) async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> 
 }
 
 /// What to do about hosts whose kubelet no package owns.
-const NOT_PACKAGED_HINT: &str = "upgrade those hosts with their own commands (upgrade_master_upgrade_command, \
-     upgrade_node_upgrade_command), or with your own package commands (upgrade_kubeadm_package_command, \
-     upgrade_kubelet_package_command) if they do install what the host runs; nothing was changed on any host";
+const NOT_PACKAGED_HINT: &str = "set upgrade_kubernetes_install_method: binaries for those hosts (the target's \
+     kubeadm, kubelet and kubectl are then downloaded from upgrade_kubernetes_binaries_url, checked against their \
+     published sha256 and put where the host's are), or upgrade them with your own commands \
+     (upgrade_master_upgrade_command, upgrade_node_upgrade_command); nothing was changed on any host";
 
 /// The kubelet of a host that no package owns (install_method.yml's `binary PATH`), when the package flow would
-/// install the built-in packages there; `None` for a packaged kubelet, none at all, or the operator's own commands.
+/// install the built-in packages there; `None` for a packaged kubelet, none at all, the operator's own commands or
+/// the binaries install method.
 pub(crate) fn binary_kubelet(facts: &HostFacts) -> Option<String> {
     let stdout = facts.get("upgrade_kubelet_install")?.get("stdout").and_then(Value::as_str)?.trim().to_string();
     let builtin = facts.get("upgrade_package_commands_builtin").is_some_and(|v| match &**v {
@@ -83,8 +85,9 @@ pub(crate) fn binary_kubelet(facts: &HostFacts) -> Option<String> {
         Value::String(s) => s.trim().eq_ignore_ascii_case("true"),
         _ => false,
     });
+    let method = facts.get("upgrade_kubernetes_install_method").and_then(|v| v.as_str().map(|s| s.trim().to_string()));
     let path = stdout.strip_prefix("binary ")?;
-    builtin.then(|| path.to_string())
+    (builtin && method.as_deref() != Some("binaries")).then(|| path.to_string())
 }
 
 /// What package_availability.yml found missing on a host (`kubeadm 1.29.9, kubelet 1.29.9 not in deb ... /`, or
