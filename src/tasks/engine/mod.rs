@@ -43,6 +43,7 @@ use results::{
 };
 pub use roles::{RoleCall, find_role, role_file, roles_path};
 pub use run_once::RunOnce;
+pub use throttle::Throttles;
 
 pub const NO_LOG_MESSAGE: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
@@ -64,7 +65,7 @@ pub struct Engine {
     /// A host ran `meta: end_play`: the others run no further task.
     play_ended: std::sync::atomic::AtomicBool,
     /// The `throttle`d tasks' limits on the hosts running them at once.
-    throttles: throttle::Throttles,
+    throttles: Throttles,
 }
 
 impl Engine {

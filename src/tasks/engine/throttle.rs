@@ -15,7 +15,7 @@ type TaskPlace = (Arc<Path>, usize, usize);
 
 /// The semaphores of the throttled tasks of a run.
 #[derive(Default)]
-pub(super) struct Throttles {
+pub struct Throttles {
     tasks: std::sync::Mutex<HashMap<TaskPlace, Arc<Semaphore>>>,
 }
 
