@@ -256,6 +256,22 @@ fn binaries_site(dir: &std::path::Path, bad_sum: Option<&str>) -> RepoServer {
     RepoServer::start(dir)
 }
 
+/// m1 and n1 running Kubernetes 1.28.5 from binaries in /usr/local/bin, set to the binaries method with the site
+/// of `binaries_site` (a trailing `/` on its URL, as an operator may write it) and a download cache of the run's own.
+fn binaries_cluster(bad_sum: Option<&str>) -> Option<(DebianCluster, RepoServer, PathBuf)> {
+    let cluster = DebianCluster::new(&["m1"], &["n1"])?;
+    let site = binaries_site(&cluster.dir.path().join("site"), bad_sum);
+    let cache = cluster.dir.path().join("binaries-cache");
+    let cluster = cluster
+        .var("upgrade_kubernetes_install_method: binaries")
+        .var(&format!("upgrade_kubernetes_binaries_url: {}/release/", site.url()))
+        .var(&format!("upgrade_kubernetes_binaries_cache: {}", cache.display()));
+    for h in cluster.hosts() {
+        install_as_binaries(h);
+    }
+    Some((cluster, site, cache))
+}
+
 /// The kubelet says its version when it comes back: the stand-in systemctl's restart tells the fake cluster the
 /// version of the kubelet binary the host now has (a package install tells it through kubelet's postinst instead).
 fn kubelet_reports_its_version_on_restart(host: &DebianHost) {
@@ -270,16 +286,8 @@ fn kubelet_reports_its_version_on_restart(host: &DebianHost) {
 
 #[test]
 fn hosts_with_downloaded_binaries_are_upgraded_with_the_binaries_method_packages_untouched() {
-    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
-    let site_dir = tempfile::tempdir().expect("site");
-    let site = binaries_site(site_dir.path(), None);
-    let cache = cluster.dir.path().join("binaries-cache");
-    let cluster = cluster
-        .var("upgrade_kubernetes_install_method: binaries")
-        .var(&format!("upgrade_kubernetes_binaries_url: {}/release/", site.url()))
-        .var(&format!("upgrade_kubernetes_binaries_cache: {}", cache.display()));
+    let Some((cluster, site, _)) = binaries_cluster(None) else { return };
     for h in cluster.hosts() {
-        install_as_binaries(h);
         kubelet_reports_its_version_on_restart(h);
     }
     let packages_before = cluster.snapshot();
@@ -307,17 +315,7 @@ fn hosts_with_downloaded_binaries_are_upgraded_with_the_binaries_method_packages
 
 #[test]
 fn a_binary_whose_published_sha256_does_not_match_stops_the_run_before_any_host_changes() {
-    let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
-    let site_dir = tempfile::tempdir().expect("site");
-    let site = binaries_site(site_dir.path(), Some("kubelet"));
-    let cache = cluster.dir.path().join("binaries-cache");
-    let cluster = cluster
-        .var("upgrade_kubernetes_install_method: binaries")
-        .var(&format!("upgrade_kubernetes_binaries_url: {}/release", site.url()))
-        .var(&format!("upgrade_kubernetes_binaries_cache: {}", cache.display()));
-    for h in cluster.hosts() {
-        install_as_binaries(h);
-    }
+    let Some((cluster, _site, cache)) = binaries_cluster(Some("kubelet")) else { return };
     let before = cluster.snapshot();
     let run = cluster.upgrade(&[]).expect_code(1);
     let run = run.output_has("/release/v1.29.1/bin/linux/amd64/kubelet has sha256").output_has("kubelet.sha256 says");

@@ -299,6 +299,17 @@ impl Module {
     /// The arguments a module accepts; `None` accepts any name (set_fact).
     fn args(self) -> Option<&'static [(&'static str, ArgKind)]> {
         use ArgKind::*;
+        const ROLE: &[(&str, ArgKind)] = &[
+            ("name", Str),
+            ("tasks_from", Str),
+            ("vars_from", Str),
+            ("defaults_from", Str),
+            ("handlers_from", Str),
+            ("allow_duplicates", Bool),
+            ("public", Bool),
+            ("rolespec_validate", Bool),
+            ("apply", Any),
+        ];
         const COMMAND: &[(&str, ArgKind)] = &[
             ("_raw_params", Str),
             ("cmd", Str),
@@ -462,28 +473,10 @@ impl Module {
                 ("client_cert", Str),
                 ("client_key", Str),
             ],
-            Module::ImportRole => &[
-                ("name", Str),
-                ("tasks_from", Str),
-                ("vars_from", Str),
-                ("defaults_from", Str),
-                ("handlers_from", Str),
-                ("allow_duplicates", Bool),
-                ("public", Bool),
-                ("rolespec_validate", Bool),
-            ],
-            // `apply`: keywords for every task of the role (an include's own keywords are the include's).
-            Module::IncludeRole => &[
-                ("name", Str),
-                ("tasks_from", Str),
-                ("vars_from", Str),
-                ("defaults_from", Str),
-                ("handlers_from", Str),
-                ("allow_duplicates", Bool),
-                ("public", Bool),
-                ("rolespec_validate", Bool),
-                ("apply", Any),
-            ],
+            // `apply` (the last) is include_role's only: keywords for every task of the role (an include's own
+            // keywords are the include's).
+            Module::ImportRole => &ROLE[..ROLE.len() - 1],
+            Module::IncludeRole => ROLE,
             Module::Service => &[
                 ("name", Str),
                 ("state", Str),
