@@ -234,7 +234,8 @@ fn a_target_the_mirror_lacks_is_refused_in_preflight_and_every_host_stays_as_it_
 /// Makes a host run Kubernetes from downloaded binaries, as kubespray installs them: kubeadm, kubelet and kubectl in
 /// /usr/local/bin (first on PATH), which no package owns.
 fn install_as_binaries(host: &DebianHost) {
-    let (code, out) = host.sh("for b in kubeadm kubelet kubectl; do cp -p /usr/bin/$b /usr/local/bin/$b; done; command -v kubelet");
+    let (code, out) =
+        host.sh("for b in kubeadm kubelet kubectl; do cp -p /usr/bin/$b /usr/local/bin/$b; done; command -v kubelet");
     assert_eq!((code, out.trim()), (0, "/usr/local/bin/kubelet"), "{}", host.name);
 }
 
@@ -294,7 +295,13 @@ fn hosts_with_downloaded_binaries_are_upgraded_with_the_binaries_method_packages
     let run = cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
     for h in cluster.hosts() {
         for (name, version) in [("kubelet", "Kubernetes v1.29.1"), ("kubeadm", "v1.29.1"), ("kubectl", "v1.29.1")] {
-            let asked = if name == "kubelet" { "--version" } else if name == "kubeadm" { "version -o short" } else { "version --client" };
+            let asked = if name == "kubelet" {
+                "--version"
+            } else if name == "kubeadm" {
+                "version -o short"
+            } else {
+                "version --client"
+            };
             let (_, now) = h.sh(&format!("/usr/local/bin/{name} {asked}"));
             assert!(now.contains(version), "{}: {name} says {now}\n{run}", h.name);
             let (_, kept) = h.sh(&format!("/usr/local/bin/{name}.before-v1.29.1 {asked}"));

@@ -1370,7 +1370,10 @@ fn a_throttle_that_is_not_a_number_fails_the_task_as_ansible_says() {
     let run = s.run("- name: odd\n  command: \"true\"\n  throttle: \"{{ 'many' }}\"\n");
     assert!(run.outcome("h1").failed);
     let msg = run.result("h1", "odd")["msg"].as_str().unwrap_or_default().to_string();
-    assert!(msg.contains("the field 'throttle' has an invalid value (many), and could not be converted to int"), "{msg}");
+    assert!(
+        msg.contains("the field 'throttle' has an invalid value (many), and could not be converted to int"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -1441,8 +1444,10 @@ fn check_refuses_a_template_in_check_mode_and_sends_file_to_ansible_core() {
         "- name: render\n  template: {src: a.j2, dest: /tmp/a}\n  check_mode: true\n\
          - name: dir\n  file: {path: /tmp/d, state: directory}\n  check_mode: true\n",
     );
-    let tasks = load_task_file(&s.write("ok.yml", "- name: dir\n  file: {path: /tmp/d, state: directory}\n  check_mode: true\n"))
-        .expect("reads");
+    let tasks = load_task_file(
+        &s.write("ok.yml", "- name: dir\n  file: {path: /tmp/d, state: directory}\n  check_mode: true\n"),
+    )
+    .expect("reads");
     // No ansible-core where this one points: the file task is refused for that reason.
     let missing = upgrade::tasks::modules::AnsibleCore::from_vars(|k| {
         (k == "upgrade_ansible_command").then(|| json!("/nonexistent/bin/ansible"))
@@ -1451,7 +1456,9 @@ fn check_refuses_a_template_in_check_mode_and_sends_file_to_ansible_core() {
     let joined = checked.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
     assert!(joined.contains("hook.yml:1:3: task \"render\": `template` cannot run in check mode here"), "{joined}");
     assert!(
-        joined.contains("hook.yml:4:3: task \"dir\": `file` in check mode runs through ansible-core: ansible-core is needed"),
+        joined.contains(
+            "hook.yml:4:3: task \"dir\": `file` in check mode runs through ansible-core: ansible-core is needed"
+        ),
         "file in check mode goes to ansible-core: {joined}"
     );
     assert_eq!(checked.errors.len(), 2, "{joined}");
@@ -1497,11 +1504,20 @@ fn include_role_apply_gives_every_task_of_the_role_its_keywords() {
     }
     let file = |host: &str, name: &str| std::fs::read_to_string(s.host_dir(host).join(name)).unwrap_or_default();
     assert_eq!(file("web", "f.conf"), "web-line\nagain\n", "apply's vars and the include's vars reach the tasks");
-    assert_eq!(file("db", "f.conf"), "", "apply's check_mode holds on db for the first include; its when skips the second");
+    assert_eq!(
+        file("db", "f.conf"),
+        "",
+        "apply's check_mode holds on db for the first include; its when skips the second"
+    );
     assert_eq!(file("web", "count"), "x\nx\n");
     assert_eq!(file("db", "count"), "", "db ran neither: check mode, then apply's when");
-    let env: Vec<Value> =
-        run.log.results("web").into_iter().filter(|(n, _, _)| n == "env").map(|(_, _, r)| r["stdout"].clone()).collect();
+    let env: Vec<Value> = run
+        .log
+        .results("web")
+        .into_iter()
+        .filter(|(n, _, _)| n == "env")
+        .map(|(_, _, r)| r["stdout"].clone())
+        .collect();
     assert_eq!(env, [json!("from-apply"), json!("none")], "apply's environment, for the first include only");
 
     let wrong = s.write(

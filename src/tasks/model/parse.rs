@@ -675,7 +675,6 @@ impl Parser {
         self.check_args(module, &args, node, label);
         if self.errors.len() > before { None } else { Some(args) }
     }
-
 }
 
 /// Free-form module text as ansible-core's `parse_kv` splits it (`_raw_params` + options), as task arguments.

@@ -72,7 +72,8 @@ pub(super) async fn command(ctx: &ModuleContext, args: &Map<String, Value>, shel
     // Check mode says what it would do, as ansible-core's command module: "Would not run" where creates/removes
     // say so, else it would run (skipped when neither is given, since nothing tells what the command changes).
     let did = if ctx.check_mode { "Would" } else { "Did" };
-    let (creates, removes) = (arg_str(args, "creates").filter(|s| !s.is_empty()), arg_str(args, "removes").filter(|s| !s.is_empty()));
+    let (creates, removes) =
+        (arg_str(args, "creates").filter(|s| !s.is_empty()), arg_str(args, "removes").filter(|s| !s.is_empty()));
     if let Some(creates) = &creates {
         if path_exists(ctx, creates, chdir.as_deref()).await? {
             return Ok(not_run(

@@ -335,7 +335,9 @@ pub(super) async fn apply_attributes(
     }
     let stat = format!("stat -c '%a %u %g' {target}");
     let script = match copy {
-        true => format!("cp -p {q} {target} && a=$({stat}); true{attrs}; b=$({stat}); rm -f {target}; [ \"$a\" = \"$b\" ]"),
+        true => {
+            format!("cp -p {q} {target} && a=$({stat}); true{attrs}; b=$({stat}); rm -f {target}; [ \"$a\" = \"$b\" ]")
+        }
         false => format!("a=$({stat}); true{attrs}; b=$({stat}); [ \"$a\" = \"$b\" ]"),
     };
     if ctx.exec(&script, None).await?.status == 0 {
