@@ -135,6 +135,10 @@ for host in ("h1", "h2"):
         for key in sorted(set(a) | set(u)):
             if a.get(key) != u.get(key):
                 print(f"{host} {key}:\n  ansible: {json.dumps(a.get(key), sort_keys=True)}\n  upgrade: {json.dumps(u.get(key), sort_keys=True)}")
+# A file that neither tool got to the end of on any host compared nothing (both refused it, say): not the same.
+if not any((work / t / h / "semantics.json").exists() for t in ("ansible", "upgrade") for h in ("h1", "h2")):
+    ok = False
+    print("neither tool wrote a semantics.json: nothing was compared (see ansible.out and upgrade.out)")
 sys.exit(0 if ok else 1)
 PY
     then

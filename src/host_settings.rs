@@ -36,8 +36,11 @@ enum Kind {
 }
 
 /// The settings `--plan` shows and this module checks, with their defaults as the task files have them.
-const SETTINGS: [(&str, Kind, &str); 10] = [
+const SETTINGS: [(&str, Kind, &str); 12] = [
     ("upgrade_package_manager", Kind::PackageManager, "auto"),
+    // How the hosts' Kubernetes binaries were installed (kubeadm/install_method.yml, kubernetes_binaries.yml).
+    ("upgrade_kubernetes_install_method", Kind::Choice(&["packages", "binaries"]), "packages"),
+    ("upgrade_kubernetes_binaries_url", Kind::Text, "https://dl.k8s.io/release"),
     ("upgrade_kubernetes_repo_manage", Kind::Flag, "true"),
     (
         "upgrade_kubernetes_repo_file",
@@ -74,8 +77,10 @@ pub(crate) fn disable_eviction_missing(flavor: Flavor, target: Option<&TargetVer
 
 /// The settings only the kubeadm flavour reads: the openshift flavour installs with yum between its excluders and
 /// the custom flavour runs the operator's commands, so neither has a package manager, repository file or kubeadm plan.
-const KUBEADM_ONLY: [&str; 4] = [
+const KUBEADM_ONLY: [&str; 6] = [
     "upgrade_package_manager",
+    "upgrade_kubernetes_install_method",
+    "upgrade_kubernetes_binaries_url",
     "upgrade_kubernetes_repo_manage",
     "upgrade_kubernetes_repo_file",
     "upgrade_kubeadm_plan_check",

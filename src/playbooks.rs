@@ -47,6 +47,8 @@ const FILES: &[(&str, &str)] = &[
     ("kubeadm/master_upgrade.yml", include_str!("../playbooks/kubeadm/master_upgrade.yml")),
     ("kubeadm/node_upgrade.yml", include_str!("../playbooks/kubeadm/node_upgrade.yml")),
     ("kubeadm/package_availability.yml", include_str!("../playbooks/kubeadm/package_availability.yml")),
+    ("kubeadm/install_method.yml", include_str!("../playbooks/kubeadm/install_method.yml")),
+    ("kubeadm/kubernetes_binaries.yml", include_str!("../playbooks/kubeadm/kubernetes_binaries.yml")),
     ("kubeadm/package_lock.yml", include_str!("../playbooks/kubeadm/package_lock.yml")),
     ("kubeadm/package_manager.yml", include_str!("../playbooks/kubeadm/package_manager.yml")),
     ("kubeadm/artifacts.yml", include_str!("../playbooks/kubeadm/artifacts.yml")),

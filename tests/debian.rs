@@ -231,6 +231,124 @@ fn a_target_the_mirror_lacks_is_refused_in_preflight_and_every_host_stays_as_it_
     assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
 }
 
+/// Makes a host run Kubernetes from downloaded binaries, as kubespray installs them: kubeadm, kubelet and kubectl in
+/// /usr/local/bin (first on PATH), which no package owns.
+fn install_as_binaries(host: &DebianHost) {
+    let (code, out) =
+        host.sh("for b in kubeadm kubelet kubectl; do cp -p /usr/bin/$b /usr/local/bin/$b; done; command -v kubelet");
+    assert_eq!((code, out.trim()), (0, "/usr/local/bin/kubelet"), "{}", host.name);
+}
+
+/// A download site laid out like dl.k8s.io/release: `release/v1.29.1/bin/linux/amd64/NAME` and `NAME.sha256`
+/// beside each, the stand-in binaries of testing/debian at 1.29.1 (the ones the .debs carry). `bad_sum`: the named
+/// binary's published sha256 is another file's.
+fn binaries_site(dir: &std::path::Path, bad_sum: Option<&str>) -> RepoServer {
+    use sha2::Digest;
+    let bin = dir.join("release/v1.29.1/bin/linux/amd64");
+    std::fs::create_dir_all(&bin).expect("site dir");
+    for name in ["kubeadm", "kubelet", "kubectl"] {
+        let source = std::fs::read_to_string(format!("testing/debian/{name}")).expect("stand-in binary");
+        let text = source.replace("@VERSION@", "1.29.1");
+        std::fs::write(bin.join(name), &text).expect("binary");
+        let summed = if bad_sum == Some(name) { format!("{text}tampered") } else { text };
+        let sum: String = sha2::Sha256::digest(summed.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        std::fs::write(bin.join(format!("{name}.sha256")), format!("{sum}\n")).expect("sha256");
+    }
+    RepoServer::start(dir)
+}
+
+/// m1 and n1 running Kubernetes 1.28.5 from binaries in /usr/local/bin, set to the binaries method with the site
+/// of `binaries_site` (a trailing `/` on its URL, as an operator may write it) and a download cache of the run's own.
+fn binaries_cluster(bad_sum: Option<&str>) -> Option<(DebianCluster, RepoServer, PathBuf)> {
+    let cluster = DebianCluster::new(&["m1"], &["n1"])?;
+    let site = binaries_site(&cluster.dir.path().join("site"), bad_sum);
+    let cache = cluster.dir.path().join("binaries-cache");
+    let cluster = cluster
+        .var("upgrade_kubernetes_install_method: binaries")
+        .var(&format!("upgrade_kubernetes_binaries_url: {}/release/", site.url()))
+        .var(&format!("upgrade_kubernetes_binaries_cache: {}", cache.display()));
+    for h in cluster.hosts() {
+        install_as_binaries(h);
+    }
+    Some((cluster, site, cache))
+}
+
+/// The kubelet says its version when it comes back: the stand-in systemctl's restart tells the fake cluster the
+/// version of the kubelet binary the host now has (a package install tells it through kubelet's postinst instead).
+fn kubelet_reports_its_version_on_restart(host: &DebianHost) {
+    host.write_file(
+        "/usr/local/bin/systemctl",
+        "#!/bin/sh\necho \"$*\" >>/var/log/systemctl.log\n. /etc/upgrade-test/cluster.env\n\
+         fake() { \"$FAKE_CLUSTER/fake-node\" --state \"$FAKE_STATE\" --node \"$FAKE_NODE\" \"$@\"; }\n\
+         case \"$*\" in\ndaemon-reload) fake daemon-reload ;;\n\
+         \"restart kubelet\") fake upgrade \"$(kubelet --version | awk '{print $2}')\" >/dev/null && fake restart ;;\nesac\n",
+    );
+}
+
+#[test]
+fn hosts_with_downloaded_binaries_are_upgraded_with_the_binaries_method_packages_untouched() {
+    let Some((cluster, site, _)) = binaries_cluster(None) else { return };
+    for h in cluster.hosts() {
+        kubelet_reports_its_version_on_restart(h);
+    }
+    let packages_before = cluster.snapshot();
+    let run = cluster.upgrade(&[]).expect_code(0).stdout_has("result: success");
+    for h in cluster.hosts() {
+        for (name, version) in [("kubelet", "Kubernetes v1.29.1"), ("kubeadm", "v1.29.1"), ("kubectl", "v1.29.1")] {
+            let asked = if name == "kubelet" {
+                "--version"
+            } else if name == "kubeadm" {
+                "version -o short"
+            } else {
+                "version --client"
+            };
+            let (_, now) = h.sh(&format!("/usr/local/bin/{name} {asked}"));
+            assert!(now.contains(version), "{}: {name} says {now}\n{run}", h.name);
+            let (_, kept) = h.sh(&format!("/usr/local/bin/{name}.before-v1.29.1 {asked}"));
+            assert!(kept.contains("1.28.5"), "{}: the old {name} is kept for a rollback: {kept}", h.name);
+        }
+        assert_eq!(cluster.fake.version(&h.name), TARGET, "{}\n{run}", h.name);
+        assert!(!cluster.fake.is_cordoned(&h.name));
+    }
+    assert_eq!(cluster.snapshot(), packages_before, "no package, hold or repository line touched\n{run}");
+    // The controller downloaded each binary once (preflight) and the hosts got them by copy; the checksums were read
+    // again by each install.
+    let fetched = site.requests();
+    for name in ["kubeadm", "kubelet", "kubectl"] {
+        let path = format!("/release/v1.29.1/bin/linux/amd64/{name}");
+        assert_eq!(fetched.iter().filter(|p| **p == path).count(), 1, "{name}: {fetched:?}");
+    }
+}
+
+#[test]
+fn a_binary_whose_published_sha256_does_not_match_stops_the_run_before_any_host_changes() {
+    let Some((cluster, _site, cache)) = binaries_cluster(Some("kubelet")) else { return };
+    let before = cluster.snapshot();
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run = run.output_has("/release/v1.29.1/bin/linux/amd64/kubelet has sha256").output_has("kubelet.sha256 says");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+    assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
+    for h in cluster.hosts() {
+        assert_eq!(h.sh("/usr/local/bin/kubelet --version").1.trim(), "Kubernetes v1.28.5", "{}", h.name);
+        assert_eq!(h.sh("ls /usr/local/bin").1.matches("before-v").count(), 0, "{}", h.name);
+    }
+    assert!(!cache.join("v1.29.1/linux/amd64/kubelet").exists(), "the mismatching download is not kept");
+}
+
+#[test]
+fn a_host_whose_kubelet_no_package_owns_is_refused_before_anything_changes() {
+    let Some(cluster) = DebianCluster::new(&["m1"], &["n1", "n2"]) else { return };
+    install_as_binaries(cluster.host("n2"));
+    let before = cluster.snapshot();
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run = run.output_has("kubelet is owned by neither dpkg nor rpm on n2 (/usr/local/bin/kubelet)");
+    let run = run.output_has("upgrade_kubernetes_install_method: binaries");
+    assert!(!run.to_string().contains("on m1 ("), "m1's kubelet is dpkg's\n{run}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing cordoned\n{run}");
+    assert_eq!(cluster.snapshot(), before, "every host as it was\n{run}");
+    assert_eq!(cluster.fake.version("m1"), "v1.28.5");
+}
+
 #[test]
 fn a_node_whose_mirror_lacks_the_target_is_refused_in_preflight_naming_host_package_version_and_line() {
     let Some(cluster) = DebianCluster::with_n2_behind() else { return };

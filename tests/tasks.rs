@@ -474,15 +474,15 @@ fn check_calls_a_keyword_a_keyword_a_module_a_module_and_gives_the_hint_once() {
     let s = Scenario::new(&["h1"]);
     let file = s.write(
         "hook.yml",
-        "- name: restart\n  command: systemctl restart kubelet\n  check_mode: false\n\
-         - name: wait\n  command: sleep 1\n  throttle: 1\n\
+        "- name: restart\n  command: systemctl restart kubelet\n  diff: false\n\
+         - name: wait\n  command: sleep 1\n  debugger: on_failed\n\
          - name: scale\n  oc_obj: {name: x}\n\
          - import_tasks: missing.yml\n",
     );
     let errors: Vec<String> = check_task_file(&file).iter().map(|e| e.to_string()).collect();
     let joined = errors.join("\n");
-    assert!(joined.contains("the keyword `check_mode` is not supported"), "{joined}");
-    assert!(joined.contains("the keyword `throttle` is not supported"), "{joined}");
+    assert!(joined.contains("the keyword `diff` is not supported"), "{joined}");
+    assert!(joined.contains("the keyword `debugger` is not supported"), "{joined}");
     assert!(joined.contains("unknown module `oc_obj`"), "{joined}");
     assert!(joined.contains("task \"import_tasks missing.yml\""), "named as written: {joined}");
     assert_eq!(joined.matches("supported modules:").count(), 1, "the list is given once per file: {joined}");
@@ -1325,4 +1325,206 @@ fn fetch_reads_a_file_whole_though_command_output_is_bounded() {
     assert_eq!(std::fs::read(&dest).expect("fetched"), big, "the fetched file is whole");
     let printed = run.fact("h1", "printed")["stdout"].as_str().unwrap_or_default().to_string();
     assert!(printed.len() < 1_200_000 && printed.contains("bytes of output dropped"), "{}", printed.len());
+}
+
+#[test]
+fn throttle_lets_only_that_many_hosts_run_the_task_at_once() {
+    let s = Scenario::new(&["h1", "h2", "h3"]);
+    // Each host takes a lock directory shared by all hosts (one per task: hosts go from task to task on their own)
+    // for a while: a second host inside at the same time finds it taken and fails. Throttled to 1, no host collides; a block's throttle holds for its tasks; unthrottled,
+    // the hosts (20 forks) run the task together and collide.
+    let lock = s.path().join("lock");
+    let run = s.run(&format!(
+        r#"
+- name: one at a time
+  shell: mkdir {lock} && sleep 0.4 && rmdir {lock}
+  throttle: 1
+  register: one
+- name: limited block
+  throttle: "{{{{ 0 + 1 }}}}"
+  block:
+    - name: one at a time in the block
+      shell: mkdir {lock}-block && sleep 0.4 && rmdir {lock}-block
+- name: all at once
+  shell: mkdir {lock}-free && sleep 2 && rmdir {lock}-free
+  ignore_errors: true
+  register: together
+- name: no limit
+  command: "true"
+  throttle: 0
+"#,
+        lock = lock.display()
+    ));
+    for host in ["h1", "h2", "h3"] {
+        assert!(!run.outcome(host).failed, "{host}: {:?}", run.statuses(host));
+        assert_eq!(run.fact(host, "one")["rc"], 0);
+        assert_eq!(run.result(host, "no limit")["rc"], 0);
+    }
+    let collided = ["h1", "h2", "h3"].iter().filter(|h| run.fact(h, "together")["rc"] != 0).count();
+    assert!(collided >= 1, "without throttle the hosts run the task together");
+}
+
+#[test]
+fn a_throttle_that_is_not_a_number_fails_the_task_as_ansible_says() {
+    let s = Scenario::new(&["h1"]);
+    let run = s.run("- name: odd\n  command: \"true\"\n  throttle: \"{{ 'many' }}\"\n");
+    assert!(run.outcome("h1").failed);
+    let msg = run.result("h1", "odd")["msg"].as_str().unwrap_or_default().to_string();
+    assert!(
+        msg.contains("the field 'throttle' has an invalid value (many), and could not be converted to int"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn check_mode_true_says_what_would_change_and_changes_nothing() {
+    let mut s = Scenario::new(&["h1", "h2"]);
+    s.set_host_var("h1", "dry", json!(true));
+    s.set_host_var("h2", "dry", json!(false));
+    for host in ["h1", "h2"] {
+        std::fs::write(s.host_dir(host).join("f.conf"), "a=1\n").expect("file");
+    }
+    let run = s.run(
+        r#"
+- name: would add a line
+  lineinfile: {path: "{{ host_dir }}/f.conf", line: "b=2"}
+  check_mode: true
+  register: line
+- name: would add a block
+  blockinfile: {path: "{{ host_dir }}/f.conf", block: "c=3"}
+  check_mode: true
+  register: block
+- name: would run
+  command: touch {{ host_dir }}/touched
+  check_mode: true
+  register: cmd
+- name: would run, creates says
+  command: touch {{ host_dir }}/touched
+  args: {creates: "{{ host_dir }}/touched"}
+  check_mode: true
+  register: creates
+- name: runs
+  command: touch {{ host_dir }}/ran
+  check_mode: false
+- name: no check mode in uri
+  uri: {url: "http://127.0.0.1:9/"}
+  check_mode: true
+  register: uri
+- name: checked where dry
+  check_mode: "{{ dry }}"
+  block:
+    - name: in the block
+      lineinfile: {path: "{{ host_dir }}/f.conf", line: "d=4"}
+      register: inner
+"#,
+    );
+    for host in ["h1", "h2"] {
+        assert!(!run.outcome(host).failed, "{host}: {:?}", run.statuses(host));
+        assert_eq!(run.fact(host, "line")["changed"], true);
+        assert_eq!(run.fact(host, "line")["msg"], "line added");
+        assert_eq!(run.fact(host, "block")["changed"], true);
+        assert_eq!(run.fact(host, "cmd")["skipped"], true);
+        assert_eq!(run.fact(host, "cmd")["msg"], "Command would have run if not in check mode");
+        assert_eq!(run.fact(host, "creates")["changed"], true);
+        assert_eq!(run.fact(host, "uri")["msg"], "This action (uri) does not support check mode.");
+        assert_eq!(run.fact(host, "inner")["changed"], true);
+        assert!(!s.host_dir(host).join("touched").exists(), "check mode ran the command on {host}");
+        assert!(s.host_dir(host).join("ran").exists(), "check_mode: false runs the command on {host}");
+    }
+    let text = |host| std::fs::read_to_string(s.host_dir(host).join("f.conf")).expect("file");
+    assert_eq!(text("h1"), "a=1\n", "check mode left the file as it was");
+    assert_eq!(text("h2"), "a=1\nd=4\n", "the block's check_mode is false on h2");
+}
+
+#[test]
+fn check_refuses_a_template_in_check_mode_and_sends_file_to_ansible_core() {
+    let s = Scenario::new(&["h1"]);
+    let file = s.write(
+        "hook.yml",
+        "- name: render\n  template: {src: a.j2, dest: /tmp/a}\n  check_mode: true\n\
+         - name: dir\n  file: {path: /tmp/d, state: directory}\n  check_mode: true\n",
+    );
+    let tasks = load_task_file(
+        &s.write("ok.yml", "- name: dir\n  file: {path: /tmp/d, state: directory}\n  check_mode: true\n"),
+    )
+    .expect("reads");
+    // No ansible-core where this one points: the file task is refused for that reason.
+    let missing = upgrade::tasks::modules::AnsibleCore::from_vars(|k| {
+        (k == "upgrade_ansible_command").then(|| json!("/nonexistent/bin/ansible"))
+    });
+    let checked = check_task_file_with_notes(&file, &[], &missing);
+    let joined = checked.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
+    assert!(joined.contains("hook.yml:1:3: task \"render\": `template` cannot run in check mode here"), "{joined}");
+    assert!(
+        joined.contains(
+            "hook.yml:4:3: task \"dir\": `file` in check mode runs through ansible-core: ansible-core is needed"
+        ),
+        "file in check mode goes to ansible-core: {joined}"
+    );
+    assert_eq!(checked.errors.len(), 2, "{joined}");
+    let upgrade::tasks::model::Action::Module(call) = &tasks[0].action else { panic!("a module") };
+    assert_eq!(call.module_name(), "file");
+    assert_eq!(call.module, upgrade::tasks::model::Module::AnsibleCore);
+}
+
+#[test]
+fn include_role_apply_gives_every_task_of_the_role_its_keywords() {
+    let mut s = Scenario::new(&["db", "web"]);
+    s.set_host_var("db", "tier", json!("db"));
+    s.set_host_var("web", "tier", json!("web"));
+    s.write(
+        "roles/apply/tasks/main.yml",
+        "- name: env\n  shell: echo ${APPLIED:-none}\n  register: env\n  check_mode: false\n\
+         - name: write\n  lineinfile: {path: \"{{ host_dir }}/f.conf\", line: \"{{ applied_var }}\", create: true}\n\
+         - name: counted\n  shell: echo x >> {{ host_dir }}/count\n",
+    );
+    let hook = s.write(
+        "hook.yml",
+        r#"
+- include_role:
+    name: apply
+    apply:
+      environment: {APPLIED: from-apply}
+      vars: {applied_var: "{{ tier }}-line"}
+      check_mode: "{{ tier == 'db' }}"
+      when: tier != 'none'
+      tags: [x]
+- include_role:
+    name: apply
+    apply:
+      when: tier == 'web'
+  vars:
+    applied_var: again
+"#,
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    let run = s.run_file(&hook);
+    for host in ["db", "web"] {
+        assert!(!run.outcome(host).failed, "{host}: {:?}", run.statuses(host));
+    }
+    let file = |host: &str, name: &str| std::fs::read_to_string(s.host_dir(host).join(name)).unwrap_or_default();
+    assert_eq!(file("web", "f.conf"), "web-line\nagain\n", "apply's vars and the include's vars reach the tasks");
+    assert_eq!(
+        file("db", "f.conf"),
+        "",
+        "apply's check_mode holds on db for the first include; its when skips the second"
+    );
+    assert_eq!(file("web", "count"), "x\nx\n");
+    assert_eq!(file("db", "count"), "", "db ran neither: check mode, then apply's when");
+    let env: Vec<Value> = run
+        .log
+        .results("web")
+        .into_iter()
+        .filter(|(n, _, _)| n == "env")
+        .map(|(_, _, r)| r["stdout"].clone())
+        .collect();
+    assert_eq!(env, [json!("from-apply"), json!("none")], "apply's environment, for the first include only");
+
+    let wrong = s.write(
+        "wrong.yml",
+        "- import_role:\n    name: apply\n    apply: {become: true}\n- include_role:\n    name: apply\n    apply: {loop: [1]}\n",
+    );
+    let errors: Vec<String> = check_task_file(&wrong).iter().map(|e| e.to_string()).collect();
+    assert!(errors[0].contains("`import_role` has no argument `apply`"), "{errors:?}");
+    assert!(errors[1].contains("`apply` cannot give the role's tasks `loop`"), "{errors:?}");
 }

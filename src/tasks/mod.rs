@@ -212,7 +212,12 @@ impl Checker {
                             .filter(|k| ours.ansible_only_args().contains(&k.as_str()))
                             .map(|k| format!("`{k}`"))
                             .collect();
-                        format!("`{name}` with {} runs through ansible-core: {why}", only.join(", "))
+                        let reason = match only.is_empty() {
+                            // Not for its arguments: for `check_mode: true`, which ours has no check mode for.
+                            true => "in check mode".to_string(),
+                            false => format!("with {}", only.join(", ")),
+                        };
+                        format!("`{name}` {reason} runs through ansible-core: {why}")
                     }
                     None => format!("unknown module `{name}`: {why}"),
                 };

@@ -25,16 +25,30 @@ pub(super) async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> 
     });
     let mut failed = Vec::new();
     let mut unavailable = Vec::new();
+    let mut not_packaged = Vec::new();
     for (host, result) in crate::phase::fan_out(run.forks(), checks).await {
         match result {
             Ok(facts) => {
                 run.notice(Some(host), describe_host_check(run, host, &facts));
+                if let Some(path) = binary_kubelet(&facts) {
+                    not_packaged.push(format!("{host} ({path})"));
+                }
                 if let Some(missing) = describe_unavailable(&facts) {
                     unavailable.push(format!("{host}: {missing}"));
                 }
             }
             Err(f) => failed.push(format!("{host}: {}", f.reason)),
         }
+    }
+    // Before anything else: the package flow on a host whose kubelet no package owns would leave it running the old
+    // binaries with new packages beside them.
+    if failed.is_empty() && !not_packaged.is_empty() {
+        return Err(Error::hosts_failed(format!(
+            "preflight: kubelet is owned by neither dpkg nor rpm on {}: those hosts run Kubernetes from downloaded \
+             binaries (as kubespray installs them), and the package flow would install packages that nothing runs",
+            not_packaged.join(", ")
+        ))
+        .hint(NOT_PACKAGED_HINT));
     }
     if failed.is_empty() && !unavailable.is_empty() {
         return Err(Error::hosts_failed(format!(
@@ -53,6 +67,27 @@ pub(super) async fn check_hosts(run: &UpgradeRun, hosts: &[(String, Phase)]) -> 
     Err(Error::hosts_failed(format!("preflight: the package checks failed on {}", failed.join("; "))).hint(
         "set upgrade_package_manager (apt, dnf, yum) or the package commands on those hosts; nothing was changed",
     ))
+}
+
+/// What to do about hosts whose kubelet no package owns.
+const NOT_PACKAGED_HINT: &str = "set upgrade_kubernetes_install_method: binaries for those hosts (the target's \
+     kubeadm, kubelet and kubectl are then downloaded from upgrade_kubernetes_binaries_url, checked against their \
+     published sha256 and put where the host's are), or upgrade them with your own commands \
+     (upgrade_master_upgrade_command, upgrade_node_upgrade_command); nothing was changed on any host";
+
+/// The kubelet of a host that no package owns (install_method.yml's `binary PATH`), when the package flow would
+/// install the built-in packages there; `None` for a packaged kubelet, none at all, the operator's own commands or
+/// the binaries install method.
+pub(crate) fn binary_kubelet(facts: &HostFacts) -> Option<String> {
+    let stdout = facts.get("upgrade_kubelet_install")?.get("stdout").and_then(Value::as_str)?.trim().to_string();
+    let builtin = facts.get("upgrade_package_commands_builtin").is_some_and(|v| match &**v {
+        Value::Bool(b) => *b,
+        Value::String(s) => s.trim().eq_ignore_ascii_case("true"),
+        _ => false,
+    });
+    let method = facts.get("upgrade_kubernetes_install_method").and_then(|v| v.as_str().map(|s| s.trim().to_string()));
+    let path = stdout.strip_prefix("binary ")?;
+    (builtin && method.as_deref() != Some("binaries")).then(|| path.to_string())
 }
 
 /// What package_availability.yml found missing on a host (`kubeadm 1.29.9, kubelet 1.29.9 not in deb ... /`, or

@@ -80,7 +80,9 @@ impl HostRun<'_> {
                 Err(StopTask::TimedOut) => return timed_out(task_limit.unwrap_or_default()),
                 Err(StopTask::Failed(result)) => return result,
             };
-            if !result.contains_key("failed") {
+            // An action that skipped itself (uri or script in check mode) reports no `failed`, as Ansible's does.
+            let skipped_itself = flag(&result, "skipped") && !result.contains_key("rc");
+            if !result.contains_key("failed") && !skipped_itself {
                 let rc_failed = result.get("rc").is_some_and(|rc| rc != &json!(0) && rc != &json!("0"));
                 result.insert("failed".into(), Value::Bool(rc_failed));
             }
@@ -173,10 +175,14 @@ impl HostRun<'_> {
                         if let Some(exception) = result.remove("exception") {
                             result.insert("failed_when_suppressed_exception".into(), exception);
                         }
-                    } else if !result.contains_key("msg") {
-                        // ansible-core 2.19 gives a result that failed by `failed_when` alone these two.
-                        result.insert("msg".into(), Value::String("Task failed: Action failed: Unknown error.".into()));
-                        result.insert("exception".into(), Value::String(modules::NO_TRACEBACK.into()));
+                    } else {
+                        // ansible-core 2.19 gives a result that failed by `failed_when` alone these two (a message
+                        // the module gave, even an empty one, is kept).
+                        if !result.contains_key("msg") {
+                            let unknown = "Task failed: Action failed: Unknown error.";
+                            result.insert("msg".into(), Value::String(unknown.into()));
+                        }
+                        result.entry("exception").or_insert_with(|| Value::String(modules::NO_TRACEBACK.into()));
                     }
                 }
                 Err(msg) => {

@@ -16,6 +16,7 @@ mod module_context;
 mod results;
 mod roles;
 mod run_once;
+mod throttle;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -42,6 +43,7 @@ use results::{
 };
 pub use roles::{RoleCall, find_role, role_file, roles_path};
 pub use run_once::RunOnce;
+pub use throttle::Throttles;
 
 pub const NO_LOG_MESSAGE: &str =
     "the output has been hidden due to the fact that 'no_log: true' was specified for this result";
@@ -62,6 +64,8 @@ pub struct Engine {
     prompt_lock: Arc<tokio::sync::Mutex<()>>,
     /// A host ran `meta: end_play`: the others run no further task.
     play_ended: std::sync::atomic::AtomicBool,
+    /// The `throttle`d tasks' limits on the hosts running them at once.
+    throttles: Throttles,
 }
 
 impl Engine {
@@ -76,6 +80,7 @@ impl Engine {
             task_files: Arc::default(),
             prompt_lock: Default::default(),
             play_ended: Default::default(),
+            throttles: Default::default(),
         }
     }
 
@@ -161,6 +166,8 @@ struct Scope {
     no_log: Option<Value>,
     delegate_to: Option<String>,
     run_once: Option<Value>,
+    throttle: Option<Value>,
+    check_mode: Option<Value>,
     /// The innermost enclosing block has a `rescue` section.
     rescuable: bool,
 }
@@ -256,6 +263,8 @@ impl HostRun<'_> {
         child.ignore_errors = inherit(&task.ignore_errors, &scope.ignore_errors);
         child.no_log = inherit(&task.no_log, &scope.no_log);
         child.run_once = inherit(&task.run_once, &scope.run_once);
+        child.throttle = inherit(&task.throttle, &scope.throttle);
+        child.check_mode = inherit(&task.check_mode, &scope.check_mode);
         child.delegate_to = task.delegate_to.clone().or_else(|| scope.delegate_to.clone());
         child.environment.extend(task.environment.iter().cloned());
         child
@@ -470,7 +479,14 @@ impl HostRun<'_> {
             }
             shared.result
         } else {
-            self.execute(task, call, scope, &ctx).await
+            match self.throttle_limit(task, scope, &ctx) {
+                Ok(None) => self.execute(task, call, scope, &ctx).await,
+                Ok(Some(limit)) => {
+                    let _place = self.enter_throttled(task, limit).await;
+                    self.execute(task, call, scope, &ctx).await
+                }
+                Err(msg) => failed(format!("{}: {msg}", Self::place(task))),
+            }
         };
         let mut result = result;
         // A changed task notifies its handlers; one that names no handler fails, as the play does in Ansible.

@@ -20,6 +20,13 @@ impl HostRun<'_> {
         let target = delegate.clone().unwrap_or_else(|| self.host.clone());
         let (become_user, become_password) = self.become_settings(task, scope, ctx)?;
         let environment = self.environment(task, scope, ctx)?;
+        let check_mode = match task.check_mode.as_ref().or(scope.check_mode.as_ref()) {
+            Some(v) => match self.engine.templar.render_value(v, ctx) {
+                Ok(rendered) => boolean(&rendered).unwrap_or(false),
+                Err(e) => return Err(failed(format!("{}: check_mode: {}", Self::place(task), e.message))),
+            },
+            None => false,
+        };
         let needs_host = !matches!(
             call_module(task),
             Some(
@@ -59,6 +66,7 @@ impl HostRun<'_> {
             prompt_lock: self.engine.prompt_lock.clone(),
             pool: Some(self.engine.pool.clone()),
             target,
+            check_mode,
         })
     }
 

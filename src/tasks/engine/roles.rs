@@ -3,7 +3,8 @@
 //! `handlers/main.yml` for what its tasks notify. Roles are found as ansible-core finds them for a playbook beside the
 //! hook: `roles/NAME` beside the hook file, `NAME` beside it (for a hook inside a role, its sibling roles), then each
 //! directory of `upgrade_roles_path` (a list or `:`-separated) and of `ANSIBLE_ROLES_PATH`.
-//! Not supported: a role's `meta/main.yml` dependencies and argument specs, `apply`, `public`.
+//! `include_role`'s `apply` gives the role's tasks its keywords as a block around them would.
+//! Not supported: a role's `meta/main.yml` dependencies and argument specs, `public`.
 
 use std::path::{Path, PathBuf};
 
@@ -68,6 +69,38 @@ pub fn role_file(role: &Path, sub: &str, from: Option<&str>) -> Option<PathBuf> 
         PathBuf::from(p)
     };
     [with_ext(".yml"), with_ext(".yaml"), base.clone()].into_iter().find(|p| p.is_file())
+}
+
+/// `include_role`'s `apply` keywords as the block they stand for (the parser let through only a block's keywords).
+fn applied_block(apply: &Map<String, Value>) -> Task {
+    let get = |k: &str| apply.get(k).cloned();
+    let text = |k: &str| match apply.get(k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Null) | None => None,
+        Some(other) => Some(other.to_string()),
+    };
+    Task {
+        when: match apply.get("when") {
+            Some(Value::Array(items)) => items.clone(),
+            Some(Value::Null) | None => Vec::new(),
+            Some(Value::Number(n)) => vec![Value::String(n.to_string())],
+            Some(one) => vec![one.clone()],
+        },
+        vars: match apply.get("vars") {
+            Some(Value::Object(vars)) => vars.clone(),
+            _ => Map::new(),
+        },
+        become_: get("become"),
+        become_user: get("become_user"),
+        environment: get("environment"),
+        ignore_errors: get("ignore_errors"),
+        no_log: get("no_log"),
+        delegate_to: text("delegate_to"),
+        run_once: get("run_once"),
+        throttle: get("throttle"),
+        check_mode: get("check_mode"),
+        ..Task::default()
+    }
 }
 
 /// A role's variables file as a mapping (an empty or missing file: none).
@@ -152,6 +185,10 @@ impl HostRun<'_> {
         let mut vars = scope.vars.clone();
         vars.extend(layered);
         inner.vars = vars;
+        // `apply` (as written, so its templates render per task): a block around the role's tasks.
+        if let Some(Value::Object(apply)) = call.args.get("apply").filter(|_| !import) {
+            inner = Self::child_scope(&applied_block(apply), &inner);
+        }
         let tasks = match self.engine.task_files.load(&tasks_file) {
             Ok(tasks) => tasks,
             Err(e) => return fail(self, e.to_string()),

@@ -4,11 +4,13 @@
 //! task, an argument of the wrong type) is an input error naming the file, line, column and task. The types are here,
 //! the reader in `parse`; the model is the bottom of `tasks` and imports neither `modules` nor `engine`.
 
+mod check_mode;
 mod parse;
 
 use serde_json::{Map, Value};
 
 use crate::error::Location;
+pub use check_mode::CheckMode;
 pub use parse::{TaskFileCache, load_task_file, parse_kv, parse_tasks};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +53,11 @@ pub struct Task {
     /// `async:` seconds the module may run as a job, and `poll:` seconds between looks at it (0: do not wait).
     pub async_: Option<Value>,
     pub poll: Option<Value>,
+    /// `throttle:` how many hosts may run the task at once (0 or unset: no limit); a block's applies to its tasks.
+    pub throttle: Option<Value>,
+    /// `check_mode:` true runs the task in check mode (see [`CheckMode`]), false as always; a block's applies to its
+    /// tasks.
+    pub check_mode: Option<Value>,
 }
 
 /// An empty task: no keywords, and an empty block for its action until one is set.
@@ -85,6 +92,8 @@ impl Default for Task {
             listen: Vec::new(),
             async_: None,
             poll: None,
+            throttle: None,
+            check_mode: None,
         }
     }
 }
@@ -290,6 +299,17 @@ impl Module {
     /// The arguments a module accepts; `None` accepts any name (set_fact).
     fn args(self) -> Option<&'static [(&'static str, ArgKind)]> {
         use ArgKind::*;
+        const ROLE: &[(&str, ArgKind)] = &[
+            ("name", Str),
+            ("tasks_from", Str),
+            ("vars_from", Str),
+            ("defaults_from", Str),
+            ("handlers_from", Str),
+            ("allow_duplicates", Bool),
+            ("public", Bool),
+            ("rolespec_validate", Bool),
+            ("apply", Any),
+        ];
         const COMMAND: &[(&str, ArgKind)] = &[
             ("_raw_params", Str),
             ("cmd", Str),
@@ -453,16 +473,10 @@ impl Module {
                 ("client_cert", Str),
                 ("client_key", Str),
             ],
-            Module::ImportRole | Module::IncludeRole => &[
-                ("name", Str),
-                ("tasks_from", Str),
-                ("vars_from", Str),
-                ("defaults_from", Str),
-                ("handlers_from", Str),
-                ("allow_duplicates", Bool),
-                ("public", Bool),
-                ("rolespec_validate", Bool),
-            ],
+            // `apply` (the last) is include_role's only: keywords for every task of the role (an include's own
+            // keywords are the include's).
+            Module::ImportRole => &ROLE[..ROLE.len() - 1],
+            Module::IncludeRole => ROLE,
             Module::Service => &[
                 ("name", Str),
                 ("state", Str),

@@ -36,6 +36,8 @@ const TASK_KEYS: &[&str] = &[
     "listen",
     "async",
     "poll",
+    "throttle",
+    "check_mode",
 ];
 
 /// Whether a key could name a module ansible-core runs (`oc_obj`, `kubernetes.core.k8s_drain`): not one of Ansible's
@@ -58,7 +60,6 @@ const ANSIBLE_KEYWORDS: &[&str] = &[
     "become_exe",
     "become_flags",
     "become_method",
-    "check_mode",
     "collections",
     "connection",
     "debugger",
@@ -69,11 +70,7 @@ const ANSIBLE_KEYWORDS: &[&str] = &[
     "port",
     "remote_user",
     "rescue",
-    "throttle",
 ];
-
-/// The `meta` actions the engine runs.
-const META_ACTIONS: &[&str] = &["flush_handlers", "end_host", "end_play", "noop"];
 
 const BLOCK_KEYS: &[&str] = &[
     "name",
@@ -90,6 +87,8 @@ const BLOCK_KEYS: &[&str] = &[
     "delegate_to",
     "run_once",
     "tags",
+    "throttle",
+    "check_mode",
 ];
 
 /// Reads a task file. The first problem is returned; `check_task_file` collects all of them.
@@ -235,7 +234,7 @@ impl Parser {
                     }
                     self.check_args(call.module, &call.args, node, &label);
                 }
-                task.action = Action::Module(call);
+                task.action = Action::Module(self.in_check_mode(&task, call, node, &label));
             }
             Some((other, _)) => task.action = other,
             None if self.errors.len() == errors_before => {
@@ -249,6 +248,29 @@ impl Parser {
             None => {}
         }
         if self.errors.len() > errors_before { None } else { Some(task) }
+    }
+
+    /// A task written `check_mode: true` whose module has no check mode here but has one in ansible-core goes to
+    /// ansible-core (so `check` asks for it); one neither can run in check mode is refused. A check mode that comes
+    /// from a block or a template is settled when the task runs.
+    fn in_check_mode(&mut self, task: &Task, call: ModuleCall, node: &Node, label: &str) -> ModuleCall {
+        if task.check_mode != Some(Value::Bool(true)) {
+            return call;
+        }
+        match call.module.check_mode() {
+            CheckMode::ThroughAnsibleCore => call.through_ansible_core(call.module.name()),
+            CheckMode::Unsupported => {
+                self.error(
+                    node,
+                    label,
+                    format!("`{}` cannot run in check mode here (`check_mode: true`)", call.module.name()),
+                    "remove `check_mode: true` from this task (ansible-core's template renders on the controller, so it \
+                     cannot be handed to it)",
+                );
+                call
+            }
+            CheckMode::Runs | CheckMode::Skips(_) => call,
+        }
     }
 
     /// Reads one of the task keywords (`when`, `register`, `loop`, ...) into the task; `false` for any other key.
@@ -318,6 +340,8 @@ impl Parser {
             "notify" => task.notify = self.names(value, label, "notify"),
             "async" => task.async_ = self.intish(value, label, "async"),
             "poll" => task.poll = self.intish(value, label, "poll"),
+            "throttle" => task.throttle = self.intish(value, label, "throttle"),
+            "check_mode" => task.check_mode = self.boolish(value, label, "check_mode"),
             "listen" => task.listen = self.names(value, label, "listen"),
             "tags" | "rescue" | "always" => {}
             _ => return false,
@@ -651,140 +675,6 @@ impl Parser {
         self.check_args(module, &args, node, label);
         if self.errors.len() > before { None } else { Some(args) }
     }
-
-    fn check_args(&mut self, module: Module, args: &Map<String, Value>, node: &Node, label: &str) {
-        let Some(spec) = module.args() else { return };
-        for (name, value) in args {
-            let Some((_, kind)) = spec.iter().find(|(n, _)| n == name) else {
-                let names: Vec<&str> = spec.iter().map(|(n, _)| *n).filter(|n| *n != "_raw_params").collect();
-                if module.ansible_only_args().contains(&name.as_str()) {
-                    continue;
-                }
-                let what = if name == "_raw_params" {
-                    format!("`{}` takes no free-form text (`{}`)", module.name(), value.as_str().unwrap_or_default())
-                } else {
-                    format!("`{}` has no argument `{name}`", module.name())
-                };
-                self.error(node, label, what, format!("its arguments are: {}", names.join(", ")));
-                continue;
-            };
-            let templated = value.as_str().is_some_and(|s| s.contains("{{") || s.contains("{%"));
-            let ok = templated
-                || match kind {
-                    ArgKind::Str => !value.is_array() && !value.is_object(),
-                    ArgKind::Int => {
-                        value.is_i64()
-                            || value.is_u64()
-                            || value.as_str().is_some_and(|s| s.trim().parse::<i64>().is_ok())
-                    }
-                    ArgKind::Bool => {
-                        value.is_boolean()
-                            || value
-                                .as_str()
-                                .is_some_and(|s| crate::ansible_compat::boolean(&Value::String(s.into())).is_some())
-                    }
-                    ArgKind::StrOrList => value.is_string() || value.is_array() || value.is_boolean(),
-                    ArgKind::List => value.is_array(),
-                    ArgKind::Any => true,
-                };
-            if !ok {
-                let expected = match kind {
-                    ArgKind::Str => "text",
-                    ArgKind::Int => "a number",
-                    ArgKind::Bool => "a boolean",
-                    ArgKind::StrOrList => "an expression or a list of expressions",
-                    ArgKind::List => "a list",
-                    ArgKind::Any => "a value",
-                };
-                self.error(
-                    node,
-                    label,
-                    format!("`{}` argument `{name}` must be {expected}, found {value}", module.name()),
-                    format!("write `{name}:` with {expected}"),
-                );
-            }
-        }
-        let has = |k: &str| args.contains_key(k);
-        let missing = match module {
-            Module::Command | Module::Shell if !has("_raw_params") && !has("cmd") && !has("argv") => Some("a command"),
-            Module::Script if !has("_raw_params") && !has("cmd") => Some("a script path"),
-            Module::Copy if !has("dest") => Some("`dest`"),
-            Module::Copy if !has("src") && !has("content") => Some("`src` or `content`"),
-            Module::Template if !has("src") || !has("dest") => Some("`src` and `dest`"),
-            Module::Fetch if !has("src") || !has("dest") => Some("`src` and `dest`"),
-            Module::Assert if !has("that") => Some("`that`"),
-            Module::Stat if !has("path") => Some("`path`"),
-            Module::Meta => {
-                let action = args.get("_raw_params").and_then(Value::as_str).unwrap_or_default().trim();
-                if !META_ACTIONS.contains(&action) {
-                    self.error(
-                        node,
-                        label,
-                        format!("`meta: {action}` is not supported"),
-                        format!("supported: meta: {}", META_ACTIONS.join(", ")),
-                    );
-                }
-                None
-            }
-            Module::ImportRole | Module::IncludeRole if !has("name") => Some("`name` (the role)"),
-            Module::Uri if !has("url") => Some("`url`"),
-            Module::AsyncStatus if !has("jid") => Some("`jid`"),
-            Module::Slurp if !has("src") && !has("path") => Some("`src`"),
-            Module::IncludeVars if !has("file") && !has("_raw_params") => Some("a file"),
-            Module::Blockinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
-            Module::GetUrl if !has("url") || !has("dest") => Some("`url` and `dest`"),
-            Module::Lineinfile if !["path", "dest", "destfile", "name"].iter().any(|k| has(k)) => Some("`path`"),
-            Module::Service if !has("name") => Some("`name`"),
-            Module::Service | Module::Systemd | Module::SystemdService => {
-                let state = args.get("state").and_then(Value::as_str).unwrap_or("started");
-                const STATES: &[&str] = &["reloaded", "restarted", "started", "stopped"];
-                if !state.contains("{{") && !STATES.contains(&state) {
-                    self.error(
-                        node,
-                        label,
-                        format!(
-                            "`{}` argument `state` must be one of {}, found `{state}`",
-                            module.name(),
-                            STATES.join(", ")
-                        ),
-                        "write `state: restarted`",
-                    );
-                }
-                None
-            }
-            Module::File if !has("path") && !has("dest") && !has("name") => Some("`path`"),
-            Module::File => {
-                let state = args.get("state").and_then(Value::as_str).unwrap_or("file");
-                const STATES: &[&str] = &["absent", "directory", "file", "link", "touch"];
-                if !state.contains("{{") && !STATES.contains(&state) {
-                    self.error(
-                        node,
-                        label,
-                        format!("`file` argument `state` must be one of {}, found `{state}`", STATES.join(", ")),
-                        "write `state: directory`",
-                    );
-                }
-                None
-            }
-            Module::WaitFor if has("port") && has("path") => {
-                self.error(node, label, "`wait_for` takes `port` or `path`, not both", "split it into two tasks");
-                None
-            }
-            Module::Debug if has("msg") && has("var") => {
-                self.error(node, label, "`debug` takes `msg` or `var`, not both", "keep one of them");
-                None
-            }
-            _ => None,
-        };
-        if let Some(what) = missing {
-            self.error(
-                node,
-                label,
-                format!("`{}` needs {what}", module.name()),
-                format!("see the `{}` module's documentation", module.name()),
-            );
-        }
-    }
 }
 
 /// Free-form module text as ansible-core's `parse_kv` splits it (`_raw_params` + options), as task arguments.
@@ -793,5 +683,6 @@ pub fn parse_kv(text: &str, check_raw: bool) -> Result<Map<String, Value>, Strin
     Ok(pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
 }
 
+mod module_args;
 #[cfg(test)]
 mod tests;

@@ -305,6 +305,9 @@ pub(super) async fn run(ctx: &ModuleContext, args: &Map<String, Value>, vars: &V
         let env: Map<String, Value> = ctx.environment.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
         task.insert("environment".into(), Value::Object(env));
     }
+    if ctx.check_mode {
+        task.insert("check_mode".into(), json!(true));
+    }
     let play = json!([{"hosts": ctx.target, "gather_facts": false, "tasks": [Value::Object(task)]}]);
     let inventory = json!({"all": {"hosts": {ctx.target.clone(): host_vars}}});
     let dir = tempfile::Builder::new()

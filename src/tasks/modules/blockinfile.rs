@@ -119,7 +119,7 @@ pub(super) async fn blockinfile(ctx: &ModuleContext, args: &Map<String, Value>) 
         _ => ("Block inserted".to_string(), true),
     };
     let mut backup = None;
-    if changed {
+    if changed && !ctx.check_mode {
         match write_back(ctx, args, &path, exists, result_text.as_bytes()).await? {
             Ok(b) if !b.is_empty() => backup = Some(b),
             Ok(_) => {}

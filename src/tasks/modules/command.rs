@@ -69,21 +69,36 @@ pub(super) async fn command(ctx: &ModuleContext, args: &Map<String, Value>, shel
             "stdout_lines": [stdout], "stderr_lines": [],
         }))
     };
-    if let Some(creates) = arg_str(args, "creates").filter(|s| !s.is_empty()) {
-        if path_exists(ctx, &creates, chdir.as_deref()).await? {
+    // Check mode says what it would do, as ansible-core's command module: "Would not run" where creates/removes
+    // say so, else it would run (skipped when neither is given, since nothing tells what the command changes).
+    let did = if ctx.check_mode { "Would" } else { "Did" };
+    let (creates, removes) =
+        (arg_str(args, "creates").filter(|s| !s.is_empty()), arg_str(args, "removes").filter(|s| !s.is_empty()));
+    if let Some(creates) = &creates {
+        if path_exists(ctx, creates, chdir.as_deref()).await? {
             return Ok(not_run(
-                format!("Did not run command since '{creates}' exists"),
+                format!("{did} not run command since '{creates}' exists"),
                 format!("skipped, since {creates} exists"),
             ));
         }
     }
-    if let Some(removes) = arg_str(args, "removes").filter(|s| !s.is_empty()) {
-        if !path_exists(ctx, &removes, chdir.as_deref()).await? {
+    if let Some(removes) = &removes {
+        if !path_exists(ctx, removes, chdir.as_deref()).await? {
             return Ok(not_run(
-                format!("Did not run command since '{removes}' does not exist"),
+                format!("{did} not run command since '{removes}' does not exist"),
                 format!("skipped, since {removes} does not exist"),
             ));
         }
+    }
+    if ctx.check_mode {
+        let mut r = not_run("Command would have run if not in check mode".into(), String::new());
+        r.insert("stdout_lines".into(), json!([]));
+        if creates.is_none() && removes.is_none() {
+            r.insert("skipped".into(), json!(true));
+        } else {
+            r.insert("changed".into(), json!(true));
+        }
+        return Ok(r);
     }
     let full = match &chdir {
         Some(dir) => format!("cd {} && {}", shell_quote(dir), line),
@@ -174,6 +189,14 @@ pub(super) async fn script(ctx: &ModuleContext, args: &Map<String, Value>) -> Mo
         Ok(found) => found,
         Err(r) => return Ok(r),
     };
+    // Check mode, as ansible-core's script action: changed where creates/removes say it would run, else skipped.
+    if ctx.check_mode {
+        return Ok(if args.contains_key("creates") || args.contains_key("removes") {
+            obj(json!({"changed": true}))
+        } else {
+            obj(json!({"changed": false, "skipped": true, "msg": "Check mode is not supported for this task."}))
+        });
+    }
     let stem = std::path::Path::new(&words[0]).file_name().and_then(|n| n.to_str()).unwrap_or("script").to_string();
     let tmp = remote_tmp(&stem);
     let conn = ctx.connection.as_ref().ok_or_else(|| ConnectionError::Transport("no connection".into()))?;

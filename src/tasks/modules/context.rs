@@ -33,6 +33,8 @@ pub struct ModuleContext {
     pub pool: Option<Arc<ConnectionPool>>,
     /// The host the module acts on (the delegate when there is one).
     pub target: String,
+    /// The task runs in check mode (`check_mode: true`): the module changes nothing and says what it would change.
+    pub check_mode: bool,
 }
 
 /// The prompt sudo is told to print (`-p`) when it reads the become password, so it can be taken out of stderr
@@ -175,6 +177,7 @@ mod tests {
             prompt_lock: Default::default(),
             pool: None,
             target: "h".into(),
+            check_mode: false,
         };
         assert_eq!(
             ctx.command_line("id -un"),

@@ -255,7 +255,7 @@ pub(super) async fn lineinfile(ctx: &ModuleContext, args: &Map<String, Value>) -
     let new_content: String = new_lines.concat();
     let changed = !msg.is_empty();
     let mut backup = String::new();
-    if changed {
+    if changed && !ctx.check_mode {
         match write_back(ctx, args, &path, exists, new_content.as_bytes()).await? {
             Ok(b) => backup = b,
             Err(failure) => return Ok(failure),
@@ -324,12 +324,22 @@ pub(super) async fn apply_attributes(
     changed: bool,
 ) -> Result<(String, bool), ConnectionError> {
     let q = shell_quote(path);
-    let attrs = super::file::attributes(args, &q, false, false);
-    if attrs.is_empty() {
+    // In check mode the attributes are tried on a copy of the file, which tells whether they would change it.
+    let (target, copy) = match ctx.check_mode {
+        true => (shell_quote(&format!("{path}.upgrade-check")), true),
+        false => (q.clone(), false),
+    };
+    let attrs = super::file::attributes(args, &target, false, false);
+    if attrs.is_empty() || (copy && ctx.exec(&format!("[ -e {q} ]"), None).await?.status != 0) {
         return Ok((msg, changed));
     }
-    let stat = format!("stat -c '%a %u %g' {q}");
-    let script = format!("a=$({stat}); true{attrs}; b=$({stat}); [ \"$a\" = \"$b\" ]");
+    let stat = format!("stat -c '%a %u %g' {target}");
+    let script = match copy {
+        true => {
+            format!("cp -p {q} {target} && a=$({stat}); true{attrs}; b=$({stat}); rm -f {target}; [ \"$a\" = \"$b\" ]")
+        }
+        false => format!("a=$({stat}); true{attrs}; b=$({stat}); [ \"$a\" = \"$b\" ]"),
+    };
     if ctx.exec(&script, None).await?.status == 0 {
         return Ok((msg, changed));
     }

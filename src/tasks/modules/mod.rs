@@ -31,7 +31,7 @@ mod wait;
 use serde_json::{Map, Value};
 
 use super::Vars;
-use super::model::Module;
+use super::model::{CheckMode, Module, ModuleCall};
 pub use ansible_core::AnsibleCore;
 pub use async_jobs::AsyncJobs;
 pub use async_run::run_async;
@@ -46,6 +46,19 @@ use files::{copy, fetch, stat, template};
 use wait::{pause, reboot, wait_for, wait_for_connection};
 
 pub async fn run(ctx: &ModuleContext, module: Module, args: &Map<String, Value>, vars: &Vars) -> ModuleResult {
+    if ctx.check_mode {
+        match module.check_mode() {
+            CheckMode::Runs => {}
+            CheckMode::Skips(result) => return Ok(result),
+            CheckMode::ThroughAnsibleCore => {
+                let call = ModuleCall { module, args: args.clone() }.through_ansible_core(module.name());
+                return ansible_core::run(ctx, &call.args, vars).await;
+            }
+            CheckMode::Unsupported => {
+                return Ok(failed(format!("`{}` cannot run in check mode here (`check_mode: true`)", module.name())));
+            }
+        }
+    }
     match module {
         Module::Command => command(ctx, args, false).await,
         Module::Shell => command(ctx, args, true).await,

@@ -155,6 +155,9 @@ pub(super) async fn reboot(ctx: &ModuleContext, args: &Map<String, Value>) -> Mo
         return Ok(obj(json!({"changed": false, "elapsed": 0, "rebooted": false, "failed": true,
             "msg": "Running reboot with local connection would reboot the control node."})));
     }
+    if ctx.check_mode {
+        return Ok(obj(json!({"changed": true, "elapsed": 0, "rebooted": true})));
+    }
     let int = |k: &str, d: i64| arg_int(args, k).map(|v| v.unwrap_or(d));
     let (reboot_timeout, pre_delay, post_delay, connect_timeout) = match (
         int("reboot_timeout", 600),
