@@ -62,6 +62,14 @@ pub(crate) enum Command {
     /// Release the cluster-wide lock a dead run left behind (after confirmation; --yes for scripts). A lock renewed
     /// within its lease is refused unless --force.
     Unlock(UnlockArgs),
+    /// Pause this cluster's upgrades, from any machine: the run in progress finishes what is in flight and waits
+    /// before its next master or batch, still holding the cluster lock, until `upgrade resume` or
+    /// upgrade_pause_timeout (default 24h; then it stops there with nothing cordoned). With no run in progress, the
+    /// next run waits before its first master or batch. Records who paused and when in the cluster lock.
+    Pause(PauseArgs),
+    /// Let a paused cluster's upgrades go on (`upgrade pause`), from any machine: the waiting run starts its next
+    /// master or batch within a few seconds.
+    Resume(PauseArgs),
     /// The upgrade in progress on this cluster, from any machine: who runs it, since when, its phase and batch, the
     /// hosts done, failed and left, and its last renewal, read from the cluster-wide lock; the last run's result when
     /// none is in progress. Changes nothing.
@@ -127,6 +135,15 @@ pub(crate) struct UnlockArgs {
     /// fifth of its lease), but until then a run started now and that one both drive the cluster.
     #[arg(long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub(crate) struct PauseArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
 
     #[command(flatten)]
     pub run: RunArgs,

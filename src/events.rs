@@ -150,6 +150,22 @@ pub enum Event {
         /// Earlier runs on this inventory measured the usual time (else it is a default).
         usual_measured: bool,
     },
+    /// The cluster's upgrades are paused (`upgrade pause`, README "Pause from anywhere"): what was in flight has
+    /// finished and the run waits before `before` (a master or batch), still holding its lock, until resumed or
+    /// `timeout` (`None`: for ever).
+    Paused {
+        /// user@machine that paused, and when (UTC).
+        by: String,
+        at: String,
+        before: String,
+        timeout: Option<Duration>,
+    },
+    /// Resumed (`upgrade resume` by `by`, when the lock says who) after waiting `waited`: `before` starts.
+    Resumed {
+        by: Option<String>,
+        before: String,
+        waited: Duration,
+    },
     /// The run is over; the summary says what was done and what is left.
     RunFinished {
         summary: Summary,

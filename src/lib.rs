@@ -23,6 +23,7 @@ pub(crate) mod host_settings;
 pub mod inventory;
 pub(crate) mod journal;
 pub(crate) mod label_selector;
+pub(crate) mod pause;
 pub(crate) mod phase;
 pub mod plan;
 pub(crate) mod playbooks;

@@ -1,6 +1,7 @@
 //! `upgrade status --inventory X`: the upgrade in progress on the cluster, from any machine. It reads the cluster-wide
 //! lock (phase/cluster_lock.rs) on the first master: who holds it, since when, its last renewal, and the progress
-//! record its run writes at each phase and batch (phase/lock_progress.rs). Nothing in progress: it says so, with the
+//! record its run writes at each phase and batch (phase/lock_progress.rs), and a pause (`upgrade pause`: who, when,
+//! and where the run waits). Nothing in progress: it says so, with the
 //! last run's result when its release recorded one. Changes nothing.
 
 use crate::console::outln;
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::inventory::{Inventory, Vars};
-use crate::phase::cluster_lock::{self, Lease};
+use crate::phase::cluster_lock::{self, Lease, Stamp};
 use crate::phase::lock_progress::ProgressRecord;
 use crate::session::{Remote, Session, UpgradeRequest};
 use crate::unlock::NoticesOnStderr;
@@ -39,11 +40,24 @@ impl Found {
         self.lease.as_ref().is_some_and(|l| !l.live(cluster_lock::epoch_ms(), self.ttl))
     }
 
-    /// What changed for `--watch`: the holder, its run and its progress (a renewal alone is no change).
-    fn key(&self) -> (bool, String, String, bool) {
+    /// What changed for `--watch`: the holder, its run, its progress and the pause (a renewal alone is no change).
+    fn key(&self) -> (bool, String, String, bool, Option<Stamp>) {
         let lease = self.lease.clone().unwrap_or_default();
         let progress = self.progress().map(|p| ProgressRecord { updated: String::new(), ..p });
-        (self.in_progress(), lease.run, format!("{progress:?}"), self.stale())
+        (self.in_progress(), lease.run, format!("{progress:?}"), self.stale(), lease.paused)
+    }
+
+    /// The pause's line: who paused, when, and what it does to the run in progress or the next one.
+    fn pause_line(&self) -> Option<String> {
+        let lease = self.lease.as_ref()?;
+        let paused = lease.paused.as_ref()?;
+        let waiting = self.progress().and_then(|p| p.paused_before).filter(|_| self.in_progress());
+        let what = match waiting {
+            Some(before) => format!("the run waits before {before}"),
+            None if self.in_progress() => "the run waits at its next master or batch".to_string(),
+            None => "a run started now waits before its first master or batch".to_string(),
+        };
+        Some(format!("  PAUSED by {paused} (upgrade pause): {what} until `upgrade resume --inventory ...`"))
     }
 
     fn text(&self) -> Vec<String> {
@@ -53,11 +67,15 @@ impl Found {
         let progress = self.progress();
         if lease.released() {
             let mut lines = vec![format!("no upgrade in progress (the cluster lock {} is free)", self.name)];
-            let result = progress.as_ref().and_then(|p| p.result.clone()).unwrap_or_else(|| "not recorded".into());
-            lines.push(format!("last run: {}: {result}", lease.describe()));
-            if let Some(p) = &progress {
-                lines.push(format!("  ended in {} at {}", p.describe(), p.updated));
+            // A lock made by `upgrade pause` alone names no run.
+            if !lease.run.is_empty() {
+                let result = progress.as_ref().and_then(|p| p.result.clone()).unwrap_or_else(|| "not recorded".into());
+                lines.push(format!("last run: {}: {result}", lease.describe()));
+                if let Some(p) = &progress {
+                    lines.push(format!("  ended in {} at {}", p.describe(), p.updated));
+                }
             }
+            lines.extend(self.pause_line());
             return lines;
         }
         let mut lines = vec![format!("upgrade in progress (cluster lock {})", self.name)];
@@ -66,6 +84,7 @@ impl Found {
             Some(p) => lines.push(format!("  now: {} (as of {})", p.describe(), p.updated)),
             None => lines.push("  now: preflight (no progress recorded yet)".to_string()),
         }
+        lines.extend(self.pause_line());
         if self.stale() {
             lines.push(
                 "  warning: not renewed within its lease: its run is probably dead; a new run takes the lock over \
@@ -92,6 +111,8 @@ impl Found {
             "renewed_seconds_ago": renewed,
             "lease_seconds": lease.duration.map(|d| d.as_secs()),
             "progress": self.progress(),
+            "paused": lease.paused.as_ref().map(|p| json!({"by": p.by, "at": p.at})),
+            "resumed": lease.resumed.as_ref().map(|r| json!({"by": r.by, "at": r.at})),
         })
     }
 }

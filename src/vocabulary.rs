@@ -470,6 +470,9 @@ pub enum StopReason {
     /// Too little of the maintenance window was left for the next master or batch (`reason` says how much, and when
     /// the next window opens).
     MaintenanceWindow { reason: String },
+    /// The cluster's upgrades stayed paused (`upgrade pause`) past `upgrade_pause_timeout` before a master or batch
+    /// (`reason` says who paused, since when, and before what).
+    PauseTimeout { reason: String },
     /// Blue-green: a rollback came during the final soak (`reason` says from where, and what was moved).
     RolledBack { reason: String },
     /// A signal or a failed write arrived between two hops of an update path.
@@ -499,7 +502,8 @@ impl StopReason {
             | StopReason::NotValid { reason }
             | StopReason::DrainBlockers { reason }
             | StopReason::RolledBack { reason }
-            | StopReason::MaintenanceWindow { reason } => vec![reason],
+            | StopReason::MaintenanceWindow { reason }
+            | StopReason::PauseTimeout { reason } => vec![reason],
             StopReason::MasterFailed { master } => vec![master],
             StopReason::DuringPreflight(halt) | StopReason::Halted(halt) | StopReason::HaltedBatches { halt, .. } => {
                 halt.texts_mut()
@@ -556,6 +560,11 @@ impl fmt::Display for StopReason {
                 f,
                 "{reason}; the masters and batches after it were not started, the nodes of the batches before are \
                  schedulable (re-run in the next window: it resumes from the journal)"
+            ),
+            StopReason::PauseTimeout { reason } => write!(
+                f,
+                "{reason}; the masters and batches after it were not started, the nodes of the batches before are \
+                 schedulable (`upgrade resume --inventory ...`, then re-run: it resumes from the journal)"
             ),
             StopReason::RolledBack { reason } => write!(f, "blue-green: {reason}; the run did not finish"),
             StopReason::Halted(halt) => write!(f, "{halt}"),

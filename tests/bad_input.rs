@@ -262,6 +262,17 @@ const CASES: &[Case] = &[
         args: &["-i", "hosts.yml"],
         says: &["hosts.yml:4:", "upgrade_control_plane_ready_timeout is -10"],
     },
+    Case {
+        name: "an upgrade_pause_timeout that is not a duration",
+        files: &[(
+            "hosts.yml",
+            Text(
+                "all:\n  vars:\n    upgrade_target_version: v1.29.1\n    upgrade_pause_timeout: a while\n  children:\n    masters:\n      hosts:\n        m1: {ansible_host: 127.0.0.1, ansible_port: 1}\n",
+            ),
+        )],
+        args: &["-i", "hosts.yml"],
+        says: &["hosts.yml:4:", "upgrade_pause_timeout `a while` is not a duration", "0 waits for ever"],
+    },
 ];
 
 /// A `{{ x.a.a... }}` of 2,000 links: Jinja stops at its recursion limit, minijinja would overflow its stack.

@@ -64,6 +64,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("report", 3),
     ("restore", 3),
     ("unlock", 3),
+    ("pause", 3),
     ("status", 3),
     ("session", 3),
     ("plan::live", 3),

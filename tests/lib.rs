@@ -33,6 +33,7 @@ mod openshift;
 mod openshift_control_plane;
 mod ops;
 mod packages;
+mod pause;
 mod plan;
 mod poller;
 mod real_api;

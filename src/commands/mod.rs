@@ -6,6 +6,7 @@ mod arguments;
 mod artifacts;
 mod check;
 mod check_apis;
+mod pause;
 mod plan;
 mod report;
 mod restore;
@@ -28,6 +29,8 @@ pub(crate) fn run(cli: &Cli) -> Result<i32> {
         Some(Command::Restore(args)) => restore::restore(args),
         Some(Command::Plan(args)) => plan::plan(args),
         Some(Command::Unlock(args)) => unlock::unlock(args),
+        Some(Command::Pause(args)) => pause::pause(args, true),
+        Some(Command::Resume(args)) => pause::pause(args, false),
         Some(Command::Status(args)) => status::status(args),
         Some(Command::Report(args)) => report::report(args),
         Some(Command::Versions(args)) => versions::versions(args),

@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::cluster_calls::ClusterCalls;
-pub(crate) use super::lease::{Decision, Lease, Me, controller_id, decide, epoch_ms, epoch_now, micro_time};
+pub(crate) use super::lease::{
+    Decision, Lease, Me, Stamp, controller_id, decide, epoch_ms, epoch_now, micro_time, write_pause,
+};
 use crate::error::{Error, Result};
 use crate::vocabulary::Phase;
 use crate::vocabulary::Step;
@@ -141,7 +143,7 @@ pub(crate) fn lock_name(run: &impl ClusterCalls) -> String {
 }
 
 /// The atomic first take: `create configmap NAME --from-literal=K=V ... -o json`.
-async fn create(
+pub(crate) async fn create(
     run: &impl ClusterCalls,
     data: &Map<String, Value>,
     quiet: bool,
@@ -195,6 +197,10 @@ pub(crate) struct Held {
 
 struct HeldState {
     resource_version: String,
+    /// The pause and the last resume as of `resource_version` (README "Pause from anywhere"): every write of this
+    /// run carries them, and a write refused because someone paused or resumed meanwhile reads them again.
+    paused: Option<Stamp>,
+    resumed: Option<Stamp>,
     acquired: String,
     transitions: u64,
     /// When the last successful write was sent (monotonic): the lease holds from there for `duration`.
@@ -307,7 +313,9 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
                     );
                 }
                 let transitions = lease.transitions + u64::from(lease.identity != me.id);
-                let data = record(me, &acquired, now, ttl, transitions, "");
+                let mut data = record(me, &acquired, now, ttl, transitions, "");
+                // A pause made before this run (or during an earlier one) holds for it too.
+                write_pause(lease.paused.as_ref(), lease.resumed.as_ref(), &mut data);
                 let written = write(run, &lease.resource_version, &data, false).await.map_err(failed)?;
                 if written.conflict() || written.not_found() {
                     continue;
@@ -323,12 +331,23 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
             return Err(failed(format!("the cluster's answer names no resourceVersion ({})", outcome.reason())));
         };
         run.notice(None, format!("cluster lock {name} taken (run {}, controller {})", me.run, me.id));
+        if let Some(paused) = &written.paused {
+            run.notice(
+                None,
+                format!(
+                    "the cluster's upgrades are paused (by {paused}): this run waits before its first master or batch \
+                     until `upgrade resume --inventory ...`"
+                ),
+            );
+        }
         return Ok(Arc::new(Held {
             name,
             me: me.clone(),
             ttl,
             state: Mutex::new(HeldState {
                 resource_version: written.resource_version,
+                paused: written.paused,
+                resumed: written.resumed,
                 acquired,
                 transitions: written.transitions,
                 confirmed: sent,
@@ -344,61 +363,127 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
     Err(failed("other runs kept changing it while this one tried to take it".into()))
 }
 
+/// What a conditional write of this run's own record came to.
+enum Written {
+    /// Written: the lock as the API server answered.
+    Done(Lease),
+    /// The lock is no longer this run's (`why`): the run must stop.
+    Lost(String),
+    /// Not written, for a reason that may pass (retried at the next renewal).
+    Failed(String),
+}
+
+/// Writes this run's record, made by `data` from the state as last read, conditionally on its resourceVersion, with
+/// the pause and the last resume as read. Refused because the lock changed while it is still this run's (someone
+/// paused or resumed it, or this run's own write went through and only its answer was lost), it is read again and
+/// written again: so a renewal never drops a pause, and a pause never drops a renewal.
+async fn write_own(
+    run: &impl ClusterCalls,
+    held: &Held,
+    data: impl Fn(&HeldState) -> Map<String, Value>,
+) -> (Written, Instant) {
+    for _ in 0..3 {
+        let sent = Instant::now();
+        let (rv, data) = match held.state.lock() {
+            Ok(s) => {
+                let mut data = data(&s);
+                write_pause(s.paused.as_ref(), s.resumed.as_ref(), &mut data);
+                (s.resource_version.clone(), data)
+            }
+            Err(_) => return (Written::Failed("internal error: the lease's state is poisoned".into()), sent),
+        };
+        let out = match write(run, &rv, &data, true).await {
+            Ok(out) => out,
+            Err(why) => return (Written::Failed(why), sent),
+        };
+        if out.rc == 0 {
+            let written = Lease::parse(&out.stdout).filter(|l| !l.resource_version.is_empty());
+            return match written {
+                Some(lease) => (Written::Done(lease), sent),
+                None => (Written::Failed(format!("the answer names no resourceVersion ({})", out.reason())), sent),
+            };
+        }
+        if !(out.conflict() || out.not_found()) {
+            return (Written::Failed(out.reason()), sent);
+        }
+        // Someone else wrote it (a pause, a take-over, `unlock --force`, a copy of this state directory) or removed
+        // it. Still this very run's: its resourceVersion, pause and resume are this run's to carry on.
+        let why = match read(run, true).await {
+            Ok(Some(lease)) if lease.identity == held.me.id && lease.run == held.me.run => {
+                held.adopt(&lease);
+                continue;
+            }
+            Ok(None) => "it was removed".to_string(),
+            Ok(Some(lease)) if lease.released() => "it was released by someone else (upgrade unlock --force?)".into(),
+            Ok(Some(lease)) if lease.identity == held.me.id && lease.run != held.me.run => format!(
+                "another run with this controller's id holds it (a copy of this state directory?): {}",
+                lease.describe()
+            ),
+            Ok(Some(lease)) => format!("it is held by {}", lease.describe()),
+            Err(e) => format!("it changed and cannot be read ({e})"),
+        };
+        return (Written::Lost(why), sent);
+    }
+    (Written::Failed("it kept changing while this run wrote it (pauses and resumes in a row?)".into()), Instant::now())
+}
+
+impl Held {
+    /// Takes the resourceVersion, pause and resume of the lock as read: it is still this run's.
+    fn adopt(&self, lease: &Lease) {
+        if let Ok(mut s) = self.state.lock() {
+            s.resource_version = lease.resource_version.clone();
+            s.paused = lease.paused.clone();
+            s.resumed = lease.resumed.clone();
+        }
+    }
+
+    /// The last resume as this run last read or wrote the lock.
+    pub(crate) fn resumed(&self) -> Option<Stamp> {
+        self.state.lock().ok().and_then(|s| s.resumed.clone())
+    }
+}
+
+/// Reads the lock for its pause, at a safe point of the run (before a master or batch): a pause is seen at once, not
+/// at the next renewal. The lock still this run's, its resourceVersion is taken too (one write at a time with the
+/// renewer), so the next renewal is not refused for the pause.
+pub(crate) async fn read_pause(run: &impl ClusterCalls, held: &Held) -> std::result::Result<Option<Stamp>, String> {
+    let _one = held.writing.lock().await;
+    let lease = read(run, true).await?.ok_or_else(|| "it was removed".to_string())?;
+    if lease.identity == held.me.id && lease.run == held.me.run {
+        held.adopt(&lease);
+    }
+    Ok(lease.paused)
+}
+
 /// One renewal: a conditional write of this run's record with a fresh renewTime (and its progress record).
 pub(crate) async fn renew(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
     if run.fence().lost() || held.ending.load(Ordering::SeqCst) {
         return;
     }
-    let (rv, acquired, transitions, extension) = match held.state.lock() {
-        Ok(s) => (s.resource_version.clone(), s.acquired.clone(), s.transitions, s.extension),
-        Err(_) => return,
-    };
-    let duration = held.lease_duration(extension);
-    let sent = Instant::now();
-    let data = record(&held.me, &acquired, epoch_ms(), duration, transitions, &held.progress());
-    let outcome = write(run, &rv, &data, true).await;
-    match outcome {
-        Ok(out) if out.rc == 0 => match Lease::parse(&out.stdout).filter(|l| !l.resource_version.is_empty()) {
-            Some(lease) => {
-                if let Ok(mut s) = held.state.lock() {
-                    s.resource_version = lease.resource_version;
-                    s.confirmed = sent;
-                    s.duration = duration;
-                    s.warned = false;
-                }
-            }
-            None => warn_once(run, held, format!("the answer names no resourceVersion ({})", out.reason())),
-        },
-        Ok(out) if out.conflict() || out.not_found() => {
-            // Someone else wrote it (a take-over, `unlock --force`, a copy of this state directory) or removed it.
-            // Unless it is still this very run's record: then this run's own write went through and only its answer
-            // was lost (or the error was about something else), and the version read is this run's to carry on.
-            let read = read(run, true).await;
-            if let Ok(Some(lease)) = &read {
-                if lease.identity == held.me.id && lease.run == held.me.run {
-                    if let Ok(mut s) = held.state.lock() {
-                        s.resource_version = lease.resource_version.clone();
-                    }
-                    return warn_once(run, held, out.reason());
-                }
-            }
-            let why = match read {
-                Ok(None) => "it was removed".to_string(),
-                Ok(Some(lease)) if lease.released() => {
-                    "it was released by someone else (upgrade unlock --force?)".into()
-                }
-                Ok(Some(lease)) if lease.identity == held.me.id && lease.run != held.me.run => format!(
-                    "another run with this controller's id holds it (a copy of this state directory?): {}",
-                    lease.describe()
-                ),
-                Ok(Some(lease)) => format!("it is held by {}", lease.describe()),
-                Err(e) => format!("it changed and cannot be read ({e})"),
-            };
-            lose(run, format!("lost the cluster lock {}: {why}", held.name));
+    // The duration the write that went through carried: what other controllers wait for.
+    let carried = Mutex::new(held.ttl);
+    let (written, sent) = write_own(run, held, |s| {
+        let duration = held.lease_duration(s.extension);
+        if let Ok(mut c) = carried.lock() {
+            *c = duration;
         }
-        Ok(out) => warn_once(run, held, out.reason()),
-        Err(why) => warn_once(run, held, why),
+        record(&held.me, &s.acquired, epoch_ms(), duration, s.transitions, &held.progress())
+    })
+    .await;
+    match written {
+        Written::Done(lease) => {
+            if let Ok(mut s) = held.state.lock() {
+                s.resource_version = lease.resource_version;
+                s.paused = lease.paused;
+                s.resumed = lease.resumed;
+                s.confirmed = sent;
+                s.duration = carried.lock().map(|c| *c).unwrap_or(held.ttl);
+                s.warned = false;
+            }
+        }
+        Written::Lost(why) => lose(run, format!("lost the cluster lock {}: {why}", held.name)),
+        Written::Failed(why) => warn_once(run, held, why),
     }
 }
 
@@ -507,64 +592,44 @@ pub(crate) async fn stop_renewing(held: &Held) {
 
 /// Releases the lease when it is still this run's: a conditional write with no holder, so a run that lost it never
 /// touches the new holder's. The ConfigMap stays (released), as client-go leaves its lock objects: a delete cannot be
-/// made conditional with kubectl 1.11, and a delete after the write could remove a lease another run just took.
+/// made conditional with kubectl 1.11, and a delete after the write could remove a lease another run just took. A
+/// pause stays too: it is the operator's, for the runs to come.
 pub(crate) async fn release(run: &impl ClusterCalls, held: &Held) {
     let _one = held.writing.lock().await;
-    let (rv, acquired, transitions) = match held.state.lock() {
-        Ok(s) => (s.resource_version.clone(), s.acquired.clone(), s.transitions),
-        Err(_) => return,
-    };
-    let mut data = record(&held.me, &acquired, epoch_ms(), held.ttl, transitions, &held.progress());
-    data.insert("holderIdentity".into(), Value::String(String::new()));
-    match write(run, &rv, &data, true).await {
-        Ok(out) if out.rc == 0 => run.notice(None, format!("cluster lock {} released", held.name)),
-        Ok(out) if out.conflict() || out.not_found() => run.notice(
+    let (written, _) = write_own(run, held, |s| {
+        let mut data = record(&held.me, &s.acquired, epoch_ms(), held.ttl, s.transitions, &held.progress());
+        data.insert("holderIdentity".into(), Value::String(String::new()));
+        data
+    })
+    .await;
+    match written {
+        Written::Done(_) => run.notice(None, format!("cluster lock {} released", held.name)),
+        Written::Lost(why) => run.notice(
             None,
-            format!(
-                "warning: the cluster lock {} is no longer this run's (another wrote it since): left alone",
-                held.name
-            ),
+            format!("warning: the cluster lock {} is no longer this run's ({why}): left alone", held.name),
         ),
-        Ok(out) => {
-            run.notice(None, format!("warning: cannot release the cluster lock {}: {}", held.name, out.reason()))
+        Written::Failed(why) => {
+            run.notice(None, format!("warning: cannot release the cluster lock {}: {why}", held.name))
         }
-        Err(why) => run.notice(None, format!("warning: cannot release the cluster lock {}: {why}", held.name)),
     }
 }
 
 /// `upgrade unlock`: marks the lease released with a conditional write on what was read (so a renewal in between
-/// wins and nothing is lost). Its holder, if alive, finds it at its next renewal and stops.
+/// wins and nothing is lost). Its holder, if alive, finds it at its next renewal and stops. A pause stays.
 pub(crate) async fn force_release(run: &impl ClusterCalls, lease: &Lease) -> std::result::Result<Outcome, String> {
-    let mut data = Map::new();
-    for (key, value) in [
-        ("holderIdentity", String::new()),
-        ("leaseDurationSeconds", lease.duration.map(|d| d.as_secs()).unwrap_or(1).max(1).to_string()),
-        ("acquireTime", lease.acquired.clone()),
-        ("renewTime", micro_time(epoch_ms())),
-        ("leaderTransitions", lease.transitions.to_string()),
-        ("holder", lease.holder.clone()),
-        ("where", lease.location.clone()),
-        ("started", lease.started.clone()),
-        ("run", lease.run.clone()),
-        ("change_id", lease.change_id.clone()),
-    ] {
-        data.insert(key.to_string(), Value::String(value));
-    }
-    if !lease.progress.is_empty() {
-        data.insert("progress".to_string(), Value::String(lease.progress.clone()));
-    }
-    let mut resource_version = lease.resource_version.clone();
+    let mut lease = lease.clone();
     // The holder the operator chose to release may renew (or write its progress) between the read and this write:
     // then it is read again and, still the same run, released at its new version; anyone else's lease is left.
     for _ in 0..3 {
-        let out = write(run, &resource_version, &data, true).await?;
+        let mut data = lease.data();
+        data.insert("holderIdentity".into(), Value::String(String::new()));
+        data.insert("renewTime".into(), Value::String(micro_time(epoch_ms())));
+        let out = write(run, &lease.resource_version, &data, true).await?;
         if !out.conflict() {
             return Ok(out);
         }
         match read(run, true).await? {
-            Some(now) if now.identity == lease.identity && now.run == lease.run => {
-                resource_version = now.resource_version;
-            }
+            Some(now) if now.identity == lease.identity && now.run == lease.run => lease = now,
             _ => return Err(format!("it changed while this command ran (another holder?): {}", out.reason())),
         }
     }
@@ -637,6 +702,29 @@ mod tests {
         assert!(!old.released());
         assert_eq!(decide(Some(&old), 1_000_000, Duration::from_secs(900), "ops@ci /srv/s"), Decision::Refuse);
         assert_eq!(decide(Some(&old), 1_900_001, Duration::from_secs(900), "x"), Decision::TakeOver { stale: true });
+    }
+
+    #[test]
+    fn a_lease_with_a_pause_reads_back_as_written_and_writes_back_unchanged() {
+        let me = Me { id: "c0ffee".into(), holder: "ops@ci".into(), run: "r1".into(), ..Me::default() };
+        let mut data = record(&me, "2026-11-24T10:00:00.000000Z", 1_795_600_000_250, Duration::from_secs(30), 2, "{}");
+        let paused = Stamp { by: "oncall@laptop".into(), at: "2026-11-24T10:05:00Z".into() };
+        let resumed = Stamp { by: "ops@ci".into(), at: "2026-11-24T09:00:00Z".into() };
+        write_pause(Some(&paused), Some(&resumed), &mut data);
+        let json = json!({"metadata": {"resourceVersion": "41"}, "data": data}).to_string();
+        let lease = Lease::parse(&json).unwrap();
+        assert_eq!(lease.paused.as_ref(), Some(&paused));
+        assert_eq!(lease.resumed.as_ref(), Some(&resumed));
+        assert_eq!(paused.to_string(), "oncall@laptop at 2026-11-24T10:05:00Z");
+        // What `unlock`, `pause` and `resume` write back is what was read, key for key.
+        assert_eq!(lease.data(), data);
+        let again = Lease::parse(&json!({"metadata": {"resourceVersion": "41"}, "data": lease.data()}).to_string());
+        assert_eq!(again.as_ref(), Some(&lease));
+        // A renewal's record carries no pause of its own: the run adds the one it read (`write_own`).
+        write_pause(None, None, &mut data);
+        let cleared = Lease::parse(&json!({"data": data}).to_string()).unwrap();
+        assert_eq!((cleared.paused, cleared.resumed), (None, None));
+        assert!(!data.keys().any(|k| k.starts_with("paused") || k.starts_with("resumed")), "{data:?}");
     }
 
     #[test]

@@ -66,13 +66,21 @@ pub(crate) async fn run(
     (reports, stopped)
 }
 
-/// The validation before the first cordon of `hosts` (`what` names them); why the run must stop, if it must.
+/// The gate before the first cordon of `hosts` (`what` names them): a pause, the validation, the drain blockers, the
+/// maintenance window; why the run must stop, if it must.
 pub(crate) async fn validate_before(
     run: &UpgradeRun,
     phase: Phase,
     what: &str,
     hosts: &[String],
 ) -> Option<StopReason> {
+    // First the pause: once resumed, the cluster is validated as it is then.
+    if let Some(stop) = super::pause::before(run, what).await {
+        return Some(stop);
+    }
+    if run.stop.is_stopping() {
+        return None;
+    }
     match super::validation::before(run, &run.validation, what, hosts).await {
         Ok(()) if run.stop.is_stopping() => None,
         Ok(()) => match super::preflight::recheck_drain_blockers(run, phase, what, hosts).await {

@@ -28,16 +28,73 @@ pub(crate) struct Me {
 
 impl Me {
     pub(crate) fn new(id: &str, run: &str, state_dir: &str, change_id: &str) -> Me {
-        let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
         Me {
             id: id.to_string(),
-            holder: format!("{user}@{}", crate::journal::host_name()),
+            holder: operator(),
             location: state_dir.to_string(),
             started: crate::time_format::utc_timestamp(SystemTime::now()),
             run: run.to_string(),
             change_id: change_id.to_string(),
         }
     }
+}
+
+/// Who is at this machine, as the lease names people: `user@machine`.
+pub(crate) fn operator() -> String {
+    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
+    format!("{user}@{}", crate::journal::host_name())
+}
+
+/// Who did something to the lock, and when (UTC): a pause (`paused_by`, `paused_at`) or a resume (`resumed_by`,
+/// `resumed_at`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    /// user@machine, as the holder is named.
+    pub by: String,
+    pub at: String,
+}
+
+impl Stamp {
+    pub(crate) fn now() -> Stamp {
+        Stamp { by: operator(), at: crate::time_format::utc_timestamp(SystemTime::now()) }
+    }
+
+    /// Read from the data keys `{prefix}_by` and `{prefix}_at`; `None` when `{prefix}_by` is absent or empty.
+    fn read(data: &serde_json::Map<String, Value>, prefix: &str) -> Option<Stamp> {
+        let text = |key: String| data.get(&key).and_then(Value::as_str).unwrap_or_default().to_string();
+        let by = text(format!("{prefix}_by"));
+        (!by.is_empty()).then(|| Stamp { by, at: text(format!("{prefix}_at")) })
+    }
+
+    fn write(stamp: Option<&Stamp>, data: &mut serde_json::Map<String, Value>, prefix: &str) {
+        let (by, at) = (format!("{prefix}_by"), format!("{prefix}_at"));
+        match stamp {
+            Some(s) => {
+                data.insert(by, Value::String(s.by.clone()));
+                data.insert(at, Value::String(s.at.clone()));
+            }
+            None => {
+                data.remove(&by);
+                data.remove(&at);
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Stamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.at.is_empty() { write!(f, "{}", self.by) } else { write!(f, "{} at {}", self.by, self.at) }
+    }
+}
+
+/// The data keys of the pause (README "Pause from anywhere").
+pub(crate) const PAUSE_KEYS: [&str; 2] = ["paused", "resumed"];
+
+/// Writes the pause and the last resume into a lock's data: every writer of the lock carries them as it read them,
+/// so no write drops a pause (they change only through `upgrade pause` and `upgrade resume`).
+pub(crate) fn write_pause(paused: Option<&Stamp>, resumed: Option<&Stamp>, data: &mut serde_json::Map<String, Value>) {
+    Stamp::write(paused, data, PAUSE_KEYS[0]);
+    Stamp::write(resumed, data, PAUSE_KEYS[1]);
 }
 
 /// The lease as read from the cluster.
@@ -59,6 +116,10 @@ pub(crate) struct Lease {
     pub change_id: String,
     /// The run's progress record (lock_progress.rs, JSON), when its run wrote one.
     pub progress: String,
+    /// `upgrade pause`: who paused the cluster's upgrades, and when; `None` when not paused.
+    pub paused: Option<Stamp>,
+    /// `upgrade resume`: who last resumed, and when (kept until the next pause).
+    pub resumed: Option<Stamp>,
 }
 
 impl Lease {
@@ -87,6 +148,8 @@ impl Lease {
             run: text("run"),
             change_id: text("change_id"),
             progress: text("progress"),
+            paused: Stamp::read(&data, PAUSE_KEYS[0]),
+            resumed: Stamp::read(&data, PAUSE_KEYS[1]),
         };
         if !data.contains_key("holderIdentity") {
             let annotated = object
@@ -98,6 +161,31 @@ impl Lease {
             lease.identity = format!("an earlier version of upgrade: {} {}", lease.holder, lease.location);
         }
         Some(lease)
+    }
+
+    /// The data to write back as read, with every field this tool reads (`upgrade unlock`'s release, `upgrade pause`
+    /// and `upgrade resume` change only their own keys in it).
+    pub(crate) fn data(&self) -> serde_json::Map<String, Value> {
+        let mut data = serde_json::Map::new();
+        for (key, value) in [
+            ("holderIdentity", self.identity.clone()),
+            ("leaseDurationSeconds", self.duration.map(|d| d.as_secs()).unwrap_or(1).max(1).to_string()),
+            ("acquireTime", self.acquired.clone()),
+            ("renewTime", self.renewed_ms.map(micro_time).unwrap_or_default()),
+            ("leaderTransitions", self.transitions.to_string()),
+            ("holder", self.holder.clone()),
+            ("where", self.location.clone()),
+            ("started", self.started.clone()),
+            ("run", self.run.clone()),
+            ("change_id", self.change_id.clone()),
+        ] {
+            data.insert(key.to_string(), Value::String(value));
+        }
+        if !self.progress.is_empty() {
+            data.insert("progress".to_string(), Value::String(self.progress.clone()));
+        }
+        write_pause(self.paused.as_ref(), self.resumed.as_ref(), &mut data);
+        data
     }
 
     /// No run holds it: released at the end of a run, or by `upgrade unlock`.

@@ -46,6 +46,9 @@ pub(crate) struct ProgressRecord {
     /// The run's time left as it was then (from the journal's history, corrected by the run's pace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_seconds: Option<u64>,
+    /// While the run waits for `upgrade resume`: what waits (`batch 2`, `master m2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_before: Option<String>,
     /// Once the run ended: `success`, `failed` or `interrupted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
@@ -71,6 +74,9 @@ impl ProgressRecord {
             " - hosts: {} done, {} failed, {} skipped, {} left",
             self.done, self.failed, self.skipped, self.left
         ));
+        if let (Some(before), None) = (&self.paused_before, &self.result) {
+            text.push_str(&format!(" - PAUSED: {before} waits for `upgrade resume`"));
+        }
         if let (Some(left), None) = (self.eta_seconds, &self.result) {
             let left = crate::time_format::short_duration(std::time::Duration::from_secs(left));
             text.push_str(&format!(" - about {left} left"));
@@ -133,6 +139,11 @@ impl Tracker {
                 true
             }
             Event::BatchFinished { .. } | Event::PhaseFinished { .. } => true,
+            Event::Paused { before, .. } => {
+                r.paused_before = Some(before.clone());
+                true
+            }
+            Event::Resumed { .. } => r.paused_before.take().is_some(),
             Event::HostFinished { report } if upgrades(report.phase) && self.planned.contains(&report.host) => {
                 // A host ends once per phase; a re-counted end (not expected) does not count twice.
                 if !self.ended.insert(report.host.clone()) {

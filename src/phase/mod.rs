@@ -20,6 +20,7 @@ pub(crate) mod manager;
 pub(crate) mod node_marks;
 pub(crate) mod nodes;
 pub(crate) mod pace;
+pub(crate) mod pause;
 pub(crate) mod poller;
 pub(crate) mod prefetch;
 pub(crate) mod preflight;

@@ -35,6 +35,15 @@ impl Pace {
         }
     }
 
+    /// The run waited `paused` at a gate (a pause): not part of the batch before, whose time the next gate takes.
+    pub(crate) fn exclude(&self, paused: Duration) {
+        if let Ok(mut state) = self.state.lock() {
+            if let Some(started) = &mut state.batch_started {
+                *started += paused;
+            }
+        }
+    }
+
     /// A batch starts now.
     pub(crate) fn batch_starts(&self) {
         if let Ok(mut state) = self.state.lock() {

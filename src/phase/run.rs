@@ -175,6 +175,11 @@ impl UpgradeRun {
         }
     }
 
+    /// The cluster-wide lock this run holds, once taken in preflight.
+    pub(crate) fn held_cluster_lock(&self) -> Option<Arc<super::cluster_lock::Held>> {
+        self.cluster_lock.lock().ok().and_then(|slot| slot.as_ref().map(|(held, _)| held.clone()))
+    }
+
     /// Writes the progress record to the cluster lock now (a phase or batch starts), so `upgrade status` is never
     /// more than a batch behind; a write that does not answer within [`PROGRESS_WRITE_LIMIT`] is left to the next
     /// renewal (the fence counts from the last write that succeeded, whatever happens here).

@@ -209,6 +209,7 @@ impl Plan {
         check_cluster_lock_ttl(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
         settings::check_validation_settings(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
         settings::check_maintenance_settings(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
+        settings::check_pause_timeout(masters.first().and_then(|m| host_vars.get(m).map(|v| &**v)))?;
         let phases = phase_plans(&selected, &etcd, &masters, &node_batches);
 
         Ok(Plan {

@@ -318,6 +318,13 @@ impl EventSink for HumanReporter {
                 let text = stall_text(*step, *running, *usual, *usual_measured);
                 self.write(&[format!("[{host}] {} {text}", self.paint("STALLED?", "1;33"))]);
             }
+            Event::Paused { by, at, before, timeout } => {
+                let text = super::progress::paused_text(by, at, before, *timeout);
+                self.write(&[text.replacen("PAUSED", &self.paint("PAUSED", "1;33"), 1)]);
+            }
+            Event::Resumed { by, before, waited } => {
+                self.write(&[super::progress::resumed_text(by.as_deref(), before, *waited)])
+            }
             Event::Notice { host: Some(host), message } => self.write(&[format!("[{host}] {message}")]),
             Event::Notice { host: None, message } => self.write(&[message.clone()]),
             Event::RunFinished { summary } => {

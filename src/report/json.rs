@@ -76,6 +76,13 @@ pub(crate) fn event_json(event: &Event) -> Option<Value> {
             "usual_from": if *usual_measured { "earlier-runs" } else { "default" },
             "message": super::eta::stall_text(*step, *running, *usual, *usual_measured)
         }),
+        Event::Paused { by, at, before, timeout } => json!({
+            "event": "paused", "by": by, "paused_at": at, "before": before,
+            "timeout_seconds": timeout.map(|t| t.as_secs())
+        }),
+        Event::Resumed { by, before, waited } => json!({
+            "event": "resumed", "by": by, "before": before, "waited_seconds": waited.as_secs()
+        }),
         Event::RunFinished { summary } => {
             let mut v = serde_json::to_value(summary).ok()?;
             if let Value::Object(m) = &mut v {

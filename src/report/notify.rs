@@ -1,5 +1,5 @@
 //! Notifications: the run's milestones (run started, phase started and finished, batch finished, host failed, stall,
-//! run finished, with the lock lost in it) sent as they happen to `upgrade_notify_command` (run on the controller,
+//! paused and resumed, run finished, with the lock lost in it) sent as they happen to `upgrade_notify_command` (run on the controller,
 //! one JSON event on its stdin) and `upgrade_notify_webhook_url` (an HTTP POST of the same JSON, or with
 //! `upgrade_notify_webhook_format: slack` a `{"text": ...}` a person reads). They go through a bounded queue to a
 //! thread of their own, each with a timeout, so a slow or dead receiver never slows the run; a receiver that fails
@@ -156,6 +156,8 @@ fn milestone(event: &Event) -> Option<Value> {
         | Event::PhaseFinished { .. }
         | Event::BatchFinished { .. }
         | Event::Stalled { .. }
+        | Event::Paused { .. }
+        | Event::Resumed { .. }
         | Event::RunFinished { .. } => true,
         Event::HostFinished { report } => matches!(report.outcome, HostOutcome::Failed { .. }),
         _ => false,
@@ -199,6 +201,13 @@ pub(crate) fn slack_text(event: &Value) -> String {
         ),
         "host-failed" => format!("upgrade: {} FAILED in {} at {}: {}", s("host"), s("phase"), s("step"), s("reason")),
         "stall" => format!("upgrade: [{}] {}", s("host"), s("message")),
+        "paused" => format!("upgrade: PAUSED by {} before {}: waiting for `upgrade resume`", s("by"), s("before")),
+        "resumed" => format!(
+            "upgrade: resumed{} after {}s: {} starts",
+            event["by"].as_str().map(|by| format!(" by {by}")).unwrap_or_default(),
+            event["waited_seconds"],
+            s("before")
+        ),
         "summary" => {
             let lost =
                 event["cluster_lock_lost"].as_str().map(|w| format!("; cluster lock lost: {w}")).unwrap_or_default();

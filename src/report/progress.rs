@@ -59,6 +59,26 @@ impl std::fmt::Display for PhaseLabel {
     }
 }
 
+/// `PAUSED by ops@ci at 2026-11-27T21:00:00Z (upgrade pause): batch 2 waits until `upgrade resume` (at most 24h,
+/// upgrade_pause_timeout)`: what the progress display and the plain lines say of a pause.
+pub(crate) fn paused_text(by: &str, at: &str, before: &str, timeout: Option<Duration>) -> String {
+    let at = if at.is_empty() { String::new() } else { format!(" at {at}") };
+    let limit = match timeout {
+        Some(t) => format!("at most {}, upgrade_pause_timeout", crate::time_format::short_duration(t)),
+        None => "for ever: upgrade_pause_timeout 0".to_string(),
+    };
+    format!(
+        "PAUSED by {by}{at} (upgrade pause): what was in flight has finished; {before} waits, the cluster lock kept, \
+         until `upgrade resume --inventory ...` ({limit})"
+    )
+}
+
+/// `resumed by ops@ci after 42s: batch 2 starts`.
+pub(crate) fn resumed_text(by: Option<&str>, before: &str, waited: Duration) -> String {
+    let by = by.map(|b| format!(" by {b}")).unwrap_or_default();
+    format!("resumed{by} after {}: {before} starts", crate::time_format::short_duration(waited))
+}
+
 /// `about 4m left`; `about 0s left` reads as `finishing`.
 pub(crate) fn about_left(left: Duration) -> String {
     if left < Duration::from_secs(1) {
@@ -193,6 +213,17 @@ impl ProgressBars {
                         phase.set_position(*done as u64);
                         phase.set_message(bars.label.to_string());
                     }
+                }
+            }
+            // The phase line says the pause while the run waits, and what it said before once resumed.
+            Event::Paused { by, at, before, timeout } => {
+                if let Some(phase) = &bars.phase {
+                    phase.set_message(paused_text(by, at, before, *timeout));
+                }
+            }
+            Event::Resumed { .. } => {
+                if let Some(phase) = &bars.phase {
+                    phase.set_message(bars.label.to_string());
                 }
             }
             Event::PhaseFinished { .. } => {

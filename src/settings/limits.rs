@@ -29,6 +29,45 @@ pub fn cluster_lock_ttl(text: &str) -> Result<std::time::Duration> {
     Ok(std::time::Duration::from_secs(parsed))
 }
 
+/// `upgrade_pause_timeout` (README "Pause from anywhere"): how long a paused run waits at its safe point before it
+/// stops there.
+pub const PAUSE_TIMEOUT: &str = "upgrade_pause_timeout";
+
+/// The default: a pause forgotten overnight stops the run at its safe point (nothing cordoned) the next day rather
+/// than holding the cluster lock for ever.
+pub const DEFAULT_PAUSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// `upgrade_pause_timeout` as written (empty: the default, 24h): seconds or a duration ("2h"); 0 waits for ever
+/// (`None`), as `kubectl drain --timeout=0s` does.
+pub fn pause_timeout(text: &str) -> Result<Option<std::time::Duration>> {
+    let text = unquote(text.trim());
+    if text.is_empty() {
+        return Ok(Some(DEFAULT_PAUSE_TIMEOUT));
+    }
+    let seconds = DrainTimeout::parse(&text)
+        .map_err(|_| {
+            Error::input(format!("{PAUSE_TIMEOUT} `{text}` is not a duration"))
+                .hint("write seconds (3600) or a duration such as \"30m\" or \"24h\" (the default); 0 waits for ever")
+        })?
+        .seconds();
+    Ok((seconds > 0).then(|| std::time::Duration::from_secs(seconds)))
+}
+
+/// Checks the first master's `upgrade_pause_timeout` as written, at its file and line (exit 2): `check`, `--plan`
+/// and the run refuse it before anything connects; a templated value is the run's to render and check.
+pub fn check_pause_timeout(first_master_vars: Option<&crate::inventory::Vars>) -> Result<()> {
+    let Some(var) = first_master_vars.and_then(|v| v.get(PAUSE_TIMEOUT)) else { return Ok(()) };
+    let text = match &var.value {
+        Value::String(s) => s.clone(),
+        Value::Null => return Ok(()),
+        other => other.to_string(),
+    };
+    if text.contains("{{") || text.contains("{%") {
+        return Ok(());
+    }
+    pause_timeout(&text).map(|_| ()).map_err(|e| super::located(e, PAUSE_TIMEOUT, &var.origin))
+}
+
 // drain-timeout
 
 /// How long a node's drain may take, in seconds; 0 waits for ever.
