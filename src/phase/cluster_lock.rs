@@ -366,7 +366,7 @@ pub(crate) async fn take(run: &impl ClusterCalls, me: &Me, ttl: Duration) -> Res
 /// What a conditional write of this run's own record came to.
 enum Written {
     /// Written: the lock as the API server answered.
-    Done(Lease),
+    Done(Box<Lease>),
     /// The lock is no longer this run's (`why`): the run must stop.
     Lost(String),
     /// Not written, for a reason that may pass (retried at the next renewal).
@@ -399,7 +399,7 @@ async fn write_own(
         if out.rc == 0 {
             let written = Lease::parse(&out.stdout).filter(|l| !l.resource_version.is_empty());
             return match written {
-                Some(lease) => (Written::Done(lease), sent),
+                Some(lease) => (Written::Done(Box::new(lease)), sent),
                 None => (Written::Failed(format!("the answer names no resourceVersion ({})", out.reason())), sent),
             };
         }
@@ -436,23 +436,14 @@ impl Held {
             s.resumed = lease.resumed.clone();
         }
     }
-
-    /// The last resume as this run last read or wrote the lock.
-    pub(crate) fn resumed(&self) -> Option<Stamp> {
-        self.state.lock().ok().and_then(|s| s.resumed.clone())
-    }
 }
 
-/// Reads the lock for its pause, at a safe point of the run (before a master or batch): a pause is seen at once, not
-/// at the next renewal. The lock still this run's, its resourceVersion is taken too (one write at a time with the
-/// renewer), so the next renewal is not refused for the pause.
-pub(crate) async fn read_pause(run: &impl ClusterCalls, held: &Held) -> std::result::Result<Option<Stamp>, String> {
-    let _one = held.writing.lock().await;
+/// The lock's pause and last resume, read at a safe point of the run (before a master or batch): a pause is seen at
+/// once, not at the next renewal. Only a read, apart from the renewals (which it never holds up): a renewal refused
+/// because of the pause reads the lock itself (`write_own`).
+pub(crate) async fn read_pause(run: &impl ClusterCalls) -> std::result::Result<(Option<Stamp>, Option<Stamp>), String> {
     let lease = read(run, true).await?.ok_or_else(|| "it was removed".to_string())?;
-    if lease.identity == held.me.id && lease.run == held.me.run {
-        held.adopt(&lease);
-    }
-    Ok(lease.paused)
+    Ok((lease.paused, lease.resumed))
 }
 
 /// One renewal: a conditional write of this run's record with a fresh renewTime (and its progress record).
@@ -473,6 +464,7 @@ pub(crate) async fn renew(run: &impl ClusterCalls, held: &Held) {
     .await;
     match written {
         Written::Done(lease) => {
+            let lease = *lease;
             if let Ok(mut s) = held.state.lock() {
                 s.resource_version = lease.resource_version;
                 s.paused = lease.paused;

@@ -22,9 +22,9 @@ const POLL: Duration = Duration::from_secs(2);
 pub(crate) async fn before(run: &UpgradeRun, what: &str) -> Option<StopReason> {
     let held = run.held_cluster_lock()?;
     // A lock that cannot be read says nothing of a pause: the run does not start what comes next until it can.
-    let mut paused = match cluster_lock::read_pause(run, &held).await {
-        Ok(None) => return None,
-        Ok(Some(stamp)) => Some(stamp),
+    let mut paused = match cluster_lock::read_pause(run).await {
+        Ok((None, _)) => return None,
+        Ok((Some(stamp), _)) => Some(stamp),
         Err(why) => {
             run.notice(None, unreadable(&held, what, &why));
             None
@@ -37,6 +37,7 @@ pub(crate) async fn before(run: &UpgradeRun, what: &str) -> Option<StopReason> {
         };
     let waiting = Instant::now();
     let mut said = false;
+    let resumed_by;
     loop {
         if let (Some(stamp), false) = (&paused, said) {
             said = true;
@@ -52,9 +53,12 @@ pub(crate) async fn before(run: &UpgradeRun, what: &str) -> Option<StopReason> {
             return Some(StopReason::PauseTimeout { reason: timed_out(paused.as_ref(), what, limit) });
         }
         tokio::time::sleep(POLL).await;
-        match cluster_lock::read_pause(run, &held).await {
-            Ok(None) => break,
-            Ok(Some(stamp)) => paused = Some(stamp),
+        match cluster_lock::read_pause(run).await {
+            Ok((None, resumed)) => {
+                resumed_by = resumed.map(|r| r.by);
+                break;
+            }
+            Ok((Some(stamp), _)) => paused = Some(stamp),
             Err(why) if paused.is_none() => run.notice(None, unreadable(&held, what, &why)),
             // Paused, then unreadable a moment: still paused as far as anyone knows.
             Err(_) => {}
@@ -63,8 +67,7 @@ pub(crate) async fn before(run: &UpgradeRun, what: &str) -> Option<StopReason> {
     let waited = waiting.elapsed();
     run.pace.exclude(waited);
     if said {
-        let by = held.resumed().map(|r| r.by);
-        run.event(Event::Resumed { by, before: what.to_string(), waited });
+        run.event(Event::Resumed { by: resumed_by, before: what.to_string(), waited });
     }
     None
 }

@@ -44,7 +44,7 @@ pub fn pause_timeout(text: &str) -> Result<Option<std::time::Duration>> {
     if text.is_empty() {
         return Ok(Some(DEFAULT_PAUSE_TIMEOUT));
     }
-    let seconds = DrainTimeout::parse(&text)
+    let seconds = DrainTimeout::parse(text)
         .map_err(|_| {
             Error::input(format!("{PAUSE_TIMEOUT} `{text}` is not a duration"))
                 .hint("write seconds (3600) or a duration such as \"30m\" or \"24h\" (the default); 0 waits for ever")
