@@ -199,6 +199,22 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_is_in_the_record_while_the_run_waits_and_gone_once_resumed() {
+        let mut tracker =
+            Tracker { record: ProgressRecord { left: 2, ..ProgressRecord::default() }, ..Tracker::default() };
+        tracker.event(&Event::PhaseStarted { phase: Phase::Nodes });
+        let paused = Event::Paused { by: "ops@laptop".into(), at: "t".into(), before: "batch 2".into(), timeout: None };
+        assert!(tracker.event(&paused), "the record changed: written at once");
+        let record = ProgressRecord::parse(&tracker.json()).unwrap();
+        assert_eq!(record.paused_before.as_deref(), Some("batch 2"));
+        assert!(record.describe().ends_with(" - PAUSED: batch 2 waits for `upgrade resume`"), "{}", record.describe());
+        let resumed = Event::Resumed { by: None, before: "batch 2".into(), waited: Duration::from_secs(5) };
+        assert!(tracker.event(&resumed));
+        assert_eq!(ProgressRecord::parse(&tracker.json()).unwrap().paused_before, None);
+        assert!(!tracker.json().contains("paused_before"), "absent when not paused: the record stays small");
+    }
+
+    #[test]
     fn the_record_follows_phases_batches_and_hosts_and_stays_small() {
         let hosts: Vec<String> = (1..=30).map(|i| format!("node-{i}")).collect();
         let mut tracker = Tracker {

@@ -253,6 +253,25 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn a_pause_says_who_what_waits_and_for_how_long_and_a_resume_what_starts() {
+        let text =
+            super::paused_text("ops@laptop", "2026-11-27T21:00:00Z", "batch 2", Some(Duration::from_secs(86400)));
+        assert_eq!(
+            text,
+            "PAUSED by ops@laptop at 2026-11-27T21:00:00Z (upgrade pause): what was in flight has finished; batch 2 \
+             waits, the cluster lock kept, until `upgrade resume --inventory ...` (at most 24h00m, upgrade_pause_timeout)"
+        );
+        assert!(
+            super::paused_text("ops@laptop", "", "master m2", None).ends_with("(for ever: upgrade_pause_timeout 0)")
+        );
+        assert_eq!(
+            super::resumed_text(Some("oncall@ci"), "batch 2", Duration::from_secs(42)),
+            "resumed by oncall@ci after 42s: batch 2 starts"
+        );
+        assert_eq!(super::resumed_text(None, "batch 2", Duration::from_secs(3)), "resumed after 3s: batch 2 starts");
+    }
+
+    #[test]
     fn the_phase_line_says_batch_and_hosts_in_words_and_a_phase_without_batches_is_running() {
         let mut label = PhaseLabel { phase: "preflight".into(), batch: None, left: None };
         assert_eq!(label.to_string(), "preflight: running");

@@ -192,3 +192,17 @@ fn labels_come_from_mappings_strings_and_lists() {
     assert_eq!(labels_from_value(&json!("{'a': 'b', 'c': 'd'}")).unwrap(), want);
     assert!(labels_from_value(&json!("nolabel")).is_none());
 }
+
+#[test]
+fn the_pause_timeout_is_a_duration_a_day_by_default_and_zero_waits_for_ever() {
+    use std::time::Duration;
+    assert_eq!(pause_timeout("").unwrap(), Some(Duration::from_secs(24 * 3600)));
+    assert_eq!(pause_timeout("90").unwrap(), Some(Duration::from_secs(90)));
+    assert_eq!(pause_timeout("\"2h\"").unwrap(), Some(Duration::from_secs(7200)));
+    assert_eq!(pause_timeout("0").unwrap(), None, "0 waits for ever, as kubectl drain --timeout=0s");
+    for bad in ["a while", "-10", "1y", "1.5h"] {
+        let err = pause_timeout(bad).unwrap_err();
+        assert!(err.message.contains("upgrade_pause_timeout"), "{bad}: {err}");
+        assert!(err.hint.as_deref().is_some_and(|h| h.contains("0 waits for ever")), "{bad}: {err}");
+    }
+}
