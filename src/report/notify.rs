@@ -367,4 +367,21 @@ mod tests {
         assert_eq!(value["event"], "host-failed");
         assert_eq!(slack_text(&value), "upgrade: n1 FAILED in nodes at drain: drain timed out");
     }
+
+    #[test]
+    fn a_pause_and_a_resume_are_milestones_a_person_reads() {
+        let paused = Event::Paused {
+            by: "ops@laptop".into(),
+            at: "2026-11-27T21:00:00Z".into(),
+            before: "batch 2".into(),
+            timeout: Some(Duration::from_secs(60)),
+        };
+        let value = milestone(&paused).expect("a pause is a milestone");
+        assert_eq!((value["event"].as_str(), value["timeout_seconds"].as_u64()), (Some("paused"), Some(60)));
+        assert_eq!(slack_text(&value), "upgrade: PAUSED by ops@laptop before batch 2: waiting for `upgrade resume`");
+        let resumed =
+            Event::Resumed { by: Some("oncall@ci".into()), before: "batch 2".into(), waited: Duration::from_secs(42) };
+        let value = milestone(&resumed).expect("a resume is a milestone");
+        assert_eq!(slack_text(&value), "upgrade: resumed by oncall@ci after 42s: batch 2 starts");
+    }
 }
