@@ -24,6 +24,10 @@
 //! anything by then (clock skew aside: README). While the only master's API server is restarted the lease is written
 //! with a longer duration (`extend`), so that expected absence does not fence the run.
 //!
+//! The lock also carries a pause (`upgrade pause`, pause.rs at the top and phase/pause.rs): every write of this run
+//! carries the pause as it last read it, and a write refused because someone paused or resumed meanwhile reads the
+//! lock and is made again (`write_own`), so no renewal drops a pause and no pause fences the run.
+//!
 //! The commands are the task file cluster_lock.yml (docs/DESIGN.md's cluster-object shapes); this module decides.
 
 use std::sync::atomic::{AtomicBool, Ordering};
