@@ -66,6 +66,36 @@ fn a_live_plan_with_nothing_in_the_way_exits_0_and_the_real_run_warns_or_stops_o
     drop(run.stdout_has("[n1] warning: its drain would meet: pod default/bare-n1 has no controller"));
 }
 
+/// A read the simulation needs that fails makes the batch UNREADABLE, never "fits": n1 runs a StatefulSet's pod with a
+/// claim, so the claims are read, and the fake API server does not serve them (`get pvc` fails).
+#[test]
+fn a_drain_simulation_whose_claims_cannot_be_read_is_unreadable_and_blocks_the_plan() {
+    let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
+    let pods = serde_json::json!({"kind": "List", "items": [{
+        "metadata": {"name": "db-0", "namespace": "default", "labels": {"app": "db"},
+                     "ownerReferences": [{"kind": "StatefulSet", "name": "db", "controller": true}]},
+        "spec": {"nodeName": "n1", "containers": [{"name": "db"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]},
+        "status": {"phase": "Running"}}]});
+    cluster.write("pods.json", &pods.to_string());
+    cluster.write(
+        "kubectl-wrapper",
+        &format!(
+            "#!/bin/sh\nif [ \"$*\" = \"get pods --all-namespaces -o json\" ]; then cat {}; exit 0; fi\nexec {} \"$@\"\n",
+            cluster.path("pods.json").display(),
+            cluster.fake.kubectl_command()
+        ),
+    );
+    let kubectl = format!("sh {}", cluster.path("kubectl-wrapper").display());
+    let extra = serde_json::json!({ "upgrade_kubectl": kubectl }).to_string();
+    let run = cluster.upgrade(&["--plan", "--live", "-e", &extra]).expect_code(1);
+    let run =
+        run.stdout_has("nodes: n1\n     drain simulation: UNREADABLE: pod default/db-0's volumes cannot be followed: ");
+    let run = run.stdout_has("cannot read the cluster's claims on m1");
+    let run = run.stdout_has("problem: drain simulation of batch 4 (nodes: n1): UNREADABLE: ");
+    drop(run.stdout_lacks("drain simulation: fits\n     evicts: default/db-0"));
+}
+
 /// The drain simulation on the real API server: m1 (kubeadm's control-plane taint) and n1, n2, n3 of 2 CPUs and 4 GiB
 /// each, a Deployment of one 1500m pod on each node, drained one node a batch. n1's pod needs 1500m where n2 and n3
 /// have 500m left: the batch is BLOCKED with the numbers and the pod's reason, and the plan exits 1. Once n3's
