@@ -35,6 +35,8 @@ pub(crate) struct AffinityTerm {
     /// `namespaceSelector`, evaluated against `kubernetes.io/metadata.name` only (namespace labels are not read).
     pub namespace_selector: Option<Value>,
     pub topology_key: String,
+    /// Names what it selects (namespaces and selectors), for `Placed`'s cache of the pods selected.
+    pub selects_key: String,
 }
 
 impl AffinityTerm {
@@ -62,6 +64,8 @@ pub(crate) struct Spread {
     pub topology_key: String,
     /// `labelSelector` with the `matchLabelKeys` values of the pod added.
     pub selector: Option<Value>,
+    /// Names what it counts (the pod's namespace and the selector), for `Placed`'s cache of the pods selected.
+    pub selects_key: String,
 }
 
 #[derive(Debug, Clone)]
@@ -240,15 +244,17 @@ fn affinity_term(term: &Value, own_namespace: &str) -> AffinityTerm {
     if namespaces.is_empty() && namespace_selector.is_none() {
         namespaces.push(own_namespace.to_string());
     }
+    let selector = term.pointer("/labelSelector").cloned();
     AffinityTerm {
-        selector: term.pointer("/labelSelector").cloned(),
+        selects_key: format!("anti {namespaces:?} {namespace_selector:?} {selector:?}"),
+        selector,
         namespaces,
         namespace_selector,
         topology_key: text(term, "/topologyKey"),
     }
 }
 
-fn spread(constraint: &Value, labels: &Map<String, Value>) -> Option<Spread> {
+fn spread(constraint: &Value, labels: &Map<String, Value>, namespace: &str) -> Option<Spread> {
     if text(constraint, "/whenUnsatisfiable") != "DoNotSchedule" {
         return None;
     }
@@ -269,6 +275,7 @@ fn spread(constraint: &Value, labels: &Map<String, Value>) -> Option<Spread> {
     Some(Spread {
         max_skew: constraint.pointer("/maxSkew").and_then(Value::as_i64).unwrap_or(1).max(1),
         topology_key: text(constraint, "/topologyKey"),
+        selects_key: format!("spread {namespace} {selector:?}"),
         selector,
     })
 }
@@ -304,7 +311,10 @@ pub(crate) fn read_pod(pod: &Value) -> Result<Pod, String> {
             .map(str::to_string)
             .collect(),
         anti_affinity: array(pod, required).iter().map(|t| affinity_term(t, &namespace)).collect(),
-        spread: array(pod, "/spec/topologySpreadConstraints").iter().filter_map(|c| spread(c, &labels)).collect(),
+        spread: array(pod, "/spec/topologySpreadConstraints")
+            .iter()
+            .filter_map(|c| spread(c, &labels, &namespace))
+            .collect(),
         labels,
         namespace,
         name,

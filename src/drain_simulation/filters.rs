@@ -3,9 +3,13 @@
 //! node affinity and zone of the volumes its claims are bound to), NodeResourcesFit (CPU, memory, pod count),
 //! InterPodAffinity (required anti-affinity, both ways) and PodTopologySpread (`DoNotSchedule`).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use serde_json::Value;
 
-use super::cluster::{Node, Pod, Resources, Taint, VolumePlace};
+use super::cluster::{AffinityTerm, Node, Pod, Resources, Taint, VolumePlace};
 use super::quantity::{show_bytes, show_millicores};
 
 /// Why a node does not take a pod.
@@ -134,6 +138,41 @@ fn volume_misfit(volumes: &[VolumePlace], node: &Node) -> Option<String> {
     None
 }
 
+/// A spread constraint's matching pods per domain, the fewest, and 1 when the pod itself matches.
+pub(crate) struct SpreadCounts {
+    counts: HashMap<String, i64>,
+    min: i64,
+    own: i64,
+}
+
+/// What the pods in place say of where one pod may go (`Placed::neighbours`).
+pub(crate) struct Neighbours {
+    /// (topology key, value) -> why a pod may not go to a node in that domain.
+    repelled: HashMap<String, HashMap<String, String>>,
+    /// One per spread constraint of the pod, in order.
+    spread: Vec<SpreadCounts>,
+}
+
+/// Per pod, the required anti-affinity terms of the other pods that select it (each distinct term evaluated over
+/// every pod once).
+fn repelled_by(pods: &[Pod]) -> Vec<Vec<(usize, usize)>> {
+    let mut by_key: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+    for (i, pod) in pods.iter().enumerate() {
+        for (t, term) in pod.anti_affinity.iter().enumerate() {
+            by_key.entry(&term.selects_key).or_default().push((i, t));
+        }
+    }
+    let mut repelled_by = vec![Vec::new(); pods.len()];
+    for terms in by_key.values() {
+        let (i, t) = terms[0];
+        let term: &AffinityTerm = &pods[i].anti_affinity[t];
+        for selected in (0..pods.len()).filter(|s| term.looks_at(&pods[*s])) {
+            repelled_by[selected].extend(terms.iter().filter(|(other, _)| *other != selected));
+        }
+    }
+    repelled_by
+}
+
 /// Where every pod is (those that occupy a node), kept as pods are removed and placed, with each node's use.
 pub(crate) struct Placed<'a> {
     pub nodes: &'a [Node],
@@ -142,14 +181,16 @@ pub(crate) struct Placed<'a> {
     at: Vec<Option<usize>>,
     /// Per node: the requests of its pods and how many there are.
     usage: Vec<(Resources, i64)>,
-    /// The pods with a required anti-affinity (every placement looks at them).
-    repelling: Vec<usize>,
+    /// Per pod, the required anti-affinity terms of other pods that select it: (that pod, its term).
+    repelled_by: Vec<Vec<(usize, usize)>>,
+    /// The pods a selector selects, by the selector (with its namespaces): the replicas of one workload share their
+    /// constraints' selectors, so each is evaluated over every pod once, not once per replica placed.
+    selected: RefCell<HashMap<String, Rc<Vec<usize>>>>,
 }
 
 impl<'a> Placed<'a> {
     pub(crate) fn new(nodes: &'a [Node], pods: &'a [Pod]) -> Placed<'a> {
-        let index: std::collections::HashMap<&str, usize> =
-            nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+        let index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
         let at: Vec<Option<usize>> =
             pods.iter().map(|p| if p.occupies() { index.get(p.node.as_str()).copied() } else { None }).collect();
         let mut placed = Placed {
@@ -157,7 +198,8 @@ impl<'a> Placed<'a> {
             pods,
             at: vec![None; pods.len()],
             usage: vec![(Resources::default(), 0); nodes.len()],
-            repelling: (0..pods.len()).filter(|i| !pods[*i].anti_affinity.is_empty()).collect(),
+            repelled_by: repelled_by(pods),
+            selected: RefCell::new(HashMap::new()),
         };
         for (pod, node) in at.into_iter().enumerate() {
             if let Some(node) = node {
@@ -186,9 +228,19 @@ impl<'a> Placed<'a> {
         }
     }
 
-    /// The pods that occupy a node, with it.
-    fn occupying(&self) -> impl Iterator<Item = (&'a Pod, usize)> + '_ {
-        self.at.iter().enumerate().filter_map(|(i, n)| n.map(|n| (&self.pods[i], n)))
+    /// The pods `key` names that `selects`, wherever they are (labels do not change; places do).
+    fn selected(&self, key: &str, selects: impl Fn(&Pod) -> bool) -> Rc<Vec<usize>> {
+        if let Some(found) = self.selected.borrow().get(key) {
+            return found.clone();
+        }
+        let found: Rc<Vec<usize>> = Rc::new((0..self.pods.len()).filter(|i| selects(&self.pods[*i])).collect());
+        self.selected.borrow_mut().insert(key.to_string(), found.clone());
+        found
+    }
+
+    /// Of `pods`, those that occupy a node, with it.
+    fn occupying<'b>(&'b self, pods: &'b [usize]) -> impl Iterator<Item = (&'a Pod, usize)> + 'b {
+        pods.iter().filter_map(|i| self.at[*i].map(|n| (&self.pods[*i], n)))
     }
 
     fn used(&self, node: usize) -> (Resources, i64) {
@@ -201,61 +253,77 @@ impl<'a> Placed<'a> {
         self.nodes[node].allocatable.map(|a| Resources { cpu: a.cpu - used.cpu, memory: a.memory - used.memory })
     }
 
-    fn same_domain(&self, a: usize, b: usize, key: &str) -> bool {
-        let value = self.nodes[a].label(key);
-        value.is_some() && value == self.nodes[b].label(key)
-    }
-
-    fn anti_affinity(&self, pod: &Pod, node: usize) -> Option<String> {
+    /// What the pods in place say of where `pod` may go, read once per pod rather than once per node: the domains
+    /// its required anti-affinity (either way) keeps it out of, and its spread constraints' counts per domain.
+    pub(crate) fn neighbours(&self, index: usize) -> Neighbours {
+        let pod = &self.pods[index];
+        let mut repelled: HashMap<String, HashMap<String, String>> = HashMap::new();
+        let mut keep_out = |key: &str, node: usize, why: String| {
+            if let Some(value) = self.nodes[node].label(key) {
+                repelled.entry(key.to_string()).or_default().entry(value.to_string()).or_insert(why);
+            }
+        };
         for term in &pod.anti_affinity {
-            if let Some((other, _)) = self
-                .occupying()
-                .find(|(other, n)| term.looks_at(other) && self.same_domain(*n, node, &term.topology_key))
-            {
-                return Some(format!("pod anti-affinity ({} in the same {})", other.full_name(), term.topology_key));
+            let selected = self.selected(&term.selects_key, |other| term.looks_at(other));
+            for (other, n) in self.occupying(&selected) {
+                keep_out(
+                    &term.topology_key,
+                    n,
+                    format!("pod anti-affinity ({} in the same {})", other.full_name(), term.topology_key),
+                );
             }
         }
         // The pods already there with a required anti-affinity to this one keep it out too.
-        self.repelling.iter().filter_map(|i| self.at[*i].map(|n| (&self.pods[*i], n))).find_map(|(other, n)| {
-            other
-                .anti_affinity
-                .iter()
-                .find(|term| term.looks_at(pod) && self.same_domain(n, node, &term.topology_key))
-                .map(|term| format!("pod anti-affinity of {} (same {})", other.full_name(), term.topology_key))
-        })
+        for (other, term) in &self.repelled_by[index] {
+            let Some(n) = self.at[*other] else { continue };
+            let (other, term) = (&self.pods[*other], &self.pods[*other].anti_affinity[*term]);
+            let why = format!("pod anti-affinity of {} (same {})", other.full_name(), term.topology_key);
+            keep_out(&term.topology_key, n, why);
+        }
+        let spread = pod
+            .spread
+            .iter()
+            .map(|constraint| {
+                let key = &constraint.topology_key;
+                let counted = |other: &Pod| {
+                    other.namespace == pod.namespace
+                        && crate::label_selector::selects(constraint.selector.as_ref(), Some(&other.labels))
+                            .unwrap_or(true)
+                };
+                // The domains: every node the pod's selector and affinity allow (nodeAffinityPolicy Honor, taints
+                // ignored: nodeTaintsPolicy Ignore, the defaults), cordoned and drained ones included, as the
+                // scheduler counts them.
+                let mut counts: HashMap<String, i64> = self
+                    .nodes
+                    .iter()
+                    .filter(|n| selects_node(pod, n))
+                    .filter_map(|n| n.label(key))
+                    .map(|d| (d.to_string(), 0))
+                    .collect();
+                let selected = self.selected(&constraint.selects_key, counted);
+                for (_, n) in self.occupying(&selected) {
+                    if let Some(count) = self.nodes[n].label(key).and_then(|d| counts.get_mut(d)) {
+                        *count += 1;
+                    }
+                }
+                let min = counts.values().copied().min().unwrap_or(0);
+                SpreadCounts { counts, min, own: i64::from(counted(pod)) }
+            })
+            .collect();
+        Neighbours { repelled, spread }
     }
 
-    fn spread(&self, pod: &Pod, node: usize) -> Option<String> {
-        for constraint in &pod.spread {
+    fn anti_affinity(&self, node: usize, neighbours: &Neighbours) -> Option<String> {
+        neighbours.repelled.iter().find_map(|(key, domains)| domains.get(self.nodes[node].label(key)?).cloned())
+    }
+
+    fn spread(&self, pod: &Pod, node: usize, neighbours: &Neighbours) -> Option<String> {
+        for (constraint, counted) in pod.spread.iter().zip(&neighbours.spread) {
             let key = &constraint.topology_key;
             let Some(domain) = self.nodes[node].label(key) else {
                 return Some(format!("topology spread: node has no label {key}"));
             };
-            let counted = |other: &Pod| {
-                other.namespace == pod.namespace
-                    && crate::label_selector::selects(constraint.selector.as_ref(), Some(&other.labels)).unwrap_or(true)
-            };
-            // The domains: every node the pod's selector and affinity allow (nodeAffinityPolicy Honor, taints
-            // ignored: nodeTaintsPolicy Ignore, the defaults), cordoned and drained ones included, as the scheduler
-            // counts them.
-            let mut counts: std::collections::BTreeMap<&str, i64> = self
-                .nodes
-                .iter()
-                .filter(|n| selects_node(pod, n))
-                .filter_map(|n| n.label(key))
-                .map(|d| (d, 0))
-                .collect();
-            for (other, n) in self.occupying() {
-                if let Some(d) = self.nodes[n].label(key) {
-                    if counted(other) {
-                        if let Some(count) = counts.get_mut(d) {
-                            *count += 1;
-                        }
-                    }
-                }
-            }
-            let min = counts.values().copied().min().unwrap_or(0);
-            let here = counts.get(domain).copied().unwrap_or(0) + i64::from(counted(pod));
+            let (here, min) = (counted.counts.get(domain).copied().unwrap_or(0) + counted.own, counted.min);
             if here - min > constraint.max_skew {
                 return Some(format!(
                     "topology spread ({key}={domain} would hold {here}, the emptiest {min}: maxSkew {})",
@@ -267,7 +335,13 @@ impl<'a> Placed<'a> {
     }
 
     /// Whether `node` takes `pod` (whose claims' volumes are `volumes`), as the scheduler's filters decide.
-    pub(crate) fn check(&self, pod: &Pod, volumes: &[VolumePlace], node: usize) -> Result<(), Misfit> {
+    pub(crate) fn check(
+        &self,
+        pod: &Pod,
+        volumes: &[VolumePlace],
+        neighbours: &Neighbours,
+        node: usize,
+    ) -> Result<(), Misfit> {
         let n = &self.nodes[node];
         if !selects_node(pod, n) {
             return Err(Misfit::Selector);
@@ -292,10 +366,10 @@ impl<'a> Placed<'a> {
                 return Err(Misfit::Memory { free: free.memory });
             }
         }
-        if let Some(why) = self.anti_affinity(pod, node) {
+        if let Some(why) = self.anti_affinity(node, neighbours) {
             return Err(Misfit::AntiAffinity(why));
         }
-        if let Some(why) = self.spread(pod, node) {
+        if let Some(why) = self.spread(pod, node, neighbours) {
             return Err(Misfit::Spread(why));
         }
         Ok(())

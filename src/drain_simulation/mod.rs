@@ -141,8 +141,9 @@ impl ClusterLists {
         consumed: &mut [i64],
         pods_back: bool,
     ) -> BatchSimulation {
-        let in_batch: BTreeSet<usize> =
-            self.nodes.iter().enumerate().filter(|(_, n)| batch.contains(&n.name)).map(|(i, _)| i).collect();
+        let index: std::collections::HashMap<&str, usize> =
+            self.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+        let in_batch: BTreeSet<usize> = batch.iter().filter_map(|n| index.get(n.as_str()).copied()).collect();
         let mut skipped = Vec::new();
         let mut evicted: Vec<usize> = Vec::new();
         for (i, pod) in self.pods.iter().enumerate() {
@@ -150,8 +151,8 @@ impl ClusterLists {
             // room), the node it ran on.
             let node = match placed.node_of(i) {
                 Some(node) => node,
-                None if !pod.occupies() => match self.nodes.iter().position(|n| n.name == pod.node) {
-                    Some(node) => node,
+                None if !pod.occupies() => match index.get(pod.node.as_str()) {
+                    Some(node) => *node,
                     None => continue,
                 },
                 None => continue,
@@ -217,7 +218,7 @@ impl ClusterLists {
                     return BatchSimulation::unreadable(&reason);
                 }
             };
-            match place(placed, pod, &volumes, &candidates) {
+            match place(placed, i, &volumes, &candidates) {
                 Ok(node) => {
                     placed.assign(i, node);
                     outcome.insert(i, ("placed".into(), Some(self.nodes[node].name.clone()), None));
@@ -300,14 +301,16 @@ impl ClusterLists {
 }
 
 /// The node the pod goes to, or why none takes it (the nodes grouped by reason, as the scheduler's event says it).
-fn place(placed: &Placed<'_>, pod: &Pod, volumes: &[VolumePlace], candidates: &[usize]) -> Result<usize, String> {
+fn place(placed: &Placed<'_>, index: usize, volumes: &[VolumePlace], candidates: &[usize]) -> Result<usize, String> {
+    let pod = &placed.pods[index];
     if candidates.is_empty() {
         return Err("no schedulable node stays".into());
     }
     let mut misfits: Vec<(usize, Misfit)> = Vec::new();
     let mut best: Option<(usize, f64)> = None;
+    let neighbours = placed.neighbours(index);
     for &node in candidates {
-        match placed.check(pod, volumes, node) {
+        match placed.check(pod, volumes, &neighbours, node) {
             Ok(()) => {
                 let score = room_left(placed, node, pod.requests);
                 if best.is_none_or(|(_, s)| score > s) {

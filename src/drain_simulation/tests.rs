@@ -439,3 +439,49 @@ fn requests_count_sidecars_init_containers_and_overhead_as_the_scheduler_does() 
     assert_eq!(cluster.pods[0].requests, Resources { cpu: 1010, memory: 120 << 20 });
     assert!(!cluster.pods[0].best_effort);
 }
+
+/// The measurement behind the README's figure (ignored: it measures, it checks little): 1,000 nodes in 4 zones, 30
+/// pods on each (a third spread over the zones, a tenth with a required anti-affinity per host), drained in 10
+/// batches of 100. `cargo test --release --lib simulation_of_a_large_cluster -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn simulation_of_a_large_cluster() {
+    let nodes: Vec<Value> = (0..1000)
+        .map(|i| {
+            with(
+                node(&format!("n{i}"), "16", "64Gi"),
+                "/metadata/labels/topology.kubernetes.io~1zone",
+                json!(format!("z{}", i % 4)),
+            )
+        })
+        .collect();
+    let mut pods = Vec::new();
+    for i in 0..30_000 {
+        let mut p = pod(&format!("app{}-{i}", i % 300), &format!("n{}", i % 1000), "100m", "128Mi");
+        if i % 3 == 0 {
+            p = with(
+                p,
+                "/spec/topologySpreadConstraints",
+                json!([{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": format!("app{}", i % 300)}}}]),
+            );
+        }
+        if i % 10 == 1 {
+            p = with(
+                p,
+                "/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution",
+                json!([{"labelSelector": {"matchLabels": {"app": format!("app{}", i % 300)}}, "topologyKey": "kubernetes.io/hostname"}]),
+            );
+        }
+        pods.push(p);
+    }
+    let started = std::time::Instant::now();
+    let cluster = lists(&nodes, &pods, &[]);
+    let read = started.elapsed();
+    let drained: Vec<Vec<String>> =
+        (0..10).map(|b| (b * 100..(b + 1) * 100).map(|i| format!("n{i}")).collect()).collect();
+    let simulations = cluster.simulate(&drained, true);
+    let placed: usize = simulations.iter().flat_map(|s| &s.evicted).filter(|p| p.outcome == "placed").count();
+    println!("read {read:?}, simulated 10 batches ({placed} pods placed) in {:?}", started.elapsed() - read);
+    assert_eq!(simulations.len(), 10);
+}
