@@ -15,6 +15,7 @@ mod commands;
 pub mod connection;
 pub(crate) mod console;
 pub mod drain_blockers;
+pub mod drain_simulation;
 pub mod error;
 pub mod events;
 pub(crate) mod executor;

@@ -41,6 +41,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("plan", 2),
     ("cluster", 2),
     ("drain_blockers", 2),
+    // The drain simulation of the live plan: the scheduler's filters over the lists the plan read.
+    ("drain_simulation", 2),
     // What makes the cluster valid between batches, read from the cluster's lists (the waiting is a phase's).
     ("cluster_validation", 2),
     // The table of what each minor removes and the pure reading of the evidence (the gate itself is a phase's).

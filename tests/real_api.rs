@@ -211,7 +211,7 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
         self.api.node(node)["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or_default().to_string()
     }
 
-    fn unschedulable(&self, node: &str) -> bool {
+    pub(crate) fn unschedulable(&self, node: &str) -> bool {
         self.api.node(node)["spec"]["unschedulable"].as_bool().unwrap_or(false)
     }
 
@@ -254,7 +254,7 @@ exec {kubectl} --kubeconfig={config} patch node "$1" --subresource=status --type
 
     /// `replicas` pods labelled app=NAME scheduled and Ready. The scheduler and kwok of a control plane started a
     /// moment ago, on a loaded machine, take their time: this is the test's setup, not what it checks.
-    fn wait_for_pods(&self, name: &str, replicas: u32) {
+    pub(crate) fn wait_for_pods(&self, name: &str, replicas: u32) {
         let want = replicas as usize;
         self.api.wait_for(&format!("{replicas} {name} pods Running and Ready"), Duration::from_secs(180), || {
             self.pods(&format!("app={name}")).iter().filter(|(_, node, ready)| !node.is_empty() && *ready).count()

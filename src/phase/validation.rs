@@ -72,6 +72,12 @@ fn settings(run: &impl ClusterCalls) -> Result<ValidationSettings, Error> {
     validation_settings(Some(&count), Some(&interval), Some(&timeout), Some(&read(BATCH_SOAK)))
 }
 
+/// Whether the run validates the cluster between batches (waiting for the evicted pods to be back); a setting that
+/// does not render counts as off, the answer that assumes less.
+pub(crate) fn validates_between_batches(run: &impl ClusterCalls) -> bool {
+    settings(run).is_ok_and(|s| s.timeout.is_some())
+}
+
 /// One read of the four lists through cluster_validation.yml; why it could not be read otherwise.
 async fn read(run: &impl ClusterCalls) -> Result<ClusterView, String> {
     let file = run.playbook("cluster_validation.yml");

@@ -5,6 +5,8 @@
 //!
 //! Only reads: the lock is read (who holds it), never taken; the package check runs in its dry-run mode.
 
+mod simulation;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -12,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::drain_blockers::DrainBlocker;
+use crate::drain_simulation::{BatchSimulation, Verdict};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventSink};
 use crate::inventory::{Inventory, Vars};
@@ -53,6 +56,9 @@ pub struct LiveHost {
 pub struct LiveBatch {
     pub phase: String,
     pub hosts: Vec<String>,
+    /// What its drains would evict, the budgets that would refuse, and whether the evicted pods fit on the nodes that
+    /// stay (crate::drain_simulation).
+    pub drain_simulation: BatchSimulation,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -146,7 +152,9 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
     // every 3.11.z kubelet reports one version) is read on the hosts first, or every host looks a minor behind.
     cluster_reads::read_host_versions(run).await?;
     let decided = preflight::decide(run, &by_name)?;
-    let blockers = match preflight::read_drain_blockers(run, Phase::Preflight).await {
+    // One read of the pods and budgets serves the drain blockers and the drain simulation.
+    let workloads = preflight::read_workloads(run, Phase::Preflight).await;
+    let blockers = match workloads.clone().and_then(|(pods, pdbs)| crate::drain_blockers::find(&pods, &pdbs)) {
         Ok(found) => found,
         Err(why) => {
             problems.push(format!("drain blockers not checked: {why}"));
@@ -218,7 +226,11 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
             let skip = skipped_masters.get(master.as_str()).map(|r| r.to_string());
             if skip.is_none() && decided.masters.contains(master) {
                 number += 1;
-                batches.push(LiveBatch { phase: Phase::ControlPlane.name().into(), hosts: vec![master.clone()] });
+                batches.push(LiveBatch {
+                    phase: Phase::ControlPlane.name().into(),
+                    hosts: vec![master.clone()],
+                    drain_simulation: BatchSimulation::unreadable("not simulated yet"),
+                });
                 add(master, Phase::ControlPlane, Some(number), None);
             } else {
                 add(master, Phase::ControlPlane, None, Some(skip.unwrap_or_else(|| "already done".into())));
@@ -232,7 +244,11 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
                 batch.iter().filter(|h| !decided.nodes_skipped.contains_key(*h)).cloned().collect();
             if !upgrading.is_empty() {
                 number += 1;
-                batches.push(LiveBatch { phase: Phase::Nodes.name().into(), hosts: upgrading });
+                batches.push(LiveBatch {
+                    phase: Phase::Nodes.name().into(),
+                    hosts: upgrading,
+                    drain_simulation: BatchSimulation::unreadable("not simulated yet"),
+                });
             }
             for host in batch {
                 let skip = decided.nodes_skipped.get(host).cloned();
@@ -244,6 +260,20 @@ async fn build(run: &Arc<UpgradeRun>, target: String) -> Result<LivePlan> {
         }
     }
     problems.extend(package_problems);
+    let hosts_of: Vec<Vec<String>> = batches.iter().map(|b| b.hosts.clone()).collect();
+    let simulated = simulation::simulate(run, &workloads, &hosts_of).await;
+    for (number, (batch, simulated)) in batches.iter_mut().zip(simulated).enumerate() {
+        let verdict = match simulated.verdict {
+            Verdict::Fits => None,
+            Verdict::Blocked => Some("BLOCKED"),
+            Verdict::Unreadable => Some("UNREADABLE"),
+        };
+        if let Some(verdict) = verdict {
+            let (phase, hosts, why) = (&batch.phase, batch.hosts.join(", "), simulated.reasons.join("; "));
+            problems.push(format!("drain simulation of batch {} ({phase}: {hosts}): {verdict}: {why}", number + 1));
+        }
+        batch.drain_simulation = simulated;
+    }
     let expiring: Vec<&str> = hosts.iter().filter(|h| h.certificates_expiring).map(|h| h.host.as_str()).collect();
     if !expiring.is_empty() {
         let days = run.plan.certificate_expiry.warning_days.value;
@@ -440,6 +470,7 @@ pub fn render(plan: &LivePlan) -> String {
     out.push_str("order of batches:\n");
     for (i, batch) in plan.batches.iter().enumerate() {
         out.push_str(&format!("  {}. {}: {}\n", i + 1, batch.phase, batch.hosts.join(", ")));
+        out.push_str(&crate::drain_simulation::render(&batch.drain_simulation, "     "));
     }
     out.push_str(&format!("{}\n", plan.expected.line()));
     let blocked = plan.hosts.iter().filter(|h| h.action == "blocked").count();

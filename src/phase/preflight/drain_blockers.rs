@@ -48,6 +48,13 @@ pub(crate) async fn read_drain_blockers(
     run: &UpgradeRun,
     phase: Phase,
 ) -> std::result::Result<BTreeMap<String, Vec<crate::drain_blockers::DrainBlocker>>, String> {
+    let (pods, pdbs) = read_workloads(run, phase).await?;
+    crate::drain_blockers::find(&pods, &pdbs)
+}
+
+/// The texts of `get pods --all-namespaces -o json` and `get pdb --all-namespaces -o json` (cluster_workloads.yml),
+/// or why they could not be read.
+pub(crate) async fn read_workloads(run: &UpgradeRun, phase: Phase) -> std::result::Result<(String, String), String> {
     let facts = run
         .run_step(phase, &run.first_master, Step::ReadCluster, &run.playbook("cluster_workloads.yml"), &[], None)
         .await
@@ -55,7 +62,7 @@ pub(crate) async fn read_drain_blockers(
     let stdout = |name: &str| {
         facts.get(name).and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default().to_string()
     };
-    crate::drain_blockers::find(&stdout("upgrade_cluster_pods"), &stdout("upgrade_cluster_pdbs"))
+    Ok((stdout("upgrade_cluster_pods"), stdout("upgrade_cluster_pdbs")))
 }
 
 /// Before the first cordon of `hosts` (`what`: `batch 2`, `master m2`): their drain blockers read again, as they
