@@ -371,6 +371,73 @@ fn roles_are_found_beside_the_hook_with_their_defaults_vars_and_tasks_from() {
     assert!(check_task_file_with_notes(&missing, &[s.path().join("elsewhere")], &Default::default()).errors.is_empty());
 }
 
+/// Roles are found where the playbook that would use the hook finds them: kubespray's
+/// `roles/remove-node/pre-remove` imports `remove_node/pre_remove` of the same roles tree, and openshift-ansible's
+/// `playbooks/.../docker/tasks/upgrade.yml` imports `container_runtime` from `docker/roles` beside its `tasks/`.
+#[test]
+fn roles_are_found_in_the_roles_tree_and_beside_a_playbooks_tasks_directory() {
+    let s = Scenario::new(&["h1"]);
+    s.write("ks/roles/remove_node/pre_remove/tasks/main.yml", "- set_fact:\n    drained: yes\n");
+    let compat =
+        s.write("ks/roles/remove-node/pre-remove/tasks/main.yml", "- import_role:\n    name: remove_node/pre_remove\n");
+    assert!(check_task_file(&compat).is_empty(), "{:?}", check_task_file(&compat));
+    assert_eq!(s.run_file(&compat).fact("h1", "drained"), json!(true));
+
+    s.write("osa/docker/roles/container_runtime/tasks/docker_restart.yml", "- set_fact:\n    restarted: yes\n");
+    let upgrade = s.write(
+        "osa/docker/tasks/upgrade.yml",
+        "- import_role:\n    name: container_runtime\n    tasks_from: docker_restart.yml\n",
+    );
+    assert!(check_task_file(&upgrade).is_empty(), "{:?}", check_task_file(&upgrade));
+    assert_eq!(s.run_file(&upgrade).fact("h1", "restarted"), json!(true));
+}
+
+/// `with_fileglob` and `with_first_found` loop over the lookup's answer (k3s-ansible's airgap role); terms that use
+/// an undefined variable skip the task when its `when` does, as ansible-core asks `when` before failing on them.
+#[test]
+fn with_fileglob_and_with_first_found_loop_over_what_the_lookup_finds() {
+    let s = Scenario::new(&["h1"]);
+    let dir = s.path().join("airgap");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for f in ["k3s-amd64", "images.tar", "more.tar"] {
+        std::fs::write(dir.join(f), "").expect("write");
+    }
+    let hook = s.write(
+        "airgap.yml",
+        r#"- name: images
+  debug:
+    msg: "{{ item | basename }}"
+  with_fileglob:
+    - "{{ airgap_dir }}/*.tar"
+    - "{{ airgap_dir }}/*.tar.zst"
+  register: images
+- name: binary
+  debug:
+    msg: "{{ item | basename }}"
+  with_first_found:
+    - files:
+        - "{{ airgap_dir }}/k3s-arm64"
+        - "{{ airgap_dir }}/k3s-amd64"
+      skip: true
+  register: binary
+- name: not airgapped
+  debug:
+    msg: "{{ item }}"
+  with_fileglob: "{{ no_such_dir }}/*.tar"
+  when: no_such_dir is defined
+  register: skipped_glob
+"#,
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    let run = s.run(&format!("- set_fact:\n    airgap_dir: {}\n- import_tasks: {}\n", dir.display(), hook.display()));
+    let msgs = |name: &str| -> Vec<Value> {
+        run.fact("h1", name)["results"].as_array().expect("results").iter().map(|r| r["msg"].clone()).collect()
+    };
+    assert_eq!(msgs("images"), [json!("images.tar"), json!("more.tar")]);
+    assert_eq!(msgs("binary"), [json!("k3s-amd64")]);
+    assert_eq!(run.fact("h1", "skipped_glob")["skipped"], json!(true), "{}", run.fact("h1", "skipped_glob"));
+}
+
 #[test]
 fn an_async_job_left_running_is_followed_with_async_status() {
     let s = Scenario::new(&["h1"]);

@@ -7,6 +7,7 @@ pub mod host_vars;
 pub mod model;
 pub mod modules;
 pub mod report;
+pub mod role_dirs;
 pub mod template;
 
 pub use template::{Templar, Vars};
@@ -167,8 +168,8 @@ impl Checker {
             Error::input(format!("task \"{}\": {what}", task.display_name())).at(task.location.clone()).hint(hint)
         };
         let mut search = self.roles_path.clone();
-        search.extend(engine::roles_path(None));
-        let Some(dir) = engine::find_role(&task.location.file, &role.name, &search) else {
+        search.extend(role_dirs::roles_path(None));
+        let Some(dir) = role_dirs::find_role(&task.location.file, &role.name, &search) else {
             self.out.errors.push(refuse(
                 format!("the role '{}' was not found", role.name),
                 "put it in roles/ beside the hook file or beside it, or name its parent directory in \
@@ -176,7 +177,7 @@ impl Checker {
             ));
             return;
         };
-        match engine::role_file(&dir, "tasks", role.tasks_from.as_deref()) {
+        match role_dirs::role_file(&dir, "tasks", role.tasks_from.as_deref()) {
             Some(tasks) => self.file(&tasks),
             None => self.out.errors.push(refuse(
                 format!(
@@ -187,7 +188,7 @@ impl Checker {
                 "name a file of the role's tasks/ in tasks_from",
             )),
         }
-        if let Some(handlers) = engine::role_file(&dir, "handlers", None) {
+        if let Some(handlers) = role_dirs::role_file(&dir, "handlers", None) {
             self.file(&handlers);
         }
     }

@@ -33,7 +33,7 @@ use super::model::{Action, Module, ModuleCall, Task, TaskFileCache};
 use super::modules::{self, ModuleContext, failed};
 pub use super::modules::{EngineOptions, Prompter, resolve_local};
 use super::{Templar, Vars};
-use crate::ansible_compat::{boolean, python_type_name};
+use crate::ansible_compat::boolean;
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 use args::render_args;
@@ -41,7 +41,7 @@ pub use handlers::{answers_to, handler_not_found, handlers_file};
 use results::{
     StopTask, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
 };
-pub use roles::{RoleCall, find_role, role_file, roles_path};
+pub use roles::RoleCall;
 pub use run_once::RunOnce;
 pub use throttle::Throttles;
 
@@ -316,24 +316,9 @@ impl HostRun<'_> {
         // A looped include runs the file once per item, with the loop (and index) variable set for its tasks.
         let items: Vec<Option<(usize, Value)>> = match &task.loop_items {
             None => vec![None],
-            Some(items) => match self.engine.templar.render_value(items, &ctx) {
-                Ok(Value::Array(list)) => {
-                    let list = if task.loop_flatten {
-                        list.into_iter().flat_map(|i| if let Value::Array(v) = i { v } else { vec![i] }).collect()
-                    } else {
-                        list
-                    };
-                    list.into_iter().enumerate().map(Some).collect()
-                }
-                Ok(other) => {
-                    let msg = format!(
-                        "{}: the `loop` value must resolve to a list, not {}",
-                        Self::place(task),
-                        python_type_name(&other)
-                    );
-                    return fail(self, msg);
-                }
-                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            Some(items) => match self.loop_list(task, items, &ctx) {
+                Ok(list) => list.into_iter().enumerate().map(Some).collect(),
+                Err(no_list) => return fail(self, no_list.into_message()),
             },
         };
         for entry in items {

@@ -1,14 +1,16 @@
 //! `import_role` and `include_role`: a role's tasks run in place, with its `defaults/` (below the inventory's
 //! variables, as Ansible ranks role defaults), its `vars/` and the task's `vars:` (above them), and its
-//! `handlers/main.yml` for what its tasks notify. Roles are found as ansible-core finds them for a playbook beside the
-//! hook: `roles/NAME` beside the hook file, `NAME` beside it (for a hook inside a role, its sibling roles), then each
-//! directory of `upgrade_roles_path` (a list or `:`-separated) and of `ANSIBLE_ROLES_PATH`.
+//! `handlers/main.yml` for what its tasks notify. Roles are found as ansible-core finds them for the playbook that
+//! would use the hook (`super::super::role_dirs`), then in each directory of `upgrade_roles_path` (a list or
+//! `:`-separated) and of `ANSIBLE_ROLES_PATH`.
 //! `include_role`'s `apply` gives the role's tasks its keywords as a block around them would.
-//! Not supported: a role's `meta/main.yml` dependencies and argument specs, `public`.
+//! Not supported: running the tasks of a role's `meta/main.yml` dependencies (only their `library/` is used, for
+//! modules ansible-core runs), argument specs, `public`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::*;
+use crate::tasks::role_dirs::{find_role, role_file, roles_path};
 
 /// The role a task names, with what it takes from it.
 pub struct RoleCall {
@@ -28,47 +30,6 @@ impl RoleCall {
             defaults_from: text("defaults_from"),
         }
     }
-}
-
-/// Where roles are looked for, for tasks read from `task_file`, besides `roles_path` (the configured directories).
-pub fn find_role(task_file: &Path, name: &str, roles_path: &[PathBuf]) -> Option<PathBuf> {
-    if Path::new(name).is_absolute() {
-        return Some(PathBuf::from(name)).filter(|p| p.is_dir());
-    }
-    let dir = task_file.parent().unwrap_or(Path::new("."));
-    let mut candidates = vec![dir.join("roles").join(name), dir.join(name)];
-    // A hook inside a role (`roles/x/tasks/y.yml`) sees the roles beside its own.
-    if dir.file_name().is_some_and(|n| n == "tasks") {
-        if let Some(roles_dir) = dir.parent().and_then(Path::parent) {
-            candidates.push(roles_dir.join(name));
-        }
-    }
-    candidates.extend(roles_path.iter().map(|p| p.join(name)));
-    candidates.into_iter().find(|c| c.join("tasks").is_dir())
-}
-
-/// The directories of `upgrade_roles_path` (a list or `:`-separated text) and of `ANSIBLE_ROLES_PATH`.
-pub fn roles_path(configured: Option<&Value>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = match configured {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(PathBuf::from).collect(),
-        Some(Value::String(s)) => s.split(':').filter(|p| !p.is_empty()).map(PathBuf::from).collect(),
-        _ => Vec::new(),
-    };
-    if let Some(env) = std::env::var_os("ANSIBLE_ROLES_PATH") {
-        out.extend(std::env::split_paths(&env));
-    }
-    out
-}
-
-/// `role/SUB/FROM` (`main` by default), with `.yml`, `.yaml` or as named.
-pub fn role_file(role: &Path, sub: &str, from: Option<&str>) -> Option<PathBuf> {
-    let base = role.join(sub).join(from.unwrap_or("main"));
-    let with_ext = |ext: &str| {
-        let mut p = base.clone().into_os_string();
-        p.push(ext);
-        PathBuf::from(p)
-    };
-    [with_ext(".yml"), with_ext(".yaml"), base.clone()].into_iter().find(|p| p.is_file())
 }
 
 /// `include_role`'s `apply` keywords as the block they stand for (the parser let through only a block's keywords).
