@@ -1224,6 +1224,29 @@ fn include_tasks_runs_once_per_loop_item_and_counts_as_ok() {
     assert_eq!(includes, vec![("each step".to_string(), TaskStatus::Ok); 2]);
 }
 
+/// `import_tasks` is static, as in Ansible: its `when` goes to each imported task (a false one skips each of them and
+/// is registered by each), the import itself reports nothing, and a loop on it is refused.
+#[test]
+fn import_tasks_gives_its_when_to_each_task_and_reports_nothing_itself() {
+    let s = Scenario::new(&["h1"]);
+    s.write("step.yml", "- name: first\n  command: echo one\n  register: last\n- name: second\n  debug: msg=two\n");
+    let run = s.run(
+        r#"
+- name: the import
+  import_tasks: step.yml
+  when: nothing is defined
+"#,
+    );
+    assert_eq!(
+        run.statuses("h1"),
+        [("first".to_string(), TaskStatus::Skipped), ("second".to_string(), TaskStatus::Skipped)]
+    );
+    assert_eq!(run.fact("h1", "last")["skipped"], json!(true));
+    let looped = s.write("looped.yml", "- import_tasks: step.yml\n  loop: [a, b]\n");
+    let errors: Vec<String> = check_task_file(&looped).iter().map(|e| e.to_string()).collect();
+    assert!(errors.len() == 1 && errors[0].contains("You cannot use loops on 'import_tasks'"), "{errors:?}");
+}
+
 #[test]
 fn run_once_is_reported_for_the_host_that_ran_it_only() {
     let s = Scenario::new(&["h1", "h2"]);

@@ -248,7 +248,8 @@ impl HostRun<'_> {
                     self.run_role(task, call, scope).await
                 }
                 Action::Block { block, rescue, always } => self.run_block(task, block, rescue, always, scope).await,
-                Action::Include { file, .. } => self.run_include(task, file, scope).await,
+                Action::Include { file, import: true } => self.run_import(task, file, scope).await,
+                Action::Include { file, import: false } => self.run_include(task, file, scope).await,
                 Action::Module(call) => self.run_module_task(task, call, scope).await,
             }
         })
@@ -303,6 +304,28 @@ impl HostRun<'_> {
             }
         }
         flow
+    }
+    /// `import_tasks` is static in Ansible: the file's tasks take the import's place, each inheriting its keywords,
+    /// its `when` among them (a false one skips each task, not the import); the import itself reports nothing.
+    pub(super) async fn run_import(&mut self, task: &Task, file: &str, scope: &Scope) -> Flow {
+        let scope = Self::child_scope(task, scope);
+        let ctx = self.context(&scope, &Map::new());
+        let loaded = match self.engine.templar.render(file, &ctx) {
+            Ok(name) => {
+                let name = name.as_str().map(str::to_string).unwrap_or_else(|| name.to_string());
+                let path = resolve_local(&task.location.file, &name, None);
+                self.engine.task_files.load(&path).map_err(|e| format!("{}: {e}", Self::place(task)))
+            }
+            Err(e) => Err(format!("{}: {}", Self::place(task), e.message)),
+        };
+        match loaded {
+            Ok(tasks) => self.run_list(&tasks, scope).await,
+            Err(msg) => {
+                let ignore = self.ignore_errors(task, &scope, &ctx);
+                self.finish(&self.task_ref(task, &ctx), task, &failed(msg), Instant::now(), &scope, ignore);
+                if ignore { Flow::Continue } else { Flow::Failed }
+            }
+        }
     }
     pub(super) async fn run_include(&mut self, task: &Task, file: &str, scope: &Scope) -> Flow {
         let scope = Self::child_scope(task, scope);

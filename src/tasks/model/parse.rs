@@ -238,6 +238,12 @@ impl Parser {
                 }
                 task.action = Action::Module(self.in_check_mode(&task, call, node, &label));
             }
+            Some((Action::Include { import: true, .. }, key_node)) if task.loop_items.is_some() => self.error(
+                key_node,
+                &label,
+                "You cannot use loops on 'import_tasks' statements. You should use 'include_tasks' instead.",
+                "write include_tasks to run the file once per item",
+            ),
             Some((other, _)) => task.action = other,
             None if self.errors.len() == errors_before => {
                 self.error(
