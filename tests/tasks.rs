@@ -1034,6 +1034,73 @@ fn a_task_file_that_includes_itself_is_checked_without_a_crash() {
     assert_eq!(run.fact("h1", "n"), json!(3), "run-tasks follows the counter to its end");
 }
 
+/// A small deterministic generator (xorshift64*): the same cases on every run, no dependency.
+struct Shapes(u64);
+
+impl Shapes {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n.max(1)
+    }
+
+    /// A task of one of the shapes hooks have; includes and roles point at any file or role of the case (itself, one
+    /// that includes it back, or one that does not exist), blocks nest them.
+    fn task(&mut self, files: usize, roles: usize, depth: usize) -> Value {
+        let target = self.below(files + 1); // files: one past the last does not exist
+        match self.below(if depth > 2 { 7 } else { 9 }) {
+            0 => json!({"include_tasks": format!("f{target}.yml"), "when": "n | default(0) | int < 3"}),
+            1 => json!({"import_tasks": format!("f{target}.yml")}),
+            2 => json!({"import_role": {"name": format!("r{}", self.below(roles + 1))}}),
+            3 => json!({"include_role": {"name": format!("r{}", self.below(roles + 1)), "tasks_from": "main"}}),
+            4 => json!({"name": "loop", "debug": {"msg": "{{ item }}"}, "loop": [1, 2], "notify": "h"}),
+            5 => json!({"set_fact": {"n": "{{ 0 if n is undefined else n | int + 1 }}"}}),
+            6 => json!({"include_tasks": "{{ 'f' ~ n | default(0) ~ '.yml' }}"}),
+            _ => {
+                let block: Vec<Value> = (0..1 + self.below(3)).map(|_| self.task(files, roles, depth + 1)).collect();
+                let rescue: Vec<Value> = (0..self.below(3)).map(|_| self.task(files, roles, depth + 1)).collect();
+                json!({"block": block, "rescue": rescue, "always": [self.task(files, roles, depth + 1)]})
+            }
+        }
+    }
+}
+
+/// The static check never crashes (issue 26): generated include graphs (self-includes, cycles through other files
+/// and through roles, includes from `rescue:`, missing files and roles) and task shapes are checked to the end, each
+/// problem found being one the shapes can have. A stack overflow would abort the test binary.
+#[test]
+fn the_check_ends_on_generated_include_graphs_and_task_shapes() {
+    let mut shapes = Shapes(0x9E37_79B9_7F4A_7C15);
+    let expected = ["does not exist", "was not found", "there are no handlers for this file"];
+    for case in 0..150 {
+        let s = Scenario::new(&[]);
+        let (files, roles) = (1 + shapes.below(5), shapes.below(3));
+        let write_tasks = |shapes: &mut Shapes, path: &str, prefix: &str| {
+            let tasks: Vec<Value> = (0..1 + shapes.below(4)).map(|_| shapes.task(files, roles, 0)).collect();
+            // JSON is YAML; a role's tasks include the top files through `../../../`.
+            let text = serde_json::to_string_pretty(&tasks).expect("json").replace("\"f", &format!("\"{prefix}f"));
+            s.write(path, &text);
+        };
+        for f in 0..files {
+            write_tasks(&mut shapes, &format!("f{f}.yml"), "");
+        }
+        for r in 0..roles {
+            write_tasks(&mut shapes, &format!("roles/r{r}/tasks/main.yml"), "../../../");
+            if shapes.below(2) == 0 {
+                s.write(&format!("roles/r{r}/handlers/main.yml"), "- name: h\n  debug: msg=handled\n");
+            }
+        }
+        let errors = check_task_file(&s.path().join("f0.yml"));
+        for e in &errors {
+            let text = e.to_string();
+            assert!(expected.iter().any(|x| text.contains(x)), "case {case}: unexpected problem: {text}");
+        }
+        let again = check_task_file(&s.path().join("f0.yml"));
+        assert_eq!(again.len(), errors.len(), "case {case}: a second check finds the same");
+    }
+}
+
 #[test]
 fn hook_files_come_from_every_hosts_variables() {
     let mut s = Scenario::new(&["m1", "n1"]);
