@@ -371,6 +371,63 @@ fn roles_are_found_beside_the_hook_with_their_defaults_vars_and_tasks_from() {
     assert!(check_task_file_with_notes(&missing, &[s.path().join("elsewhere")], &Default::default()).errors.is_empty());
 }
 
+/// A role's `meta/main.yml` dependencies run before it, with their own defaults (which the role sees too) and the
+/// params meta gives them; one already run on the host is not run again unless its meta allows duplicates or it is
+/// given other params, as in ansible-core 2.19 (scripts/compare/role_dependencies.yml). `upgrade check` checks the
+/// dependencies' tasks too, and ends on roles that depend on each other.
+#[test]
+fn role_dependencies_run_first_once_unless_duplicates_are_allowed_or_params_differ() {
+    let s = Scenario::new(&["h1"]);
+    let note = |what: &str| format!("- set_fact:\n    order: \"{{{{ (order | default([])) + [{what}] }}}}\"\n");
+    s.write("roles/base/defaults/main.yml", "base_word: from-base-defaults\n");
+    s.write("roles/base/tasks/main.yml", &note("'base ' ~ base_word"));
+    s.write("roles/twice/meta/main.yml", "allow_duplicates: true\n");
+    s.write("roles/twice/tasks/main.yml", &note("'twice'"));
+    for user in ["uses_a", "uses_b"] {
+        s.write(&format!("roles/{user}/meta/main.yml"), "dependencies:\n  - base\n");
+        s.write(&format!("roles/{user}/tasks/main.yml"), &note(&format!("'{user} ' ~ base_word")));
+    }
+    s.write("roles/uses_twice/meta/main.yml", "dependencies:\n  - role: twice\n  - role: twice\n");
+    s.write("roles/uses_twice/tasks/main.yml", &note("'uses_twice'"));
+    s.write("roles/custom/meta/main.yml", "dependencies:\n  - role: base\n    base_word: from-params\n  - uses_a\n");
+    s.write("roles/custom/tasks/main.yml", &note("'custom'"));
+    let hook = s.write(
+        "hook.yml",
+        "- include_role:\n    name: uses_a\n- import_role:\n    name: uses_b\n- include_role:\n    name: uses_twice\n\
+         - include_role:\n    name: custom\n",
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    assert_eq!(
+        s.run_file(&hook).fact("h1", "order"),
+        json!([
+            "base from-base-defaults",
+            "uses_a from-base-defaults",
+            "uses_b from-base-defaults",
+            "twice",
+            "twice",
+            "uses_twice",
+            "base from-params",
+            "uses_a from-base-defaults",
+            "custom"
+        ])
+    );
+
+    // check reads the dependencies' tasks (here a notify naming no handler) and ends on a dependency cycle.
+    s.write("roles/broken/tasks/main.yml", "- command: \"true\"\n  notify: restart nothing\n");
+    s.write("roles/ping/meta/main.yml", "dependencies:\n  - pong\n  - broken\n");
+    s.write("roles/ping/tasks/main.yml", &note("'ping'"));
+    s.write("roles/pong/meta/main.yml", "dependencies:\n  - ping\n");
+    s.write("roles/pong/tasks/main.yml", &note("'pong'"));
+    let cyclic = s.write("cyclic.yml", "- include_role:\n    name: ping\n");
+    let errors: Vec<String> = check_task_file(&cyclic).iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("the dependency 'ping' depends on itself")), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.contains("roles/broken/tasks/main.yml") && e.contains("restart nothing")),
+        "{errors:?}"
+    );
+}
+
 /// Roles are found where the playbook that would use the hook finds them: kubespray's
 /// `roles/remove-node/pre-remove` imports `remove_node/pre_remove` of the same roles tree, and openshift-ansible's
 /// `playbooks/.../docker/tasks/upgrade.yml` imports `container_runtime` from `docker/roles` beside its `tasks/`.

@@ -64,23 +64,76 @@ pub fn role_file(role: &Path, sub: &str, from: Option<&str>) -> Option<PathBuf> 
     [with_ext(".yml"), with_ext(".yaml"), base.clone()].into_iter().find(|p| p.is_file())
 }
 
-/// The roles `role`'s `meta/main.yml` (or `main.yaml`) lists under `dependencies` (a name, or a mapping with `role`
-/// or `name`), found as ansible-core finds a dependency: beside the role, then in the roles tree it is in, then in
-/// `ANSIBLE_ROLES_PATH`. A dependency not found, or named by a template, is left out (its tasks are not run, only
-/// its `library/` is looked in).
-pub fn role_dependencies(role: &Path) -> Vec<PathBuf> {
-    let Some(meta) = role_file(role, "meta", None) else { return Vec::new() };
-    let Ok(text) = std::fs::read_to_string(&meta) else { return Vec::new() };
-    let Ok(Some(node)) = crate::yaml::parse(&text, &meta) else { return Vec::new() };
-    let Some(deps) = node.get("dependencies").and_then(|d| d.as_seq()) else { return Vec::new() };
+/// A role's `meta/main.yml` (or `main.yaml`), parsed; none when it is missing or unreadable.
+fn role_meta(role: &Path) -> Option<crate::yaml::Node> {
+    let meta = role_file(role, "meta", None)?;
+    let text = std::fs::read_to_string(&meta).ok()?;
+    crate::yaml::parse(&text, &meta).ok().flatten()
+}
+
+/// One entry of a role's `meta/main.yml` `dependencies`: a name, or a mapping with `role` or `name`, the params
+/// the dependency is given (its other keys, and those of its `vars:`) and its `when`.
+pub struct RoleDependency {
+    pub name: String,
+    /// Where it is, found as ansible-core finds a dependency: beside the role, then in the roles tree it is in,
+    /// then in `ANSIBLE_ROLES_PATH`. None when not found or named by a template.
+    pub dir: Option<PathBuf>,
+    pub params: serde_json::Map<String, Value>,
+    pub when: Vec<Value>,
+}
+
+/// The dependencies `role`'s meta lists, in order.
+pub fn role_dependency_entries(role: &Path) -> Vec<RoleDependency> {
+    let Some(node) = role_meta(role) else { return Vec::new() };
+    let Value::Object(meta) = node.to_json() else { return Vec::new() };
+    let Some(Value::Array(deps)) = meta.get("dependencies") else { return Vec::new() };
     let mut search: Vec<PathBuf> = role.parent().map(Path::to_path_buf).into_iter().collect();
     search.extend(role.parent().and_then(enclosing_roles_dir).map(Path::to_path_buf));
     search.extend(roles_path(None));
     deps.iter()
-        .filter_map(|dep| dep.as_str().or_else(|| dep.get("role").or_else(|| dep.get("name")).and_then(|n| n.as_str())))
-        .filter(|name| !name.contains("{{"))
-        .filter_map(|name| search.iter().map(|dir| dir.join(name)).find(|dir| dir.is_dir()))
+        .filter_map(|dep| {
+            let (name, params, when) = match dep {
+                Value::String(name) => (name.clone(), serde_json::Map::new(), Vec::new()),
+                Value::Object(entry) => {
+                    let name = entry.get("role").or_else(|| entry.get("name")).and_then(Value::as_str)?.to_string();
+                    let mut params = entry.clone();
+                    for key in ["role", "name", "tags", "when", "vars"] {
+                        params.remove(key);
+                    }
+                    if let Some(Value::Object(vars)) = entry.get("vars") {
+                        params.extend(vars.clone());
+                    }
+                    let when = match entry.get("when") {
+                        Some(Value::Array(items)) => items.clone(),
+                        Some(Value::Null) | None => Vec::new(),
+                        Some(one) => vec![one.clone()],
+                    };
+                    (name, params, when)
+                }
+                _ => return None,
+            };
+            let dir = (!name.contains("{{"))
+                .then(|| search.iter().map(|dir| dir.join(&name)).find(|dir| dir.is_dir()))
+                .flatten();
+            Some(RoleDependency { name, dir, params, when })
+        })
         .collect()
+}
+
+/// The roles `role`'s meta lists under `dependencies` that are found (see `role_dependency_entries`): for the
+/// library directories ansible-core is given.
+pub fn role_dependencies(role: &Path) -> Vec<PathBuf> {
+    role_dependency_entries(role).into_iter().filter_map(|dep| dep.dir).collect()
+}
+
+/// `allow_duplicates: true` in the role's meta: it runs again as a dependency of another role in the same play.
+pub fn allows_duplicates(role: &Path) -> bool {
+    let Some(node) = role_meta(role) else { return false };
+    match node.to_json().get("allow_duplicates") {
+        Some(Value::Bool(yes)) => *yes,
+        Some(Value::String(s)) => matches!(s.to_ascii_lowercase().as_str(), "yes" | "true"),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -140,5 +193,23 @@ mod tests {
             role_dependencies(&root.path().join("roles/es")),
             [root.path().join("roles/lib"), root.path().join("roles/defaults_only")]
         );
+    }
+
+    #[test]
+    fn a_dependency_gives_its_params_and_when_and_meta_may_allow_duplicates() {
+        let root = tree(&["roles/app/tasks/main.yml", "roles/base/tasks/main.yml"]);
+        std::fs::create_dir_all(root.path().join("roles/app/meta")).expect("mkdir");
+        std::fs::write(
+            root.path().join("roles/app/meta/main.yml"),
+            "allow_duplicates: yes\ndependencies:\n- role: base\n  word: w\n  vars: {more: m}\n  when: x\n  tags: [t]\n",
+        )
+        .expect("write");
+        let deps = role_dependency_entries(&root.path().join("roles/app"));
+        assert_eq!(deps.len(), 1);
+        assert_eq!(deps[0].dir, Some(root.path().join("roles/base")));
+        assert_eq!(Value::Object(deps[0].params.clone()), serde_json::json!({"word": "w", "more": "m"}));
+        assert_eq!(deps[0].when, [Value::String("x".into())]);
+        assert!(allows_duplicates(&root.path().join("roles/app")));
+        assert!(!allows_duplicates(&root.path().join("roles/base")));
     }
 }

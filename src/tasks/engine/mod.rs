@@ -115,6 +115,7 @@ impl Engine {
             seen: HashMap::new(),
             last_failure: None,
             notified: Vec::new(),
+            dependencies_run: std::collections::HashSet::new(),
         };
         self.run_once.mark(host, false);
         let mut flow = run.run_list(tasks, Scope::default()).await;
@@ -183,6 +184,8 @@ struct HostRun<'e> {
     last_failure: Option<Map<String, Value>>,
     /// Handlers notified and not yet run: their file and position in it.
     notified: Vec<(PathBuf, usize)>,
+    /// Role dependencies this host has run, by directory and params: ansible-core runs one once per play.
+    dependencies_run: std::collections::HashSet<(PathBuf, String)>,
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
