@@ -13,7 +13,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 VENV="${VENV:-$root/target/ansible-venv}"
 cargo build -q --example inventory_list
-ours="$root/target/debug/examples/inventory_list"
+ours="${CARGO_TARGET_DIR:-$root/target}/debug/examples/inventory_list"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 status=0

@@ -371,6 +371,130 @@ fn roles_are_found_beside_the_hook_with_their_defaults_vars_and_tasks_from() {
     assert!(check_task_file_with_notes(&missing, &[s.path().join("elsewhere")], &Default::default()).errors.is_empty());
 }
 
+/// A role's `meta/main.yml` dependencies run before it, with their own defaults (which the role sees too) and the
+/// params meta gives them; one already run on the host is not run again unless its meta allows duplicates or it is
+/// given other params, as in ansible-core 2.19 (scripts/compare/role_dependencies.yml). `upgrade check` checks the
+/// dependencies' tasks too, and ends on roles that depend on each other.
+#[test]
+fn role_dependencies_run_first_once_unless_duplicates_are_allowed_or_params_differ() {
+    let s = Scenario::new(&["h1"]);
+    let note = |what: &str| format!("- set_fact:\n    order: \"{{{{ (order | default([])) + [{what}] }}}}\"\n");
+    s.write("roles/base/defaults/main.yml", "base_word: from-base-defaults\n");
+    s.write("roles/base/tasks/main.yml", &note("'base ' ~ base_word"));
+    s.write("roles/twice/meta/main.yml", "allow_duplicates: true\n");
+    s.write("roles/twice/tasks/main.yml", &note("'twice'"));
+    for user in ["uses_a", "uses_b"] {
+        s.write(&format!("roles/{user}/meta/main.yml"), "dependencies:\n  - base\n");
+        s.write(&format!("roles/{user}/tasks/main.yml"), &note(&format!("'{user} ' ~ base_word")));
+    }
+    s.write("roles/uses_twice/meta/main.yml", "dependencies:\n  - role: twice\n  - role: twice\n");
+    s.write("roles/uses_twice/tasks/main.yml", &note("'uses_twice'"));
+    s.write("roles/custom/meta/main.yml", "dependencies:\n  - role: base\n    base_word: from-params\n  - uses_a\n");
+    s.write("roles/custom/tasks/main.yml", &note("'custom'"));
+    let hook = s.write(
+        "hook.yml",
+        "- include_role:\n    name: uses_a\n- import_role:\n    name: uses_b\n- include_role:\n    name: uses_twice\n\
+         - include_role:\n    name: custom\n",
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    assert_eq!(
+        s.run_file(&hook).fact("h1", "order"),
+        json!([
+            "base from-base-defaults",
+            "uses_a from-base-defaults",
+            "uses_b from-base-defaults",
+            "twice",
+            "twice",
+            "uses_twice",
+            "base from-params",
+            "uses_a from-base-defaults",
+            "custom"
+        ])
+    );
+
+    // check reads the dependencies' tasks (here a notify naming no handler) and ends on a dependency cycle.
+    s.write("roles/broken/tasks/main.yml", "- command: \"true\"\n  notify: restart nothing\n");
+    s.write("roles/ping/meta/main.yml", "dependencies:\n  - pong\n  - broken\n");
+    s.write("roles/ping/tasks/main.yml", &note("'ping'"));
+    s.write("roles/pong/meta/main.yml", "dependencies:\n  - ping\n");
+    s.write("roles/pong/tasks/main.yml", &note("'pong'"));
+    let cyclic = s.write("cyclic.yml", "- include_role:\n    name: ping\n");
+    let errors: Vec<String> = check_task_file(&cyclic).iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("the dependency 'ping' depends on itself")), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.contains("roles/broken/tasks/main.yml") && e.contains("restart nothing")),
+        "{errors:?}"
+    );
+}
+
+/// Roles are found where the playbook that would use the hook finds them: kubespray's
+/// `roles/remove-node/pre-remove` imports `remove_node/pre_remove` of the same roles tree, and openshift-ansible's
+/// `playbooks/.../docker/tasks/upgrade.yml` imports `container_runtime` from `docker/roles` beside its `tasks/`.
+#[test]
+fn roles_are_found_in_the_roles_tree_and_beside_a_playbooks_tasks_directory() {
+    let s = Scenario::new(&["h1"]);
+    s.write("ks/roles/remove_node/pre_remove/tasks/main.yml", "- set_fact:\n    drained: yes\n");
+    let compat =
+        s.write("ks/roles/remove-node/pre-remove/tasks/main.yml", "- import_role:\n    name: remove_node/pre_remove\n");
+    assert!(check_task_file(&compat).is_empty(), "{:?}", check_task_file(&compat));
+    assert_eq!(s.run_file(&compat).fact("h1", "drained"), json!(true));
+
+    s.write("osa/docker/roles/container_runtime/tasks/docker_restart.yml", "- set_fact:\n    restarted: yes\n");
+    let upgrade = s.write(
+        "osa/docker/tasks/upgrade.yml",
+        "- import_role:\n    name: container_runtime\n    tasks_from: docker_restart.yml\n",
+    );
+    assert!(check_task_file(&upgrade).is_empty(), "{:?}", check_task_file(&upgrade));
+    assert_eq!(s.run_file(&upgrade).fact("h1", "restarted"), json!(true));
+}
+
+/// `with_fileglob` and `with_first_found` loop over the lookup's answer (k3s-ansible's airgap role); terms that use
+/// an undefined variable skip the task when its `when` does, as ansible-core asks `when` before failing on them.
+#[test]
+fn with_fileglob_and_with_first_found_loop_over_what_the_lookup_finds() {
+    let s = Scenario::new(&["h1"]);
+    let dir = s.path().join("airgap");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for f in ["k3s-amd64", "images.tar", "more.tar"] {
+        std::fs::write(dir.join(f), "").expect("write");
+    }
+    let hook = s.write(
+        "airgap.yml",
+        r#"- name: images
+  debug:
+    msg: "{{ item | basename }}"
+  with_fileglob:
+    - "{{ airgap_dir }}/*.tar"
+    - "{{ airgap_dir }}/*.tar.zst"
+  register: images
+- name: binary
+  debug:
+    msg: "{{ item | basename }}"
+  with_first_found:
+    - files:
+        - "{{ airgap_dir }}/k3s-arm64"
+        - "{{ airgap_dir }}/k3s-amd64"
+      skip: true
+  register: binary
+- name: not airgapped
+  debug:
+    msg: "{{ item }}"
+  with_fileglob: "{{ no_such_dir }}/*.tar"
+  when: no_such_dir is defined
+  register: skipped_glob
+"#,
+    );
+    assert!(check_task_file(&hook).is_empty(), "{:?}", check_task_file(&hook));
+    let run = s.run(&format!("- set_fact:\n    airgap_dir: {}\n- import_tasks: {}\n", dir.display(), hook.display()));
+    let msgs = |name: &str| -> Vec<Value> {
+        run.fact("h1", name)["results"].as_array().expect("results").iter().map(|r| r["msg"].clone()).collect()
+    };
+    assert_eq!(msgs("images"), [json!("images.tar"), json!("more.tar")]);
+    assert_eq!(msgs("binary"), [json!("k3s-amd64")]);
+    assert_eq!(run.fact("h1", "skipped_glob")["skipped"], json!(true), "{}", run.fact("h1", "skipped_glob"));
+}
+
 #[test]
 fn an_async_job_left_running_is_followed_with_async_status() {
     let s = Scenario::new(&["h1"]);
@@ -967,6 +1091,73 @@ fn a_task_file_that_includes_itself_is_checked_without_a_crash() {
     assert_eq!(run.fact("h1", "n"), json!(3), "run-tasks follows the counter to its end");
 }
 
+/// A small deterministic generator (xorshift64*): the same cases on every run, no dependency.
+struct Shapes(u64);
+
+impl Shapes {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n.max(1)
+    }
+
+    /// A task of one of the shapes hooks have; includes and roles point at any file or role of the case (itself, one
+    /// that includes it back, or one that does not exist), blocks nest them.
+    fn task(&mut self, files: usize, roles: usize, depth: usize) -> Value {
+        let target = self.below(files + 1); // files: one past the last does not exist
+        match self.below(if depth > 2 { 7 } else { 9 }) {
+            0 => json!({"include_tasks": format!("f{target}.yml"), "when": "n | default(0) | int < 3"}),
+            1 => json!({"import_tasks": format!("f{target}.yml")}),
+            2 => json!({"import_role": {"name": format!("r{}", self.below(roles + 1))}}),
+            3 => json!({"include_role": {"name": format!("r{}", self.below(roles + 1)), "tasks_from": "main"}}),
+            4 => json!({"name": "loop", "debug": {"msg": "{{ item }}"}, "loop": [1, 2], "notify": "h"}),
+            5 => json!({"set_fact": {"n": "{{ 0 if n is undefined else n | int + 1 }}"}}),
+            6 => json!({"include_tasks": "{{ 'f' ~ n | default(0) ~ '.yml' }}"}),
+            _ => {
+                let block: Vec<Value> = (0..1 + self.below(3)).map(|_| self.task(files, roles, depth + 1)).collect();
+                let rescue: Vec<Value> = (0..self.below(3)).map(|_| self.task(files, roles, depth + 1)).collect();
+                json!({"block": block, "rescue": rescue, "always": [self.task(files, roles, depth + 1)]})
+            }
+        }
+    }
+}
+
+/// The static check never crashes (issue 26): generated include graphs (self-includes, cycles through other files
+/// and through roles, includes from `rescue:`, missing files and roles) and task shapes are checked to the end, each
+/// problem found being one the shapes can have. A stack overflow would abort the test binary.
+#[test]
+fn the_check_ends_on_generated_include_graphs_and_task_shapes() {
+    let mut shapes = Shapes(0x9E37_79B9_7F4A_7C15);
+    let expected = ["does not exist", "was not found", "there are no handlers for this file"];
+    for case in 0..150 {
+        let s = Scenario::new(&[]);
+        let (files, roles) = (1 + shapes.below(5), shapes.below(3));
+        let write_tasks = |shapes: &mut Shapes, path: &str, prefix: &str| {
+            let tasks: Vec<Value> = (0..1 + shapes.below(4)).map(|_| shapes.task(files, roles, 0)).collect();
+            // JSON is YAML; a role's tasks include the top files through `../../../`.
+            let text = serde_json::to_string_pretty(&tasks).expect("json").replace("\"f", &format!("\"{prefix}f"));
+            s.write(path, &text);
+        };
+        for f in 0..files {
+            write_tasks(&mut shapes, &format!("f{f}.yml"), "");
+        }
+        for r in 0..roles {
+            write_tasks(&mut shapes, &format!("roles/r{r}/tasks/main.yml"), "../../../");
+            if shapes.below(2) == 0 {
+                s.write(&format!("roles/r{r}/handlers/main.yml"), "- name: h\n  debug: msg=handled\n");
+            }
+        }
+        let errors = check_task_file(&s.path().join("f0.yml"));
+        for e in &errors {
+            let text = e.to_string();
+            assert!(expected.iter().any(|x| text.contains(x)), "case {case}: unexpected problem: {text}");
+        }
+        let again = check_task_file(&s.path().join("f0.yml"));
+        assert_eq!(again.len(), errors.len(), "case {case}: a second check finds the same");
+    }
+}
+
 #[test]
 fn hook_files_come_from_every_hosts_variables() {
     let mut s = Scenario::new(&["m1", "n1"]);
@@ -1155,6 +1346,29 @@ fn include_tasks_runs_once_per_loop_item_and_counts_as_ok() {
     assert_eq!(run.fact("h1", "steps"), json!(["a", "b"]));
     let includes: Vec<_> = run.statuses("h1").into_iter().filter(|(n, _)| n == "each step").collect();
     assert_eq!(includes, vec![("each step".to_string(), TaskStatus::Ok); 2]);
+}
+
+/// `import_tasks` is static, as in Ansible: its `when` goes to each imported task (a false one skips each of them and
+/// is registered by each), the import itself reports nothing, and a loop on it is refused.
+#[test]
+fn import_tasks_gives_its_when_to_each_task_and_reports_nothing_itself() {
+    let s = Scenario::new(&["h1"]);
+    s.write("step.yml", "- name: first\n  command: echo one\n  register: last\n- name: second\n  debug: msg=two\n");
+    let run = s.run(
+        r#"
+- name: the import
+  import_tasks: step.yml
+  when: nothing is defined
+"#,
+    );
+    assert_eq!(
+        run.statuses("h1"),
+        [("first".to_string(), TaskStatus::Skipped), ("second".to_string(), TaskStatus::Skipped)]
+    );
+    assert_eq!(run.fact("h1", "last")["skipped"], json!(true));
+    let looped = s.write("looped.yml", "- import_tasks: step.yml\n  loop: [a, b]\n");
+    let errors: Vec<String> = check_task_file(&looped).iter().map(|e| e.to_string()).collect();
+    assert!(errors.len() == 1 && errors[0].contains("You cannot use loops on 'import_tasks'"), "{errors:?}");
 }
 
 #[test]

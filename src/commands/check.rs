@@ -66,7 +66,7 @@ fn configured_roles_path(inventory: &Inventory, extra: &Vars) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for host in inventory.hosts.keys() {
         let vars = inventory.host_vars(host, extra);
-        for dir in crate::tasks::engine::roles_path(vars.get("upgrade_roles_path").map(|v| &v.value)) {
+        for dir in crate::tasks::role_dirs::roles_path(vars.get("upgrade_roles_path").map(|v| &v.value)) {
             let dir = if dir.is_absolute() { dir } else { inventory.dir.join(dir) };
             if !dirs.contains(&dir) {
                 dirs.push(dir);

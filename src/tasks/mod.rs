@@ -7,6 +7,7 @@ pub mod host_vars;
 pub mod model;
 pub mod modules;
 pub mod report;
+pub mod role_dirs;
 pub mod template;
 
 pub use template::{Templar, Vars};
@@ -123,6 +124,7 @@ pub fn check_task_file_with_notes(
     let mut checker = Checker {
         templar: Templar::new(),
         checked: FilesChecked::default(),
+        dependencies_checked: FilesChecked::default(),
         out: TaskFileCheck::default(),
         roles_path: roles_path.to_vec(),
         ansible: ansible.clone(),
@@ -149,6 +151,8 @@ impl FilesChecked {
 struct Checker {
     templar: Templar,
     checked: FilesChecked,
+    /// Role dependencies checked: each once (a dependency shared by roles, or roles depending on each other).
+    dependencies_checked: FilesChecked,
     out: TaskFileCheck,
     roles_path: Vec<std::path::PathBuf>,
     ansible: modules::AnsibleCore,
@@ -167,8 +171,8 @@ impl Checker {
             Error::input(format!("task \"{}\": {what}", task.display_name())).at(task.location.clone()).hint(hint)
         };
         let mut search = self.roles_path.clone();
-        search.extend(engine::roles_path(None));
-        let Some(dir) = engine::find_role(&task.location.file, &role.name, &search) else {
+        search.extend(role_dirs::roles_path(None));
+        let Some(dir) = role_dirs::find_role(&task.location.file, &role.name, &search) else {
             self.out.errors.push(refuse(
                 format!("the role '{}' was not found", role.name),
                 "put it in roles/ beside the hook file or beside it, or name its parent directory in \
@@ -176,7 +180,7 @@ impl Checker {
             ));
             return;
         };
-        match engine::role_file(&dir, "tasks", role.tasks_from.as_deref()) {
+        match role_dirs::role_file(&dir, "tasks", role.tasks_from.as_deref()) {
             Some(tasks) => self.file(&tasks),
             None => self.out.errors.push(refuse(
                 format!(
@@ -187,8 +191,51 @@ impl Checker {
                 "name a file of the role's tasks/ in tasks_from",
             )),
         }
-        if let Some(handlers) = engine::role_file(&dir, "handlers", None) {
+        if let Some(handlers) = role_dirs::role_file(&dir, "handlers", None) {
             self.file(&handlers);
+        }
+        self.dependencies(task, &dir, &mut vec![dir.clone()]);
+    }
+
+    /// The `meta/main.yml` dependencies of the role in `dir`, recursively: their tasks and handlers checked as the
+    /// run runs them. A dependency not found or in a cycle (`chain`: the roles being entered) is an error, as at
+    /// run time; one named by a template is left to the run. Each role is entered once, so the check ends.
+    fn dependencies(&mut self, task: &Task, dir: &Path, chain: &mut Vec<std::path::PathBuf>) {
+        for dep in role_dirs::role_dependency_entries(dir) {
+            let meta = dir.join("meta").display().to_string();
+            let refuse = |what: String, hint: &str| {
+                Error::input(format!("task \"{}\": {meta}: {what}", task.display_name()))
+                    .at(task.location.clone())
+                    .hint(hint)
+            };
+            let Some(dep_dir) = dep.dir else {
+                if !dep.name.contains("{{") {
+                    self.out.errors.push(refuse(
+                        format!("the dependency '{}' was not found", dep.name),
+                        "put the dependency beside the role or in ANSIBLE_ROLES_PATH, or remove it from meta/main.yml",
+                    ));
+                }
+                continue;
+            };
+            let key = |d: &Path| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf());
+            if chain.iter().any(|entered| key(entered) == key(&dep_dir)) {
+                self.out.errors.push(refuse(
+                    format!("the dependency '{}' depends on itself", dep.name),
+                    "break the cycle: a role cannot depend, directly or not, on itself",
+                ));
+                continue;
+            }
+            if !self.dependencies_checked.first_visit(&dep_dir) {
+                continue;
+            }
+            for sub in ["tasks", "handlers"] {
+                if let Some(file) = role_dirs::role_file(&dep_dir, sub, None) {
+                    self.file(&file);
+                }
+            }
+            chain.push(dep_dir.clone());
+            self.dependencies(task, &dep_dir, chain);
+            chain.pop();
         }
     }
 

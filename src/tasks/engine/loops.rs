@@ -1,11 +1,62 @@
-//! `loop`/`with_items`: the task once per item, the items' results gathered as Ansible does.
+//! `loop`/`with_items`/`with_fileglob`/`with_first_found`: the task once per item, the items' results gathered as
+//! Ansible does.
 
 use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::ansible_compat::python_type_name;
+use crate::tasks::template::TemplateErrorKind;
+
+/// Why a task's loop has no list.
+pub(super) enum NoLoopList {
+    /// A variable its items use is undefined: as Ansible, the task's `when` is asked first, and a task it skips is
+    /// skipped, not failed (k3s-ansible's airgap `with_fileglob` over an undefined `airgap_dir` under
+    /// `when: airgap_dir is defined`).
+    Undefined(String),
+    Failed(String),
+}
+
+impl NoLoopList {
+    pub(super) fn into_message(self) -> String {
+        match self {
+            NoLoopList::Undefined(msg) | NoLoopList::Failed(msg) => msg,
+        }
+    }
+}
 
 impl HostRun<'_> {
+    /// The list a task loops over: its rendered `loop` (flattened one level for `with_items`), or, for a
+    /// `with_LOOKUP`, what `query('LOOKUP', *terms)` gives for the rendered terms (a single term is a list of one).
+    pub(super) fn loop_list(&self, task: &Task, items: &Value, ctx: &Vars) -> Result<Vec<Value>, NoLoopList> {
+        let place = |msg: &str| format!("{}: {msg}", Self::place(task));
+        let rendered = self.engine.templar.render_value(items, ctx).map_err(|e| match e.kind {
+            TemplateErrorKind::Undefined => NoLoopList::Undefined(place(&e.message)),
+            _ => NoLoopList::Failed(place(&e.message)),
+        })?;
+        if let Some(lookup) = &task.loop_lookup {
+            let terms = match rendered {
+                Value::Array(terms) => terms,
+                one => vec![one],
+            };
+            let vars = ctx.with("__loop_lookup", &json!(lookup)).with("__loop_terms", &Value::Array(terms));
+            return match self.engine.templar.eval_expression("query(__loop_lookup, *__loop_terms)", &vars) {
+                Ok(Value::Array(list)) => Ok(list),
+                Ok(other) => Ok(vec![other]),
+                Err(e) => Err(NoLoopList::Failed(place(&e.message))),
+            };
+        }
+        match rendered {
+            Value::Array(list) if task.loop_flatten => {
+                Ok(list.into_iter().flat_map(|i| if let Value::Array(inner) = i { inner } else { vec![i] }).collect())
+            }
+            Value::Array(list) => Ok(list),
+            other => Err(NoLoopList::Failed(place(&format!(
+                "the `loop` value must resolve to a list, not {}",
+                python_type_name(&other)
+            )))),
+        }
+    }
+
     pub(super) async fn execute_loop(
         &mut self,
         task: &Task,
@@ -14,23 +65,19 @@ impl HostRun<'_> {
         ctx: &Vars,
         items: &Value,
     ) -> Map<String, Value> {
-        let rendered = match self.engine.templar.render_value(items, ctx) {
-            Ok(v) => v,
-            Err(e) => return failed(format!("{}: {}", Self::place(task), e.message)),
-        };
-        let mut list = match rendered {
-            Value::Array(list) => list,
-            other => {
-                return failed(format!(
-                    "{}: the `loop` value must resolve to a list, not {}",
-                    Self::place(task),
-                    python_type_name(&other)
-                ));
+        let list = match self.loop_list(task, items, ctx) {
+            Ok(list) => list,
+            Err(NoLoopList::Failed(msg)) => return failed(msg),
+            Err(NoLoopList::Undefined(msg)) => {
+                let mut conditions = scope.when.clone();
+                conditions.extend(task.when.iter().cloned());
+                return match self.conditions_hold(&conditions, ctx) {
+                    Ok(Some(cond)) => skipped(&cond),
+                    Ok(None) => failed(msg),
+                    Err(why) => failed(format!("{}: {why}", Self::place(task))),
+                };
             }
         };
-        if task.loop_flatten {
-            list = list.into_iter().flat_map(|i| if let Value::Array(inner) = i { inner } else { vec![i] }).collect();
-        }
         if list.is_empty() {
             let mut r = Map::new();
             r.insert("changed".into(), Value::Bool(false));

@@ -33,7 +33,7 @@ use super::model::{Action, Module, ModuleCall, Task, TaskFileCache};
 use super::modules::{self, ModuleContext, failed};
 pub use super::modules::{EngineOptions, Prompter, resolve_local};
 use super::{Templar, Vars};
-use crate::ansible_compat::{boolean, python_type_name};
+use crate::ansible_compat::boolean;
 use crate::connection::ConnectionError;
 use crate::events::{Event, SharedSink, TaskRef, TaskStatus};
 use args::render_args;
@@ -41,7 +41,7 @@ pub use handlers::{answers_to, handler_not_found, handlers_file};
 use results::{
     StopTask, clean, flag, is_internal, shown, skipped, status_of, timed_out, unreachable, with_bounded_stdout,
 };
-pub use roles::{RoleCall, find_role, role_file, roles_path};
+pub use roles::RoleCall;
 pub use run_once::RunOnce;
 pub use throttle::Throttles;
 
@@ -115,6 +115,7 @@ impl Engine {
             seen: HashMap::new(),
             last_failure: None,
             notified: Vec::new(),
+            dependencies_run: std::collections::HashSet::new(),
         };
         self.run_once.mark(host, false);
         let mut flow = run.run_list(tasks, Scope::default()).await;
@@ -183,6 +184,8 @@ struct HostRun<'e> {
     last_failure: Option<Map<String, Value>>,
     /// Handlers notified and not yet run: their file and position in it.
     notified: Vec<(PathBuf, usize)>,
+    /// Role dependencies this host has run, by directory and params: ansible-core runs one once per play.
+    dependencies_run: std::collections::HashSet<(PathBuf, String)>,
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -248,7 +251,8 @@ impl HostRun<'_> {
                     self.run_role(task, call, scope).await
                 }
                 Action::Block { block, rescue, always } => self.run_block(task, block, rescue, always, scope).await,
-                Action::Include { file, .. } => self.run_include(task, file, scope).await,
+                Action::Include { file, import: true } => self.run_import(task, file, scope).await,
+                Action::Include { file, import: false } => self.run_include(task, file, scope).await,
                 Action::Module(call) => self.run_module_task(task, call, scope).await,
             }
         })
@@ -304,6 +308,28 @@ impl HostRun<'_> {
         }
         flow
     }
+    /// `import_tasks` is static in Ansible: the file's tasks take the import's place, each inheriting its keywords,
+    /// its `when` among them (a false one skips each task, not the import); the import itself reports nothing.
+    pub(super) async fn run_import(&mut self, task: &Task, file: &str, scope: &Scope) -> Flow {
+        let scope = Self::child_scope(task, scope);
+        let ctx = self.context(&scope, &Map::new());
+        let loaded = match self.engine.templar.render(file, &ctx) {
+            Ok(name) => {
+                let name = name.as_str().map(str::to_string).unwrap_or_else(|| name.to_string());
+                let path = resolve_local(&task.location.file, &name, None);
+                self.engine.task_files.load(&path).map_err(|e| format!("{}: {e}", Self::place(task)))
+            }
+            Err(e) => Err(format!("{}: {}", Self::place(task), e.message)),
+        };
+        match loaded {
+            Ok(tasks) => self.run_list(&tasks, scope).await,
+            Err(msg) => {
+                let ignore = self.ignore_errors(task, &scope, &ctx);
+                self.finish(&self.task_ref(task, &ctx), task, &failed(msg), Instant::now(), &scope, ignore);
+                if ignore { Flow::Continue } else { Flow::Failed }
+            }
+        }
+    }
     pub(super) async fn run_include(&mut self, task: &Task, file: &str, scope: &Scope) -> Flow {
         let scope = Self::child_scope(task, scope);
         let ctx = self.context(&scope, &Map::new());
@@ -316,24 +342,9 @@ impl HostRun<'_> {
         // A looped include runs the file once per item, with the loop (and index) variable set for its tasks.
         let items: Vec<Option<(usize, Value)>> = match &task.loop_items {
             None => vec![None],
-            Some(items) => match self.engine.templar.render_value(items, &ctx) {
-                Ok(Value::Array(list)) => {
-                    let list = if task.loop_flatten {
-                        list.into_iter().flat_map(|i| if let Value::Array(v) = i { v } else { vec![i] }).collect()
-                    } else {
-                        list
-                    };
-                    list.into_iter().enumerate().map(Some).collect()
-                }
-                Ok(other) => {
-                    let msg = format!(
-                        "{}: the `loop` value must resolve to a list, not {}",
-                        Self::place(task),
-                        python_type_name(&other)
-                    );
-                    return fail(self, msg);
-                }
-                Err(e) => return fail(self, format!("{}: {}", Self::place(task), e.message)),
+            Some(items) => match self.loop_list(task, items, &ctx) {
+                Ok(list) => list.into_iter().enumerate().map(Some).collect(),
+                Err(no_list) => return fail(self, no_list.into_message()),
             },
         };
         for entry in items {

@@ -1,14 +1,21 @@
 //! `import_role` and `include_role`: a role's tasks run in place, with its `defaults/` (below the inventory's
 //! variables, as Ansible ranks role defaults), its `vars/` and the task's `vars:` (above them), and its
-//! `handlers/main.yml` for what its tasks notify. Roles are found as ansible-core finds them for a playbook beside the
-//! hook: `roles/NAME` beside the hook file, `NAME` beside it (for a hook inside a role, its sibling roles), then each
-//! directory of `upgrade_roles_path` (a list or `:`-separated) and of `ANSIBLE_ROLES_PATH`.
+//! `handlers/main.yml` for what its tasks notify. Roles are found as ansible-core finds them for the playbook that
+//! would use the hook (`super::super::role_dirs`), then in each directory of `upgrade_roles_path` (a list or
+//! `:`-separated) and of `ANSIBLE_ROLES_PATH`.
 //! `include_role`'s `apply` gives the role's tasks its keywords as a block around them would.
-//! Not supported: a role's `meta/main.yml` dependencies and argument specs, `public`.
+//! A role's `meta/main.yml` dependencies run first, recursively, each before the role needing it, with its own
+//! defaults and vars and the params meta gives it; their defaults and vars are the role's too (below its own). As in
+//! ansible-core a dependency already run on the host is not run again unless its meta says `allow_duplicates: true`
+//! or it is given other params; the role included or imported itself always runs.
+//! Not supported: argument specs, `public`, dependencies named by a template.
 
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::tasks::role_dirs::{
+    RoleDependency, allows_duplicates, find_role, role_dependency_entries, role_file, roles_path,
+};
 
 /// The role a task names, with what it takes from it.
 pub struct RoleCall {
@@ -28,47 +35,6 @@ impl RoleCall {
             defaults_from: text("defaults_from"),
         }
     }
-}
-
-/// Where roles are looked for, for tasks read from `task_file`, besides `roles_path` (the configured directories).
-pub fn find_role(task_file: &Path, name: &str, roles_path: &[PathBuf]) -> Option<PathBuf> {
-    if Path::new(name).is_absolute() {
-        return Some(PathBuf::from(name)).filter(|p| p.is_dir());
-    }
-    let dir = task_file.parent().unwrap_or(Path::new("."));
-    let mut candidates = vec![dir.join("roles").join(name), dir.join(name)];
-    // A hook inside a role (`roles/x/tasks/y.yml`) sees the roles beside its own.
-    if dir.file_name().is_some_and(|n| n == "tasks") {
-        if let Some(roles_dir) = dir.parent().and_then(Path::parent) {
-            candidates.push(roles_dir.join(name));
-        }
-    }
-    candidates.extend(roles_path.iter().map(|p| p.join(name)));
-    candidates.into_iter().find(|c| c.join("tasks").is_dir())
-}
-
-/// The directories of `upgrade_roles_path` (a list or `:`-separated text) and of `ANSIBLE_ROLES_PATH`.
-pub fn roles_path(configured: Option<&Value>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = match configured {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(PathBuf::from).collect(),
-        Some(Value::String(s)) => s.split(':').filter(|p| !p.is_empty()).map(PathBuf::from).collect(),
-        _ => Vec::new(),
-    };
-    if let Some(env) = std::env::var_os("ANSIBLE_ROLES_PATH") {
-        out.extend(std::env::split_paths(&env));
-    }
-    out
-}
-
-/// `role/SUB/FROM` (`main` by default), with `.yml`, `.yaml` or as named.
-pub fn role_file(role: &Path, sub: &str, from: Option<&str>) -> Option<PathBuf> {
-    let base = role.join(sub).join(from.unwrap_or("main"));
-    let with_ext = |ext: &str| {
-        let mut p = base.clone().into_os_string();
-        p.push(ext);
-        PathBuf::from(p)
-    };
-    [with_ext(".yml"), with_ext(".yaml"), base.clone()].into_iter().find(|p| p.is_file())
 }
 
 /// `include_role`'s `apply` keywords as the block they stand for (the parser let through only a block's keywords).
@@ -141,6 +107,8 @@ impl HostRun<'_> {
                 Err(msg) => return fail(self, msg),
             }
         }
+        // The role's dependencies run where the role does: under an import's `when`, after an include's.
+        let dep_scope = inner.clone();
         let args = match render_args(&self.engine.templar, call, &ctx) {
             Ok(args) => args,
             Err(msg) => return fail(self, msg),
@@ -162,29 +130,19 @@ impl HostRun<'_> {
             let from = role.tasks_from.as_deref().unwrap_or("main");
             return fail(self, format!("Could not find specified file in role: tasks/{from}"));
         };
-        let defaults = match read_vars(role_file(&dir, "defaults", role.defaults_from.as_deref())) {
-            Ok(v) => v,
+        let (mut defaults, mut vars) = match dependency_vars(&dir, &mut vec![dir.clone()]) {
+            Ok(layers) => layers,
             Err(msg) => return fail(self, msg),
         };
-        let vars = match read_vars(role_file(&dir, "vars", role.vars_from.as_deref())) {
-            Ok(v) => v,
-            Err(msg) => return fail(self, msg),
-        };
-        // Defaults rank below everything the host already has; role vars above the inventory, below the task's
-        // own `vars:` (already in the scope, so put back after them).
-        let mut layered = Map::new();
-        for (k, v) in defaults {
-            if ctx.get(&k).is_none() {
-                layered.insert(k, v);
+        match role_vars(&dir, role.defaults_from.as_deref(), role.vars_from.as_deref()) {
+            Ok((own_defaults, own_vars)) => {
+                defaults.extend(own_defaults);
+                vars.extend(own_vars);
             }
+            Err(msg) => return fail(self, msg),
         }
-        layered.extend(vars);
-        for (k, v) in &task.vars {
-            layered.insert(k.clone(), v.clone());
-        }
-        let mut vars = scope.vars.clone();
-        vars.extend(layered);
-        inner.vars = vars;
+        // The task's own `vars:` are already in the scope; put back above the role's vars.
+        inner = self.role_scope(scope, &inner, defaults, vars, &task.vars);
         // `apply` (as written, so its templates render per task): a block around the role's tasks.
         if let Some(Value::Object(apply)) = call.args.get("apply").filter(|_| !import) {
             inner = Self::child_scope(&applied_block(apply), &inner);
@@ -200,6 +158,134 @@ impl HostRun<'_> {
             included.insert("include".into(), Value::String(role.name.clone()));
             self.finish(&tref, task, &included, Instant::now(), &outer, ignore);
         }
+        match self.run_dependencies(&dir, &dep_scope, vec![dir.clone()]).await {
+            Ok(Flow::Continue) => {}
+            Ok(stop) => return stop,
+            Err(msg) => return fail(self, msg),
+        }
         self.run_list(&tasks, inner).await
+    }
+
+    /// `scope` with a role's variables: its defaults below everything the host already has (as Ansible ranks role
+    /// defaults), its vars above the inventory, then `over` (the task's vars or a dependency's params) above those.
+    fn role_scope(
+        &self,
+        visible: &Scope,
+        base: &Scope,
+        defaults: Map<String, Value>,
+        vars: Map<String, Value>,
+        over: &Map<String, Value>,
+    ) -> Scope {
+        let ctx = self.context(visible, &Map::new());
+        let mut layered: Map<String, Value> = defaults.into_iter().filter(|(k, _)| ctx.get(k).is_none()).collect();
+        layered.extend(vars);
+        layered.extend(over.clone());
+        let mut scope = base.clone();
+        let mut all = visible.vars.clone();
+        all.extend(layered);
+        scope.vars = all;
+        scope
+    }
+
+    /// Runs the dependencies of the role in `dir` (theirs first), each once per host unless it allows duplicates or
+    /// is given other params. `chain` is the roles being entered, to refuse a dependency cycle.
+    fn run_dependencies<'a>(
+        &'a mut self,
+        dir: &'a Path,
+        scope: &'a Scope,
+        chain: Vec<PathBuf>,
+    ) -> BoxFuture<'a, Result<Flow, String>> {
+        Box::pin(async move {
+            for dep in role_dependency_entries(dir) {
+                let dep_dir = found_dependency(dir, &dep, &chain)?;
+                let mut deeper = chain.clone();
+                deeper.push(dep_dir.clone());
+                // The dependency's `when` applies to its own dependencies' tasks too, as a block around them would.
+                let mut guarded = scope.clone();
+                guarded.when.extend(dep.when.iter().cloned());
+                match self.run_dependencies(&dep_dir, &guarded, deeper.clone()).await? {
+                    Flow::Continue => {}
+                    stop => return Ok(stop),
+                }
+                let key = (
+                    std::fs::canonicalize(&dep_dir).unwrap_or(dep_dir.clone()),
+                    Value::Object(dep.params.clone()).to_string(),
+                );
+                if !self.dependencies_run.insert(key) && !allows_duplicates(&dep_dir) {
+                    continue;
+                }
+                let Some(tasks_file) = role_file(&dep_dir, "tasks", None) else { continue };
+                let (mut defaults, mut vars) = dependency_vars(&dep_dir, &mut deeper)?;
+                let (own_defaults, own_vars) = role_vars(&dep_dir, None, None)?;
+                defaults.extend(own_defaults);
+                vars.extend(own_vars);
+                let inner = self.role_scope(scope, &guarded, defaults, vars, &dep.params);
+                let tasks = self.engine.task_files.load(&tasks_file).map_err(|e| e.to_string())?;
+                match self.run_list(&tasks, inner).await {
+                    Flow::Continue => {}
+                    stop => return Ok(stop),
+                }
+            }
+            Ok(Flow::Continue)
+        })
+    }
+}
+
+/// A role's defaults and its vars.
+type RoleVars = (Map<String, Value>, Map<String, Value>);
+
+/// A role's defaults and vars files (`main` unless named).
+fn role_vars(dir: &Path, defaults_from: Option<&str>, vars_from: Option<&str>) -> Result<RoleVars, String> {
+    Ok((read_vars(role_file(dir, "defaults", defaults_from))?, read_vars(role_file(dir, "vars", vars_from))?))
+}
+
+/// The defaults and vars of the dependencies of the role in `dir`, recursively (a dependency's own after those of
+/// its dependencies, so nearer ones win): ansible-core gives a role's tasks those of the roles it depends on.
+fn dependency_vars(dir: &Path, chain: &mut Vec<PathBuf>) -> Result<RoleVars, String> {
+    let (mut defaults, mut vars) = (Map::new(), Map::new());
+    for dep in role_dependency_entries(dir) {
+        let dep_dir = found_dependency(dir, &dep, chain)?;
+        chain.push(dep_dir.clone());
+        let (deeper_defaults, deeper_vars) = dependency_vars(&dep_dir, chain)?;
+        chain.pop();
+        let (own_defaults, own_vars) = role_vars(&dep_dir, None, None)?;
+        defaults.extend(deeper_defaults);
+        defaults.extend(own_defaults);
+        vars.extend(deeper_vars);
+        vars.extend(own_vars);
+    }
+    Ok((defaults, vars))
+}
+
+/// Where a dependency of the role in `dir` is, or why it cannot run: not found, named by a template, or a role
+/// already being entered (a dependency cycle, which would run without end).
+fn found_dependency(dir: &Path, dep: &RoleDependency, chain: &[PathBuf]) -> Result<PathBuf, String> {
+    let meta = dir.join("meta").display().to_string();
+    let Some(dep_dir) = dep.dir.clone() else {
+        return Err(if dep.name.contains("{{") {
+            format!(
+                "{meta}: the dependency '{}' is named by a template, which upgrade does not run; name the role",
+                dep.name
+            )
+        } else {
+            format!(
+                "{meta}: the dependency '{}' was not found beside the role, in its roles tree or in ANSIBLE_ROLES_PATH",
+                dep.name
+            )
+        });
+    };
+    if chain.iter().any(|entered| same_dir(entered, &dep_dir)) {
+        return Err(format!(
+            "{meta}: the dependency '{}' depends on itself through the roles it needs; break the cycle",
+            dep.name
+        ));
+    }
+    Ok(dep_dir)
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }

@@ -36,9 +36,13 @@ pub struct Task {
     pub become_user: Option<Value>,
     pub environment: Option<Value>,
     pub vars: Map<String, Value>,
-    /// `loop:` or `with_items:` (the latter flattened one level when run, as Ansible does).
+    /// `loop:` or `with_items:` (the latter flattened one level when run, as Ansible does), or the terms of a
+    /// `with_LOOKUP:` loop.
     pub loop_items: Option<Value>,
     pub loop_flatten: bool,
+    /// `with_fileglob`, `with_first_found`: the lookup (`fileglob`, `first_found`) whose answer for the rendered terms
+    /// is the list looped over, as Ansible's `with_LOOKUP` is `loop: "{{ query('LOOKUP', *terms) }}"`.
+    pub loop_lookup: Option<String>,
     pub loop_var: Option<String>,
     pub loop_label: Option<String>,
     /// `loop_control.index_var`: the name the item's 0-based position goes by.
@@ -83,6 +87,7 @@ impl Default for Task {
             vars: Map::new(),
             loop_items: None,
             loop_flatten: false,
+            loop_lookup: None,
             loop_var: None,
             loop_label: None,
             index_var: None,

@@ -27,6 +27,8 @@ const TASK_KEYS: &[&str] = &[
     "vars",
     "loop",
     "with_items",
+    "with_fileglob",
+    "with_first_found",
     "loop_control",
     "no_log",
     "tags",
@@ -236,6 +238,12 @@ impl Parser {
                 }
                 task.action = Action::Module(self.in_check_mode(&task, call, node, &label));
             }
+            Some((Action::Include { import: true, .. }, key_node)) if task.loop_items.is_some() => self.error(
+                key_node,
+                &label,
+                "You cannot use loops on 'import_tasks' statements. You should use 'include_tasks' instead.",
+                "write include_tasks to run the file once per item",
+            ),
             Some((other, _)) => task.action = other,
             None if self.errors.len() == errors_before => {
                 self.error(
@@ -321,9 +329,9 @@ impl Parser {
                     "write `vars: {name: value}`",
                 ),
             },
-            "loop" | "with_items" => {
+            "loop" | "with_items" | "with_fileglob" | "with_first_found" => {
                 if task.loop_items.is_some() {
-                    self.error(key_node, label, "`loop` and `with_items` both given", "keep one of them");
+                    self.error(key_node, label, "two loops given (`loop` or `with_...`)", "keep one of them");
                 }
                 match &value.value {
                     NodeValue::Seq(_) | NodeValue::Str(_) => task.loop_items = Some(value.to_json()),
@@ -335,6 +343,7 @@ impl Parser {
                     ),
                 }
                 task.loop_flatten = key == "with_items";
+                task.loop_lookup = key.strip_prefix("with_").filter(|l| *l != "items").map(str::to_string);
             }
             "loop_control" => self.loop_control(value, label, task),
             "notify" => task.notify = self.names(value, label, "notify"),

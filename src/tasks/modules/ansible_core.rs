@@ -21,6 +21,7 @@ use super::context::ModuleContext;
 use crate::connection::ConnectionError;
 use crate::tasks::Vars;
 use crate::tasks::model::ANSIBLE_CORE_MODULE_ARG as MODULE_NAME_ARG;
+use crate::tasks::role_dirs::role_dependencies;
 
 /// The connection and become variables of a host that ansible-core reads; given to it as they render for the task.
 const CONNECTION_VARS: &[&str] = &[
@@ -207,26 +208,16 @@ impl AnsibleCore {
     }
 }
 
-/// `role/library` and, depth first, those of the roles `role/meta/main.yml` lists under `dependencies` (a name, or
-/// a mapping with `role` or `name`), found beside the role.
+/// `role/library` and, depth first, those of the roles it depends on (`meta/main.yml`), as ansible-core adds the
+/// `library/` of every role it loads.
 fn role_libraries(role: &Path, seen: &mut Vec<PathBuf>, out: &mut Vec<PathBuf>) {
     if seen.iter().any(|s| s == role) {
         return;
     }
     seen.push(role.to_path_buf());
     out.push(role.join("library"));
-    let meta = role.join("meta/main.yml");
-    let Ok(text) = std::fs::read_to_string(&meta) else { return };
-    let Ok(Some(node)) = crate::yaml::parse(&text, &meta) else { return };
-    let Some(deps) = node.get("dependencies").and_then(|d| d.as_seq()) else { return };
-    for dep in deps {
-        let name = dep.as_str().or_else(|| dep.get("role").or_else(|| dep.get("name")).and_then(|n| n.as_str()));
-        if let (Some(name), Some(parent)) = (name, role.parent()) {
-            let dir = parent.join(name);
-            if dir.is_dir() {
-                role_libraries(&dir, seen, out);
-            }
-        }
+    for dep in role_dependencies(role) {
+        role_libraries(&dep, seen, out);
     }
 }
 

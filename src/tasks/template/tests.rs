@@ -190,6 +190,30 @@ fn lookup_file_reads_relative_to_the_search_path() {
 }
 
 #[test]
+fn fileglob_lists_the_matching_files_and_first_found_the_first_that_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["b.tar", "a.tar", ".hidden.tar", "c.txt"] {
+        std::fs::write(dir.path().join(f), "").unwrap();
+    }
+    std::fs::create_dir(dir.path().join("d.tar")).unwrap();
+    let t = Templar::new();
+    let d = dir.path().to_string_lossy().to_string();
+    let v = Vars::new(json!({"d": d}));
+    // Files only, not directories nor hidden ones; sorted; several results joined by `lookup`, a list from `query`.
+    assert_eq!(t.render("{{ lookup('fileglob', d ~ '/*.tar') }}", &v).unwrap(), json!(format!("{d}/a.tar,{d}/b.tar")));
+    assert_eq!(t.render("{{ query('fileglob', d ~ '/*.none') }}", &v).unwrap(), json!([]));
+    assert_eq!(
+        t.render("{{ query('first_found', [d ~ '/none', d ~ '/c.txt', d ~ '/a.tar']) }}", &v).unwrap(),
+        json!([format!("{d}/c.txt")])
+    );
+    let found = "{{ query('first_found', {'files': ['none', 'a.tar'], 'paths': ['/nonexistent', d]}) }}";
+    assert_eq!(t.render(found, &v).unwrap(), json!([format!("{d}/a.tar")]));
+    assert_eq!(t.render("{{ query('first_found', {'files': ['none'], 'skip': true}) }}", &v).unwrap(), json!([]));
+    let missing = t.render("{{ lookup('first_found', d ~ '/none') }}", &v).unwrap_err();
+    assert!(missing.message.contains("No file was found when using first_found."), "{}", missing.message);
+}
+
+#[test]
 fn templar_is_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Templar>();
