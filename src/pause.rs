@@ -61,12 +61,7 @@ pub(crate) fn pause(
                 }
                 return Ok(0);
             }
-            let raced = out.stderr.contains("Conflict")
-                || out.stderr.contains("the object has been modified")
-                || out.stderr.contains("AlreadyExists")
-                || out.stderr.contains("already exists")
-                || out.not_found();
-            if !raced {
+            if !(out.conflict() || out.already_exists() || out.not_found()) {
                 return Err(failed(out.reason()));
             }
         }

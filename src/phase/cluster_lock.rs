@@ -56,13 +56,13 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    fn already_exists(&self) -> bool {
+    pub(crate) fn already_exists(&self) -> bool {
         self.rc != 0 && (self.stderr.contains("AlreadyExists") || self.stderr.contains("already exists"))
     }
     pub(crate) fn not_found(&self) -> bool {
         self.rc != 0 && (self.stderr.contains("NotFound") || self.stderr.contains("not found"))
     }
-    fn conflict(&self) -> bool {
+    pub(crate) fn conflict(&self) -> bool {
         self.rc != 0 && (self.stderr.contains("(Conflict)") || self.stderr.contains("the object has been modified"))
     }
     pub(crate) fn reason(&self) -> String {
