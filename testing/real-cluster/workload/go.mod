@@ -1,0 +1,3 @@
+module upgrade-tests/real-cluster-workload
+
+go 1.24
