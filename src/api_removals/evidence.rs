@@ -15,6 +15,9 @@ pub(crate) struct Scope<'a> {
     pub rows: &'a [Row],
     pub minors: &'a [Minor],
     pub target: Minor,
+    /// The run upgrades with `kubeadm upgrade apply|node` (the kubeadm flavour), which rewrites kubeadm-flags.env
+    /// without the flags its minor drops (`kubeadm-drops-flag` rows) before that minor's kubelet starts.
+    pub kubeadm_upgrade: bool,
 }
 
 const GUIDE: &str = "see the Deprecated API Migration Guide";
@@ -408,8 +411,13 @@ fn kubelet_config(text: &str) -> (Vec<String>, GateSettings, bool) {
 }
 
 /// What one host's files show (api_removals_host.yml's `=== upgrade-file KIND PATH` sections): flags, fields and
-/// feature gates the crossed minors remove; and whether its kubelet allows cgroup v1 (failCgroupV1: false).
-pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Finding>, Vec<Unreadable>, bool) {
+/// feature gates the crossed minors remove; whether its kubelet allows cgroup v1 (failCgroupV1: false); and notes
+/// for what is there but not in the way (a flag kubeadm's upgrade drops from the file it wrote).
+pub(crate) fn host_files(
+    host: &str,
+    text: &str,
+    scope: &Scope<'_>,
+) -> (Vec<Finding>, Vec<Unreadable>, bool, Vec<String>) {
     let mut sections: Vec<(String, String, String)> = Vec::new();
     let mut unreadable = Vec::new();
     for line in text.lines() {
@@ -429,7 +437,14 @@ pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Find
         }
     }
     let mut found = Vec::new();
+    let mut notes = Vec::new();
     let mut cgroup_v1_allowed = false;
+    // The file kubeadm writes and its own upgrade rewrites (cmd/kubeadm/app/phases/upgrade: RemoveKubeletArgsFromFile);
+    // /etc/default/kubelet and the like are the operator's, and kubeadm leaves them as they are.
+    let dropped_by_kubeadm = |path: &str, flag: &str| {
+        let kubeadm_file = scope.kubeadm_upgrade && path.ends_with("/kubeadm-flags.env");
+        scope.crossed_rows().find(|r| kubeadm_file && r.what == What::KubeadmDropsFlag(flag.to_string()))
+    };
     let add = |found: &mut Vec<Finding>, wanted: &What, place: &str| {
         for row in scope.crossed_rows().filter(|r| &r.what == wanted) {
             found.extend(scope.finding(row, place.to_string(), "host"));
@@ -444,6 +459,16 @@ pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Find
                         for (gate, set) in gates(&value) {
                             gate_rows(gate, set, true).iter().for_each(|w| add(&mut found, w, &place));
                         }
+                    }
+                    if let Some(row) = dropped_by_kubeadm(path, &flag) {
+                        notes.push(format!(
+                            "{place}: kubelet flag {flag}, which {} removes, is dropped from that file by `kubeadm \
+                             upgrade` of {} itself, before its kubelet starts ({})",
+                            minor_text(row.minor),
+                            minor_text(row.minor),
+                            row.source
+                        ));
+                        continue;
                     }
                     add(&mut found, &What::KubeletFlag(flag), &place);
                 }
@@ -464,7 +489,7 @@ pub(crate) fn host_files(host: &str, text: &str, scope: &Scope<'_>) -> (Vec<Find
         }
     }
     found.dedup();
-    (found, unreadable, cgroup_v1_allowed)
+    (found, unreadable, cgroup_v1_allowed, notes)
 }
 
 /// What a control-plane component's flags (`--name`, value) hold that the crossed minors remove: the flags

@@ -29,6 +29,9 @@ pub(crate) enum What {
         kind: String,
     },
     KubeletFlag(String),
+    /// A kubelet flag the target's `kubeadm upgrade` removes from kubeadm-flags.env itself (its post-upgrade phase),
+    /// before the kubelet of that minor starts: not in the operator's way where kubeadm wrote it.
+    KubeadmDropsFlag(String),
     KubeletField(String),
     KubeletGate(String),
     /// A kubelet feature gate locked to `locked_to`: the kubelet refuses to start with it set to the other value.
@@ -59,6 +62,7 @@ impl What {
         match self {
             What::Api { group_version, resource, .. } => format!("{group_version} {resource}"),
             What::KubeletFlag(flag) => format!("kubelet flag {flag}"),
+            What::KubeadmDropsFlag(flag) => format!("kubelet flag {flag}, dropped from kubeadm-flags.env by kubeadm upgrade"),
             What::KubeletField(field) => format!("KubeletConfiguration field {field}"),
             What::KubeletGate(gate) => format!("kubelet feature gate {gate}"),
             What::KubeletGateLocked { gate, locked_to } => {
@@ -119,6 +123,7 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Row>, String> {
                 }
             }
             "kubelet-flag" => What::KubeletFlag(flag(what).ok_or_else(|| bad("a flag starts with --"))?),
+            "kubeadm-drops-flag" => What::KubeadmDropsFlag(flag(what).ok_or_else(|| bad("a flag starts with --"))?),
             "kubelet-field" => What::KubeletField(what.to_string()),
             "kubelet-gate" => What::KubeletGate(what.to_string()),
             "control-plane-gate" => What::ControlPlaneGate(what.to_string()),

@@ -154,7 +154,7 @@ pub(crate) async fn gather(
     if minors.is_empty() {
         return Ok(report);
     }
-    let scope = Scope { rows, minors: &minors, target };
+    let scope = Scope { rows, minors: &minors, target, kubeadm_upgrade: run.plan.flavor.flavor == Flavor::Kubeadm };
     read_cluster(run, phase, &scope, &mut report).await;
     let reads = hosts.iter().map(|host| read_host(run, phase, host, &scope));
     for (findings, unreadable, notes) in super::fan_out(run.forks(), reads).await {
@@ -342,9 +342,11 @@ async fn read_host(
     };
     let result = |name: &str| facts.get(name).map(|v| (**v).clone()).unwrap_or(Value::Null);
     let files = result("upgrade_api_removals_files");
-    let (mut found, mut unreadable, cgroup_v1_allowed) = match failed(&files) {
+    let (mut found, mut unreadable, cgroup_v1_allowed, file_notes) = match failed(&files) {
         None => evidence::host_files(host, &text(&files, "stdout"), scope),
-        Some(why) => (Vec::new(), vec![Unreadable { source: "host files".into(), place: host.into(), why }], false),
+        Some(why) => {
+            (Vec::new(), vec![Unreadable { source: "host files".into(), place: host.into(), why }], false, Vec::new())
+        }
     };
     let system = result("upgrade_api_removals_system");
     let system_text = text(&system, "stdout");
@@ -356,6 +358,7 @@ async fn read_host(
     let runtime_text = text(&runtime, "stdout");
     let runtime_read = scope.needs_runtime().then(|| failed(&runtime).map_or(Ok(runtime_text.as_str()), Err));
     let (more, unread, mut notes) = evidence::host_system(host, system_read, runtime_read, cgroup_v1_allowed, scope);
+    notes.splice(0..0, file_notes);
     found.extend(more);
     unreadable.extend(unread);
     if read_audit {

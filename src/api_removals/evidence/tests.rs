@@ -2,7 +2,7 @@ use super::super::table::table;
 use super::*;
 
 fn scope(minors: &[Minor]) -> Scope<'_> {
-    Scope { rows: table().expect("table"), minors, target: *minors.last().expect("a minor") }
+    Scope { rows: table().expect("table"), minors, target: *minors.last().expect("a minor"), kubeadm_upgrade: false }
 }
 
 #[test]
@@ -39,7 +39,8 @@ fn a_kubelet_flag_the_target_removes_is_found_in_the_file_that_has_it() {
         KUBELET_KUBEADM_ARGS=\"--container-runtime=remote --pod-infra-container-image=registry.k8s.io/pause:3.9\"\n\
         === upgrade-file config /var/lib/kubelet/config.yaml\nkind: KubeletConfiguration\nfailCgroupV1: false\n\
         === upgrade-unreadable manifest /etc/kubernetes/manifests\n";
-    let (found, unreadable, allowed) = host_files("n1", text, &scope(&[(1, 35)]));
+    let (found, unreadable, allowed, notes) = host_files("n1", text, &scope(&[(1, 35)]));
+    assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].what, "kubelet flag --pod-infra-container-image");
     assert_eq!(found[0].place, "n1:/var/lib/kubelet/kubeadm-flags.env");
@@ -47,6 +48,27 @@ fn a_kubelet_flag_the_target_removes_is_found_in_the_file_that_has_it() {
     assert_eq!(unreadable.len(), 1);
     let (found, ..) = host_files("n1", text, &scope(&[(1, 27)]));
     assert_eq!(found[0].what, "kubelet flag --container-runtime");
+}
+
+#[test]
+fn a_flag_kubeadm_upgrade_drops_from_its_own_file_is_a_note_where_kubeadm_upgrades_and_a_finding_elsewhere() {
+    // kubeadm 1.34 writes --pod-infra-container-image into kubeadm-flags.env, the 1.35 kubelet has no such flag, and
+    // 1.35's `kubeadm upgrade apply|node` removes it from that file before the new kubelet starts (found by
+    // scripts/real-cluster, whose run this gate first refused).
+    let text = "=== upgrade-file flags /var/lib/kubelet/kubeadm-flags.env\n\
+        KUBELET_KUBEADM_ARGS=\"--pod-infra-container-image=10.77.0.1:5000/k8s/pause:3.10.1 --node-ip=10.77.0.11\"\n\
+        === upgrade-file flags /etc/default/kubelet\n\
+        KUBELET_EXTRA_ARGS=\"--pod-infra-container-image=registry.k8s.io/pause:3.10\"\n";
+    let kubeadm = Scope { kubeadm_upgrade: true, ..scope(&[(1, 35)]) };
+    let (found, _, _, notes) = host_files("n1", text, &kubeadm);
+    assert_eq!(whats(&found), [("kubelet flag --pod-infra-container-image", "n1:/etc/default/kubelet")]);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].starts_with("n1:/var/lib/kubelet/kubeadm-flags.env: kubelet flag --pod-infra-container-image"));
+    assert!(notes[0].contains("postupgrade.go"), "{}", notes[0]);
+    // Without kubeadm's upgrade (the custom flavour's commands), the file keeps the flag: a finding in both files.
+    let (found, _, _, notes) = host_files("n1", text, &scope(&[(1, 35)]));
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(notes.is_empty());
 }
 
 fn configmap(cluster_configuration: &str) -> String {
