@@ -7,7 +7,9 @@
 //	                            ({"at": RFC 3339 with ms, "error": ...}) and, every second, one line with the count of
 //	                            requests so far ({"at", "requests", "errors"})
 //	workload api-probe URL OUT  asks URL (an API server's /readyz, TLS not verified: it is only asked whether it
-//	                            answers) once a second; one JSON line per second without an `ok`
+//	                            answers) once a second, or as soon as the last request ended when it took longer (2 s
+//	                            at most); one JSON line per request ({"at": when it was sent, "ok": true} or "error"),
+//	                            so the time without an answering API server is measured from the lines' times
 //
 // The probes write as they go, so a probe killed with the run still leaves what it saw.
 package main
@@ -64,6 +66,8 @@ func serve() {
 	}
 }
 
+const stamp = "2006-01-02T15:04:05.000Z07:00"
+
 func probe(url, out string, every time.Duration, api bool) {
 	f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -81,7 +85,9 @@ func probe(url, out string, every time.Duration, api bool) {
 	lastCount := time.Now()
 	requests, errors := 0, 0
 	line := func(v map[string]any) {
-		v["at"] = time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		if _, ok := v["at"]; !ok {
+			v["at"] = time.Now().UTC().Format(stamp)
+		}
 		b, _ := json.Marshal(v)
 		f.Write(append(b, '\n'))
 	}
@@ -93,6 +99,7 @@ func probe(url, out string, every time.Duration, api bool) {
 		case <-ticker.C:
 		}
 		requests++
+		sent := time.Now().UTC().Format(stamp)
 		resp, err := client.Get(url)
 		failure := ""
 		if err != nil {
@@ -106,7 +113,9 @@ func probe(url, out string, every time.Duration, api bool) {
 		}
 		if failure != "" {
 			errors++
-			line(map[string]any{"error": failure})
+			line(map[string]any{"at": sent, "error": failure})
+		} else if api {
+			line(map[string]any{"at": sent, "ok": true})
 		}
 		if !api && time.Since(lastCount) >= time.Second {
 			lastCount = time.Now()
