@@ -527,7 +527,9 @@ fn a_failed_kubeadm_upgrade_plan_leaves_the_first_master_as_it_found_it() {
     let Some(cluster) = DebianCluster::new(&["m1"], &["n1"]) else { return };
     let before = cluster.snapshot();
     cluster.fake.set_cue("m1", "plan_fail", "[upgrade/health] FATAL: the control plane is not healthy");
-    let run = cluster.upgrade(&[]).expect_code(1).stdout_has("the control plane is not healthy");
+    // kubeadm's health checks are asked again while the control plane may be settling: 4 s here, then final.
+    let quick = ["-e", "upgrade_control_plane_ready_timeout=4", "-e", "upgrade_control_plane_ready_delay=1"];
+    let run = cluster.upgrade(&quick).expect_code(1).stdout_has("the control plane is not healthy");
     let run = run.output_has("the repository file and kubeadm were put back as they were");
     // The check switched m1's file (keeping a copy) and installed kubeadm 1.29.1 before kubeadm refused: both
     // undone (the copy removed), kubeadm held again.

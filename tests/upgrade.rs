@@ -472,10 +472,21 @@ fn a_node_upgraded_with_rolling_restart_mode_system_is_rebooted_and_waited_for()
 fn a_failing_kubeadm_upgrade_plan_stops_the_run_in_preflight_with_kubeadms_message() {
     let cluster = TestCluster::new(&[("n1", "region=a")]);
     cluster.fake.set_cue("m1", "plan_fail", "[upgrade/health] FATAL: there are unhealthy control plane pods");
+    // kubeadm's own health checks fail while a control plane settles (etcd restarting under a re-run after a kill):
+    // asked again for the control plane's readiness timeout (4 s here, every second), then the run stops.
+    let cluster = cluster.var("upgrade_control_plane_ready_timeout: 4").var("upgrade_control_plane_ready_delay: 1");
     let run = cluster.upgrade(&[]).expect_code(1).stderr_has("unhealthy control plane pods");
     run.stderr_has("upgrade_kubeadm_plan_check: false");
     let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
-    assert!(actions.contains(&"kubeadm-plan".to_string()), "{actions:?}");
+    let plans = actions.iter().filter(|a| *a == "kubeadm-plan").count();
+    assert_eq!(plans, 5, "asked once and again 4 times over the 4 s: {actions:?}");
+
+    // Any other refusal of kubeadm's is final at once.
+    let other = TestCluster::new(&[("n1", "region=a")]);
+    other.fake.set_cue("m1", "plan_fail", "[upgrade/versions] FATAL: the --version argument is invalid");
+    other.upgrade(&[]).expect_code(1).stderr_has("the --version argument is invalid");
+    let plans = other.fake.calls().into_iter().filter(|c| c.action == "kubeadm-plan").count();
+    assert_eq!(plans, 1, "a refusal that is not a health check is not asked again");
     assert!(!actions.iter().any(|a| a == "cordon" || a == "drain" || a.starts_with("kubeadm-a")), "{actions:?}");
 
     // Turned off, the same cluster upgrades.
