@@ -62,7 +62,9 @@ impl What {
         match self {
             What::Api { group_version, resource, .. } => format!("{group_version} {resource}"),
             What::KubeletFlag(flag) => format!("kubelet flag {flag}"),
-            What::KubeadmDropsFlag(flag) => format!("kubelet flag {flag}, dropped from kubeadm-flags.env by kubeadm upgrade"),
+            What::KubeadmDropsFlag(flag) => {
+                format!("kubelet flag {flag}, dropped from kubeadm-flags.env by kubeadm upgrade")
+            }
             What::KubeletField(field) => format!("KubeletConfiguration field {field}"),
             What::KubeletGate(gate) => format!("kubelet feature gate {gate}"),
             What::KubeletGateLocked { gate, locked_to } => {
