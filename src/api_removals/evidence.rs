@@ -439,12 +439,6 @@ pub(crate) fn host_files(
     let mut found = Vec::new();
     let mut notes = Vec::new();
     let mut cgroup_v1_allowed = false;
-    // The file kubeadm writes and its own upgrade rewrites (cmd/kubeadm/app/phases/upgrade: RemoveKubeletArgsFromFile);
-    // /etc/default/kubelet and the like are the operator's, and kubeadm leaves them as they are.
-    let dropped_by_kubeadm = |path: &str, flag: &str| {
-        let kubeadm_file = scope.kubeadm_upgrade && path.ends_with("/kubeadm-flags.env");
-        scope.crossed_rows().find(|r| kubeadm_file && r.what == What::KubeadmDropsFlag(flag.to_string()))
-    };
     let add = |found: &mut Vec<Finding>, wanted: &What, place: &str| {
         for row in scope.crossed_rows().filter(|r| &r.what == wanted) {
             found.extend(scope.finding(row, place.to_string(), "host"));
@@ -454,18 +448,21 @@ pub(crate) fn host_files(
         let place = format!("{host}:{path}");
         match kind.as_str() {
             "flags" => {
+                // The file kubeadm writes and its own upgrade rewrites (RemoveKubeletArgsFromFile);
+                // /etc/default/kubelet and the like are the operator's, and kubeadm leaves them as they are.
+                let kubeadm_file = scope.kubeadm_upgrade && path.ends_with("/kubeadm-flags.env");
                 for (flag, value) in flags(body) {
                     if flag == "--feature-gates" {
                         for (gate, set) in gates(&value) {
                             gate_rows(gate, set, true).iter().for_each(|w| add(&mut found, w, &place));
                         }
                     }
-                    if let Some(row) = dropped_by_kubeadm(path, &flag) {
+                    let dropped = What::KubeadmDropsFlag(flag.clone());
+                    if let Some(row) = scope.crossed_rows().find(|r| kubeadm_file && r.what == dropped) {
+                        let minor = minor_text(row.minor);
                         notes.push(format!(
-                            "{place}: kubelet flag {flag}, which {} removes, is dropped from that file by `kubeadm \
-                             upgrade` of {} itself, before its kubelet starts ({})",
-                            minor_text(row.minor),
-                            minor_text(row.minor),
+                            "{place}: kubelet flag {flag}, which {minor} removes, is dropped from that file by \
+                             `kubeadm upgrade` of {minor} itself, before its kubelet starts ({})",
                             row.source
                         ));
                         continue;
