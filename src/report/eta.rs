@@ -3,7 +3,7 @@
 //! correction), and the steps in flight. The usual times come from the journal's history (`plan::expected`).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::events::{Event, EventSink};
@@ -15,6 +15,22 @@ pub(crate) struct Eta {
     state: Mutex<State>,
     /// How much longer than usual a step must also run to stall (2 minutes; shorter in the unit tests).
     min_extra: Duration,
+    /// The monotonic clock every time here is read from: the machine's, or a test's that moves only when told.
+    clock: Arc<dyn Clock>,
+}
+
+/// Where "now" comes from, so that what depends on time passing is tested without waiting for it.
+pub(crate) trait Clock: Send + Sync {
+    fn now(&self) -> Instant;
+}
+
+/// The machine's monotonic clock.
+pub(crate) struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
 }
 
 #[derive(Default)]
@@ -40,7 +56,20 @@ impl Eta {
     }
 
     pub(crate) fn with_min_extra(estimate: Estimate, phases: Vec<(Phase, usize)>, min_extra: Duration) -> Eta {
-        Eta { estimate, state: Mutex::new(State { phases, ..State::default() }), min_extra }
+        Eta::with_clock(estimate, phases, min_extra, Arc::new(SystemClock))
+    }
+
+    pub(crate) fn with_clock(
+        estimate: Estimate,
+        phases: Vec<(Phase, usize)>,
+        min_extra: Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Eta {
+        Eta { estimate, state: Mutex::new(State { phases, ..State::default() }), min_extra, clock }
+    }
+
+    fn since(&self, then: Instant) -> Duration {
+        self.clock.now().saturating_duration_since(then)
     }
 
     /// The run's time left: the batch in flight, the rest of its phase, the phases after it.
@@ -70,7 +99,7 @@ impl Eta {
 
     fn phase_left(&self, state: &State, i: usize, correction: f64) -> f64 {
         let Some((phase, batches)) = state.phases.get(i).copied() else { return 0.0 };
-        let elapsed = |since: Instant| since.elapsed().as_secs_f64();
+        let elapsed = |since: Instant| self.since(since).as_secs_f64();
         if batches == 0 {
             let usual = self.estimate.phase(phase, 0).seconds * correction;
             return (usual - state.phase_started.map_or(0.0, elapsed)).max(0.0);
@@ -89,7 +118,7 @@ impl Eta {
         for (host, (phase, step, since, said)) in &mut state.steps {
             let usual = self.estimate.step(*phase, *step);
             let usual_time = Duration::from_secs_f64(usual.seconds.max(0.0));
-            let running = since.elapsed();
+            let running = self.clock.now().saturating_duration_since(*since);
             if !*said && running.as_secs_f64() > STALL_FACTOR * usual.seconds && running >= usual_time + self.min_extra
             {
                 *said = true;
@@ -158,6 +187,7 @@ impl EventSink for Eta {
     fn event(&self, event: &Event) {
         let Ok(mut state) = self.state.lock() else { return };
         let state = &mut *state;
+        let now = self.clock.now();
         match event {
             // Each hop of an update path is a run of its own, with the same phases.
             Event::RunStarted { .. } => {
@@ -176,7 +206,7 @@ impl EventSink for Eta {
                     }
                 };
                 state.current = Some((i, false));
-                state.phase_started = Some(Instant::now());
+                state.phase_started = Some(now);
                 state.batch = None;
             }
             Event::BatchStarted { index, total, .. } => {
@@ -185,7 +215,7 @@ impl EventSink for Eta {
                         entry.1 = *total;
                     }
                 }
-                state.batch = Some((*index, *total, Instant::now()));
+                state.batch = Some((*index, *total, now));
             }
             Event::PhaseFinished { .. } => {
                 if let Some((_, finished)) = &mut state.current {
@@ -194,18 +224,18 @@ impl EventSink for Eta {
                 state.batch = None;
             }
             Event::HostStarted { host, .. } => {
-                state.hosts.insert(host.clone(), Instant::now());
+                state.hosts.insert(host.clone(), now);
             }
             Event::HostFinished { report } => {
                 let started = state.hosts.remove(&report.host);
                 if let (Some(started), HostOutcome::Upgraded { .. }) = (started, &report.outcome) {
-                    state.took += started.elapsed().as_secs_f64();
+                    state.took += now.saturating_duration_since(started).as_secs_f64();
                     state.usual += self.estimate.host(report.phase).seconds;
                 }
                 state.steps.remove(&report.host);
             }
             Event::StepStarted { phase, host, step } => {
-                state.steps.insert(host.clone(), (*phase, *step, Instant::now(), false));
+                state.steps.insert(host.clone(), (*phase, *step, now, false));
             }
             Event::StepFinished { host, .. } => {
                 state.steps.remove(host);
@@ -220,6 +250,28 @@ mod tests {
     use super::*;
     use crate::journal::{Durations, JournalEntry};
     use crate::vocabulary::HostReport;
+
+    /// A clock that stands still until the test moves it.
+    struct TestClock {
+        start: Instant,
+        moved: Mutex<Duration>,
+    }
+
+    impl TestClock {
+        fn new() -> Arc<TestClock> {
+            Arc::new(TestClock { start: Instant::now(), moved: Mutex::new(Duration::ZERO) })
+        }
+
+        fn advance(&self, by: Duration) {
+            *self.moved.lock().unwrap() += by;
+        }
+    }
+
+    impl Clock for TestClock {
+        fn now(&self) -> Instant {
+            self.start + *self.moved.lock().unwrap()
+        }
+    }
 
     /// Earlier runs: a node took 2 s, its drain 0.2 s (times in whole seconds in the journal: 2 s and 1 s here).
     fn estimate() -> Estimate {
@@ -248,20 +300,19 @@ mod tests {
 
     #[test]
     fn the_time_left_counts_the_batches_to_come_and_is_corrected_by_how_long_this_runs_hosts_took() {
-        let eta = Eta::new(estimate(), vec![(Phase::Nodes, 3)]);
+        let clock = TestClock::new();
+        let eta = Eta::with_clock(estimate(), vec![(Phase::Nodes, 3)], STALL_MIN_EXTRA, clock.clone());
         assert_eq!(eta.left(), Some(Duration::from_secs(6)), "three batches of 2 s before the run starts");
         eta.event(&Event::PhaseStarted { phase: Phase::Nodes });
         eta.event(&Event::BatchStarted { phase: Phase::Nodes, index: 1, total: 3, hosts: vec!["n1".into()] });
         eta.event(&Event::HostStarted { phase: Phase::Nodes, host: "n1".into() });
-        std::thread::sleep(Duration::from_millis(500));
-        let left = eta.left().expect("left").as_secs_f64();
-        assert!((5.3..=5.6).contains(&left), "1.5 s of this batch and two more batches: {left}");
-        // n1 took about 4 s where 2 s was usual: the batches to come are expected to take twice as long.
-        std::thread::sleep(Duration::from_millis(3500));
+        clock.advance(Duration::from_millis(500));
+        assert_eq!(eta.left(), Some(Duration::from_millis(5500)), "1.5 s of this batch and two more batches");
+        // n1 took 4 s where 2 s was usual: the batches to come are expected to take twice as long.
+        clock.advance(Duration::from_millis(3500));
         eta.event(&finished("n1"));
         eta.event(&Event::BatchStarted { phase: Phase::Nodes, index: 2, total: 3, hosts: vec!["n2".into()] });
-        let left = eta.left().expect("left").as_secs_f64();
-        assert!((7.5..=8.1).contains(&left), "two batches of about 4 s: {left}");
+        assert_eq!(eta.left(), Some(Duration::from_secs(8)), "two batches of 4 s");
         assert!(eta.phase_left_now().is_some());
         eta.event(&Event::PhaseFinished { phase: Phase::Nodes, ok: true, duration: Duration::ZERO });
         assert_eq!(eta.left(), Some(Duration::ZERO));
@@ -269,10 +320,11 @@ mod tests {
 
     #[test]
     fn a_step_past_three_times_its_usual_time_is_said_to_stall_once_and_a_finished_one_never() {
-        let eta = Eta::with_min_extra(estimate(), vec![(Phase::Nodes, 1)], Duration::from_millis(100));
+        let clock = TestClock::new();
+        let eta = Eta::with_clock(estimate(), vec![(Phase::Nodes, 1)], Duration::from_millis(100), clock.clone());
         eta.event(&Event::StepStarted { phase: Phase::Nodes, host: "n1".into(), step: Step::Drain });
         eta.event(&Event::StepStarted { phase: Phase::Nodes, host: "n2".into(), step: Step::Drain });
-        std::thread::sleep(Duration::from_millis(2500));
+        clock.advance(Duration::from_millis(2500));
         assert!(eta.stalls().is_empty(), "a drain usually takes 1 s: 2.5 s is not yet 3 times that");
         eta.event(&Event::StepFinished {
             phase: Phase::Nodes,
@@ -282,12 +334,12 @@ mod tests {
             duration: Duration::ZERO,
             error: None,
         });
-        std::thread::sleep(Duration::from_millis(700));
+        clock.advance(Duration::from_millis(700));
         let stalls = eta.stalls();
         assert_eq!(stalls.len(), 1, "{stalls:?}");
         let Event::Stalled { host, step, usual, usual_measured, running, .. } = &stalls[0] else { panic!() };
         assert_eq!((host.as_str(), *step, *usual, *usual_measured), ("n1", Step::Drain, Duration::from_secs(1), true));
-        assert!(*running >= Duration::from_secs(3));
+        assert_eq!(*running, Duration::from_millis(3200));
         assert!(eta.stalls().is_empty(), "said once");
     }
 
@@ -313,8 +365,9 @@ mod tests {
 
     #[test]
     fn a_stalled_step_is_said_once_in_the_text_and_the_json_output() {
-        use std::sync::Arc;
-        let eta = Arc::new(Eta::with_min_extra(estimate(), vec![(Phase::Nodes, 1)], Duration::from_millis(100)));
+        let clock = TestClock::new();
+        let eta =
+            Arc::new(Eta::with_clock(estimate(), vec![(Phase::Nodes, 1)], Duration::from_millis(100), clock.clone()));
         let (text, json) = (Shared::default(), Shared::default());
         let human = super::super::human::HumanReporter::new(Box::new(text.clone()), 0, false);
         let json_out = super::super::json::JsonReporter::new(Box::new(json.clone()));
@@ -322,7 +375,15 @@ mod tests {
             Arc::new(super::super::FanOut(vec![eta.clone(), Arc::new(human), Arc::new(json_out)]));
         let watcher = eta.watch_stalls(Arc::downgrade(&sink), Duration::from_millis(50)).expect("thread");
         sink.event(&Event::StepStarted { phase: Phase::Nodes, host: "n1".into(), step: Step::Drain });
-        std::thread::sleep(Duration::from_millis(4000));
+        clock.advance(Duration::from_secs(4));
+        // The watcher looks every 50 ms: wait for its first word of the stall, then let it look twice more, which
+        // must not say it again.
+        let mut looked = 0;
+        while !text.text().contains("STALLED?") && looked < 200 {
+            std::thread::sleep(Duration::from_millis(20));
+            looked += 1;
+        }
+        std::thread::sleep(Duration::from_millis(100));
         drop(sink);
         watcher.join().expect("the watcher ends with the sink");
         let text = text.text();

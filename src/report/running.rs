@@ -106,15 +106,15 @@ mod tests {
     fn a_step_nothing_was_said_about_for_the_interval_gets_one_line_naming_what_it_waits_for() {
         let mut running = Running::default();
         running.started("node-5", Step::Drain);
-        assert!(running.heartbeat(Duration::from_millis(200)).is_empty(), "it just began");
-        std::thread::sleep(Duration::from_millis(250));
-        let lines = running.heartbeat(Duration::from_millis(200));
+        assert!(running.heartbeat(Duration::from_millis(80)).is_empty(), "it just began");
+        std::thread::sleep(Duration::from_millis(90));
+        let lines = running.heartbeat(Duration::from_millis(80));
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].starts_with("[node-5] drain still running (0s): waiting for its pods to be evicted, since "));
-        assert!(running.heartbeat(Duration::from_millis(200)).is_empty(), "once per interval");
+        assert!(running.heartbeat(Duration::from_millis(80)).is_empty(), "once per interval");
         running.ended("node-5");
-        std::thread::sleep(Duration::from_millis(250));
-        assert!(running.heartbeat(Duration::from_millis(200)).is_empty(), "an ended step is not running");
+        std::thread::sleep(Duration::from_millis(90));
+        assert!(running.heartbeat(Duration::from_millis(80)).is_empty(), "an ended step is not running");
     }
 
     #[test]

@@ -80,9 +80,16 @@ fn step_started(host: &str, step: Step) -> Event {
 #[test]
 fn piped_output_says_a_hung_drain_still_waits_and_since_when_until_it_ends() {
     let out = Captured::default();
-    let reporter = HumanReporter::new(Box::new(out.clone()), 0, true).with_heartbeat(Duration::from_millis(300));
+    let reporter = HumanReporter::new(Box::new(out.clone()), 0, true).with_heartbeat(Duration::from_millis(30));
     reporter.event(&step_started("node-5", Step::Drain));
-    std::thread::sleep(Duration::from_millis(1000));
+    // Waited for, not slept for: two beats come within 60 ms on an idle machine, later on a loaded one.
+    let beats = || out.text().lines().filter(|l| l.contains("[node-5] drain still running")).count();
+    for _ in 0..500 {
+        if beats() >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let text = out.text();
     let beats = text.lines().filter(|l| l.contains("[node-5] drain still running")).count();
     assert!(beats >= 2, "a line per interval while it waits:\n{text}");
@@ -96,7 +103,8 @@ fn piped_output_says_a_hung_drain_still_waits_and_since_when_until_it_ends() {
         error: None,
     });
     let said = out.text().len();
-    std::thread::sleep(Duration::from_millis(700));
+    // Three intervals of the heartbeat.
+    std::thread::sleep(Duration::from_millis(100));
     assert_eq!(out.text().len(), said, "nothing more once the step ended:\n{}", out.text());
 }
 
