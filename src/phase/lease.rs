@@ -302,3 +302,62 @@ pub(crate) fn controller_id(state_dir: &std::path::Path) -> Result<String> {
     std::fs::rename(&partial, &path).map_err(cannot)?;
     Ok(id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A lease held by `holder`, renewed at `renewed_ms` by its holder's clock, for `duration_s` seconds (or the
+    /// reader's TTL when the holder wrote none).
+    fn held(holder: &str, renewed_ms: Option<u64>, duration_s: Option<u64>) -> Lease {
+        Lease { identity: holder.into(), renewed_ms, duration: duration_s.map(Duration::from_secs), ..Lease::default() }
+    }
+
+    #[test]
+    fn a_lease_is_taken_when_absent_taken_back_when_mine_taken_over_when_released_or_stale_else_refused() {
+        let ttl = Duration::from_secs(30);
+        assert_eq!(decide(None, 0, ttl, "me"), Decision::Take);
+        assert_eq!(decide(Some(&held("me", Some(1_000), Some(30))), 2_000, ttl, "me"), Decision::Mine);
+        assert_eq!(
+            decide(Some(&held("", Some(1_000), Some(30))), 2_000, ttl, "me"),
+            Decision::TakeOver { stale: false }
+        );
+        let other = held("other", Some(1_000), Some(30));
+        assert_eq!(decide(Some(&other), 31_000, ttl, "me"), Decision::Refuse, "renewed exactly one lease ago");
+        assert_eq!(decide(Some(&other), 31_001, ttl, "me"), Decision::TakeOver { stale: true });
+        assert_eq!(decide(Some(&held("other", None, Some(30))), u64::MAX, ttl, "me"), Decision::Refuse, "unreadable");
+        // An empty id of ours is never taken as the holder's (an empty holder is a released lease).
+        assert_eq!(decide(Some(&held("", Some(1_000), Some(30))), 2_000, ttl, ""), Decision::TakeOver { stale: false });
+    }
+
+    proptest! {
+        /// Whatever the clocks say, another controller's lease renewed within its duration is refused by every
+        /// reader, and a reader that takes it over does so only once that duration has passed by its own clock;
+        /// once stale, it stays stale as the reader's clock goes on.
+        #[test]
+        fn a_live_lease_of_another_controller_is_never_taken_over(
+            renewed in 0u64..10_000_000,
+            duration_s in proptest::option::of(1u64..3_600),
+            ttl_s in 1u64..3_600,
+            now in 0u64..20_000_000,
+            later in 0u64..1_000_000,
+        ) {
+            let ttl = Duration::from_secs(ttl_s);
+            let lease = held("holder", Some(renewed), duration_s);
+            let expires = renewed + duration_s.unwrap_or(ttl_s) * 1000;
+            for reader in ["a", "b"] {
+                let decision = decide(Some(&lease), now, ttl, reader);
+                if now <= expires {
+                    prop_assert_eq!(decision, Decision::Refuse);
+                } else {
+                    prop_assert_eq!(decision, Decision::TakeOver { stale: true });
+                    let after = decide(Some(&lease), now + later, ttl, reader);
+                    prop_assert_eq!(after, Decision::TakeOver { stale: true });
+                }
+            }
+            // The holder itself takes its own lease back, live or not: it is the same controller.
+            prop_assert_eq!(decide(Some(&lease), now, ttl, "holder"), Decision::Mine);
+        }
+    }
+}

@@ -90,3 +90,23 @@ impl fmt::Display for TargetVersion {
         write!(f, "v{}.{}.{}{}", self.major, self.minor, self.patch, self.suffix)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kubelet_version_with_a_distribution_suffix_is_the_target_and_another_release_is_not() {
+        let target = TargetVersion::parse("v1.29.1").expect("target");
+        for reported in ["v1.29.1", "1.29.1", "v1.29.1-eks-123", "v1.29.1-gke.1589018", "v1.29.1+k3s1"] {
+            assert!(target.is_reported_by(reported), "{reported} is v1.29.1");
+        }
+        for reported in ["v1.29.0", "v1.29.10", "v1.28.1-eks-123", "v1.29", "", "unknown"] {
+            assert!(!target.is_reported_by(reported), "{reported} is not v1.29.1");
+        }
+        let suffixed = TargetVersion::parse("v1.29.1+k3s1").expect("suffixed target");
+        assert!(suffixed.is_reported_by("v1.29.1"), "the suffix does not take part in the comparison");
+        assert_eq!(suffixed.release(), "v1.29.1");
+        assert_eq!(suffixed.to_string(), "v1.29.1+k3s1");
+    }
+}
