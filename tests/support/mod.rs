@@ -360,6 +360,9 @@ pub fn cluster_vars(fake: &fake_cluster::FakeCluster, etcd: &etcd::TestEtcd) -> 
     text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");
     text.push_str("    upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
     text.push_str("    upgrade_node_ready_delay: 1\n    upgrade_node_ready_timeout: 20\n");
+    // The default 5 s between control-plane polls (and kubeadm plan retries) is for real API servers; the fake
+    // cluster answers at once, so a missed poll costs a test 5 s for nothing.
+    text.push_str("    upgrade_control_plane_ready_delay: 1\n");
     text
 }
 
