@@ -79,7 +79,9 @@ fn with_certificate(printed: &str) -> TestCluster {
 
 #[test]
 fn a_certificate_end_date_that_cannot_be_read_stops_preflight_unless_told_to_warn() {
-    for printed in ["notAfter=janv.  1 00:00:00 2020 GMT", "", "notAfter=\u{1b}[31m\u{1b}[0m"] {
+    // One shape end to end (with escapes, which the message must not print); every other unreadable shape is the
+    // parser's unit test (phase::certificates: an openssl end date that cannot be read ...).
+    for printed in ["notAfter=\u{1b}[31m\u{1b}[0m"] {
         let cluster = with_certificate(printed);
         let run = cluster.upgrade(&[]).expect_code(1);
         let run =
@@ -96,9 +98,9 @@ fn a_certificate_end_date_that_cannot_be_read_stops_preflight_unless_told_to_war
 
     let cluster =
         with_certificate("notAfter=janv.  1 00:00:00 2020 GMT").var("upgrade_certificate_expiry_unreadable: warn");
-    let run = cluster.upgrade(&[]).expect_code(0);
+    // Told to warn, preflight says so and passes (what follows it is every other test's).
+    let run = cluster.upgrade(&["--phase", "preflight"]).expect_code(0);
     drop(run.stdout_has("certificate expiry not read (upgrade_certificate_expiry_unreadable: warn)"));
-    assert_eq!(cluster.fake.version("n1"), TARGET);
     cluster
         .upgrade(&["-e", "upgrade_certificate_expiry_unreadable=maybe"])
         .expect_code(2)

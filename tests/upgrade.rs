@@ -474,7 +474,7 @@ fn a_failing_kubeadm_upgrade_plan_stops_the_run_in_preflight_with_kubeadms_messa
     cluster.fake.set_cue("m1", "plan_fail", "[upgrade/health] FATAL: there are unhealthy control plane pods");
     // kubeadm's own health checks fail while a control plane settles (etcd restarting under a re-run after a kill):
     // asked again for the control plane's readiness timeout (4 s here, every second), then the run stops.
-    let cluster = cluster.var("upgrade_control_plane_ready_timeout: 4").var("upgrade_control_plane_ready_delay: 1");
+    let cluster = cluster.var("upgrade_control_plane_ready_timeout: 4");
     let run = cluster.upgrade(&[]).expect_code(1).stderr_has("unhealthy control plane pods");
     run.stderr_has("upgrade_kubeadm_plan_check: false");
     let actions: Vec<String> = cluster.fake.calls().into_iter().map(|c| c.action).collect();
@@ -540,14 +540,14 @@ fn kubeadm_certificates_expiring_within_30_days_stop_preflight_before_anything_m
     assert!(cluster.drained().is_empty(), "nothing was drained");
     assert_eq!(cluster.version("m1"), "v1.28.5");
 
-    // A shorter window lets the run go on.
-    cluster.upgrade(&["-e", "upgrade_certificate_expiry_warning_days=7"]).expect_code(0);
-    assert_eq!(cluster.version("n1"), TARGET);
+    // A shorter window lets preflight pass (what follows it is every other test's).
+    cluster.upgrade(&["--phase", "preflight", "-e", "upgrade_certificate_expiry_warning_days=7"]).expect_code(0);
 }
 
 #[test]
 fn kubelet_versions_with_a_distribution_suffix_count_as_the_target_from_preflight_to_verify() {
-    for suffix in ["-eks-123", "-gke.1589018", "+k3s1"] {
+    // One suffix end to end; the others (GKE's, k3s's) are the version comparison's unit test in settings::target.
+    for suffix in ["-eks-123"] {
         let cluster = TestCluster::new(&[("n1", "region=a")]);
         // The kubelet "package" the distribution ships reports its own suffix, as EKS, GKE and k3s kubelets do.
         let package = format!("{} --node {{{{ node_name }}}} upgrade {TARGET}{suffix}", cluster.fake.tool("fake-node"));
