@@ -258,11 +258,13 @@ fn a_controller_that_cannot_renew_is_fenced_while_another_takes_over() {
 /// Runs `round` twice (`LEASE_ROUNDS` overrides; `scripts/chaos lease` runs 20), two at a time, each on a rig of its
 /// own with a lease of `ttl` seconds. The races are timing-dependent: the two rounds take both orders of the race,
 /// and the many rounds that find a rare interleaving are the chaos script's, off the suite's path.
-/// These tests run one at a time and alone with at most one other test: nextest's `lease-races` test group
-/// (.config/nextest.toml), since eight controllers at once on a small machine slow every call past the leases.
+/// Under nextest the race tests run one at a time (the `lease-races` test group, .config/nextest.toml), since many
+/// controllers at once on a small machine slow every call past the leases; under `cargo test` the two may overlap,
+/// four rigs in all, as many as one test ran before.
 fn in_rounds(ttl: u64, round: impl Fn(&Rig, u64) + Sync) {
     let rounds: u64 = std::env::var("LEASE_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(2);
-    let rigs = if rounds <= 2 { 2 } else { 4 };
+    // A rig per round, at most four at a time.
+    let rigs = rounds.clamp(1, 4);
     let next = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|scope| {
         for _ in 0..rigs {

@@ -118,7 +118,7 @@ impl Eta {
         for (host, (phase, step, since, said)) in &mut state.steps {
             let usual = self.estimate.step(*phase, *step);
             let usual_time = Duration::from_secs_f64(usual.seconds.max(0.0));
-            let running = self.clock.now().saturating_duration_since(*since);
+            let running = self.since(*since);
             if !*said && running.as_secs_f64() > STALL_FACTOR * usual.seconds && running >= usual_time + self.min_extra
             {
                 *said = true;

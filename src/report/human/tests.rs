@@ -83,15 +83,15 @@ fn piped_output_says_a_hung_drain_still_waits_and_since_when_until_it_ends() {
     let reporter = HumanReporter::new(Box::new(out.clone()), 0, true).with_heartbeat(Duration::from_millis(30));
     reporter.event(&step_started("node-5", Step::Drain));
     // Waited for, not slept for: two beats come within 60 ms on an idle machine, later on a loaded one.
-    let beats = || out.text().lines().filter(|l| l.contains("[node-5] drain still running")).count();
+    let beats_in = |text: &str| text.lines().filter(|l| l.contains("[node-5] drain still running")).count();
     for _ in 0..500 {
-        if beats() >= 2 {
+        if beats_in(&out.text()) >= 2 {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     let text = out.text();
-    let beats = text.lines().filter(|l| l.contains("[node-5] drain still running")).count();
+    let beats = beats_in(&text);
     assert!(beats >= 2, "a line per interval while it waits:\n{text}");
     assert!(text.contains("waiting for its pods to be evicted, since "), "{text}");
     reporter.event(&Event::StepFinished {
