@@ -301,18 +301,17 @@ fn a_controller_with_the_same_name_and_path_but_its_own_state_directory_does_not
     let a = rig.controller("st", None, &["--phase", "nodes"]).spawn();
     let a = rig.wait_for_call("n1", "cordon", a);
     // A stands still while PATH holds B's directory: A reads its built-in steps from its own, as a controller on
-    // another machine would.
-    let signal = |name: &str| {
-        let sent = Command::new("kill").arg(format!("-{name}")).arg(a.pid().to_string()).status();
-        assert!(sent.is_ok_and(|s| s.success()), "kill -{name} {}", a.pid());
-    };
-    signal("STOP");
+    // another machine would. A and the commands it runs are stopped, and seen stopped, before the swap: a signal
+    // sent is not yet a process stopped, and a step already running would read the swapped directory.
+    let stopped = stop_process_tree(a.pid());
     std::fs::rename(rig.path("st"), rig.path("st-of-a")).unwrap();
     std::fs::create_dir(rig.path("st")).unwrap();
     let b = rig.controller("st", None, &["--phase", "nodes"]).run();
     std::fs::remove_dir_all(rig.path("st")).unwrap();
     std::fs::rename(rig.path("st-of-a"), rig.path("st")).unwrap();
-    signal("CONT");
+    for pid in stopped {
+        let _ = Command::new("kill").arg("-CONT").arg(pid.to_string()).status();
+    }
     drop(
         b.expect_code(2)
             .stderr_has("another upgrade holds the cluster lock")
@@ -327,6 +326,55 @@ fn a_controller_with_the_same_name_and_path_but_its_own_state_directory_does_not
     assert_eq!(lease["data"]["holderIdentity"], "", "released: {lease}");
     assert_eq!(lease["data"]["change_id"], "CHG-4711", "the change ticket is on the lease: {lease}");
     assert!(id.trim().len() == 32, "a random id: {id}");
+}
+
+/// Stops `root` and every process under it (SIGSTOP), and returns once each is seen stopped in /proc, parents first
+/// so that none starts a new child meanwhile; returns their pids, to be continued.
+fn stop_process_tree(root: u32) -> Vec<u32> {
+    let mut stopped: Vec<u32> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let unstopped: Vec<u32> = process_tree(root).into_iter().filter(|pid| !stopped.contains(pid)).collect();
+        if unstopped.is_empty() {
+            return stopped;
+        }
+        for pid in unstopped {
+            let _ = Command::new("kill").arg("-STOP").arg(pid.to_string()).status();
+            while process_state(pid).is_some_and(|state| !matches!(state, 'T' | 't' | 'Z' | 'X')) {
+                assert!(Instant::now() < deadline, "process {pid} did not stop");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            stopped.push(pid);
+        }
+    }
+}
+
+/// `root` and its descendants now, read from /proc (each process's parent is the fourth field of its stat).
+fn process_tree(root: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The command name (second field) is in parentheses and may hold spaces: the fields after its last ')'.
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(parents.iter().filter(|(_, ppid)| *ppid == parent).map(|(pid, _)| *pid));
+        i += 1;
+    }
+    tree
+}
+
+/// The state letter of a process (R, S, T, Z...), or None once it is gone.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).and_then(|s| s.chars().next())
 }
 
 /// A run killed with -9 leaves its lease; the re-run from the same state directory takes it back at once (its
