@@ -193,7 +193,7 @@ fn a_configuration_backup_is_written_beside_the_snapshot_and_listed_in_the_journ
 
 #[test]
 fn restore_puts_a_changed_configuration_file_back_and_restores_a_real_etcd_from_its_snapshot() {
-    let cluster = with_manifest_backed_up(TestCluster::new(&[("n1", "region=a")]));
+    let cluster = with_manifest_backed_up(TestCluster::with_real_etcd(&[("n1", "region=a")]));
     let stop = cluster.etcd.stop_command();
     let start = cluster.etcd.start_command();
     let data_dir = cluster.etcd.data_dir().display().to_string();

@@ -14,7 +14,8 @@ const MARKER: &str = "/registry/restore/marker";
 /// A test cluster whose etcd group is m1, m2, m3, each with its own member of `members`: endpoint, data directory,
 /// stop and start commands, name and peer URL.
 fn cluster_with_members(members: &[TestEtcd]) -> TestCluster {
-    let cluster = TestCluster::new(&[]).etcd_members(&MASTERS).var("upgrade_etcd_restore_timeout: 60");
+    // Its own etcd is not one of them; the real etcdctl is what the members are restored with.
+    let cluster = TestCluster::with_real_etcd(&[]).etcd_members(&MASTERS).var("upgrade_etcd_restore_timeout: 60");
     for (host, member) in MASTERS.iter().zip(members) {
         write_member_vars(&cluster, host, member, true, &member.start_command());
     }
@@ -183,7 +184,7 @@ fn a_multi_member_restore_is_refused_for_some_members_only_or_when_the_member_fl
 
 #[test]
 fn a_data_directory_that_is_not_there_is_refused_before_etcd_is_stopped() {
-    let cluster = TestCluster::new(&[]);
+    let cluster = TestCluster::with_real_etcd(&[]);
     let stop = cluster.etcd.stop_command();
     let start = cluster.etcd.start_command();
     let typo = cluster.etcd.scratch_dir().join("typo");

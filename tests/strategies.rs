@@ -33,7 +33,7 @@ impl Cluster {
         Cluster {
             dir: tempfile::Builder::new().prefix("upgrade-strategies-").tempdir().expect("scratch dir"),
             sshd: TestSshd::start(),
-            etcd: TestEtcd::start(),
+            etcd: TestEtcd::stand_in(),
             fake: FakeCluster::init(&spec),
             groups: groups
                 .iter()

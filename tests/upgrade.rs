@@ -30,8 +30,17 @@ pub(crate) struct TestCluster {
 }
 
 impl TestCluster {
-    /// Three masters and `nodes` (name, labels) at v1.28.5.
+    /// Three masters and `nodes` (name, labels) at v1.28.5, the backups taken by the stand-in etcdctl.
     pub(crate) fn new(nodes: &[(&str, &str)]) -> TestCluster {
+        TestCluster::with_etcd(nodes, TestEtcd::stand_in())
+    }
+
+    /// `new` over a real etcd: for the tests of the snapshot itself and of a restore.
+    pub(crate) fn with_real_etcd(nodes: &[(&str, &str)]) -> TestCluster {
+        TestCluster::with_etcd(nodes, TestEtcd::start())
+    }
+
+    fn with_etcd(nodes: &[(&str, &str)], etcd: TestEtcd) -> TestCluster {
         let mut spec = String::new();
         for m in MASTERS {
             spec.push_str(&format!("{m} v1.28.5 node-role.kubernetes.io/control-plane=\n"));
@@ -43,7 +52,7 @@ impl TestCluster {
             dir: tempfile::Builder::new().prefix("upgrade-e2e-").tempdir().expect("scratch dir"),
             sshd: TestSshd::start(),
             other_sshd: None,
-            etcd: TestEtcd::start(),
+            etcd,
             fake: FakeCluster::init(&spec),
             nodes: nodes.iter().map(|(n, _)| n.to_string()).collect(),
             all_vars: Vec::new(),
@@ -137,7 +146,7 @@ fn snapshot_dirs(root: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_full_upgrade_backs_up_etcd_then_masters_one_at_a_time_then_nodes_in_batches() {
     let list = nodes(6, "region=a");
-    let cluster = TestCluster::new(&spec(&list)).var("upgrade_nodes_serial: \"50%\"");
+    let cluster = TestCluster::with_real_etcd(&spec(&list)).var("upgrade_nodes_serial: \"50%\"");
     let run = cluster.upgrade(&[]).expect_code(0);
     let run = run.stdout_has("etcd snapshot verified").stdout_has("result: success");
 

@@ -1,5 +1,8 @@
 //! A real etcd (Debian's etcd-server) for the end-to-end tests: started on free loopback ports with a temp data dir,
-//! plain http, killed on drop.
+//! plain http, killed on drop. Or, for the many tests that check what a run does around the backup rather than the
+//! snapshot itself, the demo's stand-in etcdctl (`TestEtcd::stand_in`): no process, and a run's `etcdctl snapshot
+//! save` writes a file that its `snapshot status` recognises. The tests of the snapshot, the restore and the golden
+//! output start a real one.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -7,7 +10,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct TestEtcd {
-    child: Child,
+    /// None: the stand-in etcdctl answers, nothing runs.
+    child: Option<Child>,
     dir: tempfile::TempDir,
     endpoint: String,
     /// etcd's arguments, for `start_command`.
@@ -21,6 +25,11 @@ pub fn etcd_binary() -> PathBuf {
 
 pub fn etcdctl_binary() -> PathBuf {
     std::env::var_os("ETCDCTL_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/etcdctl"))
+}
+
+/// The demo's stand-in etcdctl (inventories/demo/bin/etcdctl).
+pub fn stand_in_etcdctl() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("inventories/demo/bin/etcdctl")
 }
 
 fn free_port() -> u16 {
@@ -48,7 +57,7 @@ impl MemberSpec {
     }
 
     /// Starts this member of the cluster `initial_cluster` (`name=peer,...`).
-    fn spawn(self, initial_cluster: &str) -> TestEtcd {
+    fn spawn(self, initial_cluster: &str, own_group: bool) -> TestEtcd {
         let binary = etcd_binary();
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log file");
         let args = vec![
@@ -64,7 +73,11 @@ impl MemberSpec {
             // writes do not wait on the disk that every other test thread shares (etcd 3.4.23 has the flag too).
             "--unsafe-no-fsync".to_string(),
         ];
-        let child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        if own_group {
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        }
+        let child = command
             .args(&args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
@@ -72,21 +85,57 @@ impl MemberSpec {
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", binary.display()));
         std::fs::write(self.dir.path().join("etcd.pid"), child.id().to_string()).expect("pid file");
-        TestEtcd { child, dir: self.dir, endpoint: self.endpoint, args }
+        TestEtcd { child: Some(child), dir: self.dir, endpoint: self.endpoint, args }
     }
 }
 
 impl TestEtcd {
+    /// No etcd: the demo's stand-in etcdctl, which a run's backup and health checks talk to as to one member on
+    /// `http://127.0.0.1:2379`. What needs a real member (its data directory, stop and start commands, restore
+    /// flags) panics saying to start a real one.
+    pub fn stand_in() -> TestEtcd {
+        let dir = tempfile::Builder::new().prefix("test-etcd-").tempdir().expect("temp dir");
+        TestEtcd { child: None, dir, endpoint: "http://127.0.0.1:2379".to_string(), args: Vec::new() }
+    }
+
+    /// The etcdctl a run is given (`upgrade_etcdctl`): the real one, or the stand-in.
+    pub fn etcdctl_path(&self) -> PathBuf {
+        if self.child.is_some() { etcdctl_binary() } else { stand_in_etcdctl() }
+    }
+
+    /// Panics when this is the stand-in: `what` needs a real member.
+    fn real(&self, what: &str) {
+        assert!(
+            self.child.is_some(),
+            "{what} needs a real etcd: this test's is the stand-in etcdctl (TestCluster::with_real_etcd starts one)"
+        );
+    }
+
     /// Starts etcd and waits until `etcdctl endpoint health` says so, then writes a few keys so that a snapshot
     /// holds data. Panics with etcd's log when it does not come up.
     pub fn start() -> TestEtcd {
         TestEtcd::start_cluster(1).pop().expect("one member")
     }
 
+    /// `start`, the process in a process group of its own: an etcd that outlives the test process that started it
+    /// (a shared control plane's, tests/support/control_plane_pool.rs), which stops it by its pid.
+    pub fn start_in_own_process_group() -> TestEtcd {
+        TestEtcd::start_members(1, true).pop().expect("one member")
+    }
+
+    /// The etcd process's pid (0 for the stand-in).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// Starts a cluster of `members` etcd processes (`e1`, `e2`, ...) on loopback, each with its own ports, data
     /// directory, stop and start commands, waits until every one answers `endpoint health`, then writes the sample
     /// keys. Panics with the logs when they do not come up.
     pub fn start_cluster(members: usize) -> Vec<TestEtcd> {
+        TestEtcd::start_members(members, false)
+    }
+
+    fn start_members(members: usize, own_group: bool) -> Vec<TestEtcd> {
         let binary = etcd_binary();
         assert!(
             binary.exists(),
@@ -101,7 +150,7 @@ impl TestEtcd {
                 .collect();
             let initial: Vec<String> = specs.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect();
             let initial = initial.join(",");
-            let mut cluster: Vec<TestEtcd> = specs.into_iter().map(|m| m.spawn(&initial)).collect();
+            let mut cluster: Vec<TestEtcd> = specs.into_iter().map(|m| m.spawn(&initial, own_group)).collect();
             if cluster.iter_mut().all(|m| m.wait_healthy(Duration::from_secs(30))) {
                 cluster[0].put_sample_keys();
                 return cluster;
@@ -137,6 +186,7 @@ impl TestEtcd {
 
     /// etcd's data directory.
     pub fn data_dir(&self) -> PathBuf {
+        self.real("its data directory");
         self.dir.path().join("data")
     }
 
@@ -152,6 +202,7 @@ impl TestEtcd {
     /// A shell command that stops this etcd (whichever process runs it now) and returns once it has exited: the
     /// stand-in for `systemctl stop etcd` in a restore.
     pub fn stop_command(&self) -> String {
+        self.real("a stop command");
         let pid = self.pid_file().display().to_string();
         // The first process is this test's child: once dead it stays a zombie until reaped, so "gone" means absent
         // or in state Z.
@@ -163,6 +214,7 @@ impl TestEtcd {
     /// A shell command that starts etcd again with the same flags and data directory, in the background (the
     /// stand-in for `systemctl start etcd`); the process is killed when this value is dropped.
     pub fn start_command(&self) -> String {
+        self.real("a start command");
         let args: Vec<String> = self.args.iter().map(|a| format!("'{a}'")).collect();
         format!(
             "setsid {} {} >> {} 2>&1 < /dev/null & echo $! > {}",
@@ -175,6 +227,7 @@ impl TestEtcd {
 
     /// The `etcdctl snapshot restore` flags that make the restored member this one (name, peer URL, cluster).
     pub fn restore_flags(&self) -> String {
+        self.real("the restore flags");
         format!(
             "--name {} --initial-cluster {} --initial-advertise-peer-urls {}",
             self.name(),
@@ -185,19 +238,20 @@ impl TestEtcd {
 
     /// Runs `etcdctl --endpoints=THIS ARGS` (API v3).
     pub fn etcdctl(&self, args: &[&str]) -> Output {
-        Command::new(etcdctl_binary())
+        let etcdctl = self.etcdctl_path();
+        Command::new(&etcdctl)
             .env("ETCDCTL_API", "3")
             .arg(format!("--endpoints={}", self.endpoint))
             .arg("--dial-timeout=2s")
             .args(args)
             .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", etcdctl_binary().display()))
+            .unwrap_or_else(|e| panic!("run {}: {e}", etcdctl.display()))
     }
 
     fn wait_healthy(&mut self, within: Duration) -> bool {
         let start = Instant::now();
         while start.elapsed() < within {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
                 return false;
             }
             if self.etcdctl(&["endpoint", "health"]).status.success() {
@@ -208,21 +262,44 @@ impl TestEtcd {
         false
     }
 
+    /// A few keys, so that a snapshot holds data: one transaction (one etcdctl, one write to the log), not a put each.
     fn put_sample_keys(&self) {
+        let value = "value ".repeat(50);
+        let mut requests = String::from("\n");
         for i in 0..20 {
-            let out = self.etcdctl(&["put", &format!("/registry/test/key-{i:02}"), &"value ".repeat(50)]);
-            assert!(out.status.success(), "etcdctl put: {}", String::from_utf8_lossy(&out.stderr));
+            requests.push_str(&format!("put /registry/test/key-{i:02} \"{}\"\n", value.trim_end()));
         }
+        requests.push_str("\n\n");
+        let mut txn = Command::new(self.etcdctl_path())
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", self.endpoint))
+            .args(["txn", "--interactive=false"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run etcdctl txn");
+        std::io::Write::write_all(txn.stdin.as_mut().expect("stdin"), requests.as_bytes()).expect("etcdctl txn stdin");
+        drop(txn.stdin.take());
+        let out = txn.wait_with_output().expect("etcdctl txn");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && said.starts_with("SUCCESS"),
+            "etcdctl txn: {said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
 impl Drop for TestEtcd {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let Some(child) = self.child.as_mut() else { return };
+        let _ = child.kill();
+        let _ = child.wait();
+        let first = child.id();
         // An etcd started again by `start_command`.
         if let Some(pid) = std::fs::read_to_string(self.pid_file()).ok().and_then(|p| p.trim().parse::<i32>().ok()) {
-            if pid as u32 != self.child.id() {
+            if pid as u32 != first {
                 let _ = Command::new("kill").arg(pid.to_string()).status();
             }
         }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod apiserver;
+pub mod control_plane_pool;
 pub mod debian_host;
 pub mod demo;
 pub mod etcd;
@@ -355,7 +356,7 @@ pub fn cluster_vars(fake: &fake_cluster::FakeCluster, etcd: &etcd::TestEtcd) -> 
     for (k, v) in fake.command_vars() {
         text.push_str(&format!("    {k}: \"{v}\"\n"));
     }
-    text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", etcd::etcdctl_binary().display()));
+    text.push_str(&format!("    upgrade_etcdctl: \"{}\"\n", etcd.etcdctl_path().display()));
     text.push_str(&format!("    upgrade_etcd_endpoints: \"{}\"\n", etcd.endpoints()));
     text.push_str("    upgrade_etcd_cacert: \"\"\n    upgrade_etcd_cert: \"\"\n    upgrade_etcd_key: \"\"\n");
     text.push_str("    upgrade_etcd_backup_dir: \"{{ host_root }}/etcd-backups\"\n");
