@@ -43,7 +43,7 @@ fn found<'a>(report: &'a Value, what: &str, place: &str) -> Option<&'a Value> {
 /// nothing touched; acknowledged, it goes on, and the journal and the summary (in the JSON events) say so.
 #[test]
 fn a_policy_v1beta1_client_refuses_1_24_to_1_25_until_the_minor_is_acknowledged() {
-    let Some(cluster) = RealCluster::at(V1_24, &["m1"], &[("n1", V1_24)]) else { return };
+    let Some(cluster) = RealCluster::at_on_its_own_control_plane(V1_24, &["m1"], &[("n1", V1_24)]) else { return };
     let metrics = KubeApi::start(&[]);
     metrics.saw_deprecated_api("policy", "v1beta1", "podsecuritypolicies", "1.25");
     let cluster = cluster
@@ -85,7 +85,7 @@ fn a_policy_v1beta1_client_refuses_1_24_to_1_25_until_the_minor_is_acknowledged(
 #[test]
 fn a_removed_api_server_flag_in_kubeadm_config_refuses_1_23_to_1_24_until_the_minor_is_acknowledged() {
     const V1_23: &str = "v1.23.17";
-    let Some(cluster) = RealCluster::at(V1_23, &["m1"], &[("n1", V1_23)]) else { return };
+    let Some(cluster) = RealCluster::at_on_its_own_control_plane(V1_23, &["m1"], &[("n1", V1_23)]) else { return };
     // Without the ConfigMap a kubeadm cluster's configuration cannot be read: said, never "nothing found".
     cluster.api.ok(&["-n", "kube-system", "delete", "configmap", "kubeadm-config"]);
     let metrics = format!("upgrade_api_removals_metrics_url: \"{}\"", cluster.api.url());
@@ -133,7 +133,10 @@ fn a_removed_api_server_flag_in_kubeadm_config_refuses_1_23_to_1_24_until_the_mi
 /// deprecated version requested with kubectl, and a second master whose /metrics is forbidden: unreadable, said so.
 #[test]
 fn check_apis_names_what_the_cluster_stores_applies_is_asked_and_runs_on_and_what_it_could_not_read() {
-    let Some(cluster) = RealCluster::at(V1_24, &["m1", "m2"], &[("n1", V1_24), ("n2", V1_24)]) else { return };
+    let Some(cluster) = RealCluster::at_on_its_own_control_plane(V1_24, &["m1", "m2"], &[("n1", V1_24), ("n2", V1_24)])
+    else {
+        return;
+    };
     let forbidden = KubeApi::start(&[]);
     forbidden.forbid_metrics();
     let dir = cluster.dir.path().display().to_string();

@@ -49,9 +49,31 @@ impl RealCluster {
         RealCluster::between(masters, nodes, old, TARGET).map(|c| c.var("upgrade_master_api_version_command: \"\""))
     }
 
-    /// Masters whose kubelets report `from`, a run to `target`.
-    fn between(masters: &[&str], nodes: &[(&str, &str)], from: &str, target: &'static str) -> Option<RealCluster> {
+    /// `at` on a control plane of this test's own, never shared: for a test whose requests the API server counts in
+    /// what a later test reads (a deprecated API requested shows in every later run's gate on removed APIs).
+    pub(crate) fn at_on_its_own_control_plane(
+        old: &str,
+        masters: &[&str],
+        nodes: &[(&str, &str)],
+    ) -> Option<RealCluster> {
         let api = KubeControlPlane::start()?;
+        let cluster = RealCluster::on(api, masters, nodes, old, TARGET);
+        Some(cluster.var("upgrade_master_api_version_command: \"\""))
+    }
+
+    /// Masters whose kubelets report `from`, a run to `target`, on a control plane shared with the tests before and
+    /// after this one (reset in between: KubeControlPlane::shared).
+    fn between(masters: &[&str], nodes: &[(&str, &str)], from: &str, target: &'static str) -> Option<RealCluster> {
+        Some(RealCluster::on(KubeControlPlane::shared()?, masters, nodes, from, target))
+    }
+
+    fn on(
+        api: KubeControlPlane,
+        masters: &[&str],
+        nodes: &[(&str, &str)],
+        from: &str,
+        target: &'static str,
+    ) -> RealCluster {
         let dir = tempfile::Builder::new().prefix("upgrade-real-api-").tempdir().expect("temp dir");
         for m in masters {
             api.add_node(m, from, &[("node-role.kubernetes.io/control-plane", "")]);
@@ -86,7 +108,7 @@ impl RealCluster {
             target,
         };
         cluster.write_stand_ins();
-        Some(cluster)
+        cluster
     }
 
     pub(crate) fn var(mut self, line: &str) -> RealCluster {

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use super::control_plane_pool::{self, Slot};
 use super::etcd::TestEtcd;
 
 /// The version scripts/build-k8s builds (its PRIMARY_VERSION).
@@ -76,25 +77,181 @@ pub fn kubectl_binary() -> PathBuf {
 }
 
 pub struct KubeControlPlane {
-    dir: tempfile::TempDir,
-    _etcd: TestEtcd,
+    dir: PathBuf,
+    /// A plane of this test's own: its directory, removed with it.
+    _own_dir: Option<tempfile::TempDir>,
+    /// A plane of this test's own: its etcd, stopped with it.
+    _etcd: Option<TestEtcd>,
+    etcd_endpoint: String,
+    /// The processes stopped with this value: every component of a plane of this test's own, or what a test added
+    /// to a shared plane (`start_api_server`).
     children: Vec<(String, Child)>,
+    /// A shared plane (control_plane_pool): the slot this test holds, its components left running for the next.
+    slot: Option<Slot>,
     url: String,
     admin_kubeconfig: PathBuf,
     upgrade_kubeconfig: PathBuf,
 }
 
 impl KubeControlPlane {
-    /// Starts etcd, the API server (waiting for /readyz), the controller manager, the scheduler and kwok. `None`
-    /// (after one line on stderr) when the binaries are not built, unless `CI` is set.
+    /// Starts etcd, the API server (waiting for /readyz), the controller manager, the scheduler and kwok, for this
+    /// test alone. `None` (after one line on stderr) when the binaries are not built, unless `CI` is set.
     pub fn start() -> Option<KubeControlPlane> {
-        let files: Vec<&str> = BINARIES.iter().copied().chain(["kwok-stages.yaml"]).collect();
-        if skipped_for_missing(&binaries_dir(), &files, "scripts/build-k8s").is_some() {
+        if KubeControlPlane::missing_binaries() {
             return None;
         }
         let dir = tempfile::Builder::new().prefix("test-kube-").tempdir().expect("temp dir");
+        let path = dir.path().to_path_buf();
         let etcd = TestEtcd::start();
-        let d = dir.path();
+        let endpoint = etcd.endpoints().to_string();
+        Some(KubeControlPlane::boot(&path, Some(dir), Some(etcd), endpoint))
+    }
+
+    /// A control plane as `start` leaves one, shared with the tests before and after this one under nextest (one
+    /// test at a time: control_plane_pool), reset to that state before it is handed over; under `cargo test` a plane
+    /// of this test's own. For the tests that do not change the plane's processes or what it counts in /metrics
+    /// (requests to deprecated APIs).
+    pub fn shared() -> Option<KubeControlPlane> {
+        if KubeControlPlane::missing_binaries() {
+            return None;
+        }
+        let Some(slot) = control_plane_pool::slot() else { return KubeControlPlane::start() };
+        if let Some(record) = slot.record() {
+            let mut plane = KubeControlPlane {
+                admin_kubeconfig: record.dir.join("admin.kubeconfig"),
+                upgrade_kubeconfig: record.dir.join("upgrade.kubeconfig"),
+                dir: record.dir.clone(),
+                _own_dir: None,
+                _etcd: None,
+                etcd_endpoint: record.etcd_endpoint.clone(),
+                children: Vec::new(),
+                slot: None,
+                url: record.url.clone(),
+            };
+            let kwok_pid = *record.pids.last().expect("the plane's processes, kwok last");
+            match plane.reset(kwok_pid) {
+                Ok(kwok) => {
+                    let mut pids = record.pids.clone();
+                    *pids.last_mut().expect("kwok") = kwok;
+                    slot.update(&control_plane_pool::Record { pids, ..record });
+                    plane.slot = Some(slot);
+                    return Some(plane);
+                }
+                Err(why) => {
+                    eprintln!("the shared control plane could not be reset ({why}): a new one boots");
+                    slot.discard(Some(&record));
+                }
+            }
+        }
+        let dir = slot.plane_dir();
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the plane's directory");
+        let etcd = TestEtcd::start_in_own_process_group();
+        let (etcd_endpoint, etcd_pid, etcd_dir) =
+            (etcd.endpoints().to_string(), etcd.pid(), etcd.scratch_dir().to_path_buf());
+        // Left running for the next test: not stopped with this value.
+        std::mem::forget(etcd);
+        let mut plane = KubeControlPlane::boot(&dir, None, None, etcd_endpoint.clone());
+        let mut pids = vec![etcd_pid];
+        pids.extend(plane.children.drain(..).map(|(_, child)| child.id()));
+        let record =
+            control_plane_pool::Record { url: plane.url.clone(), etcd_endpoint, dir: dir.clone(), etcd_dir, pids };
+        slot.save(&record);
+        plane.slot = Some(slot);
+        Some(plane)
+    }
+
+    /// Puts a shared plane back to what a boot leaves, for the next test: no node, no CSR, no namespace of a test's,
+    /// none of the objects a test makes in the system namespaces (workloads, budgets, pods, events, the lock, the
+    /// kubeadm configuration, node leases, roles not of the bootstrap), then checks that it is so. Err says what
+    /// was left (the plane is then stopped and a new one boots).
+    fn reset(&mut self, kwok_pid: u32) -> Result<u32, String> {
+        let ready = self.kubectl(&["get", "--raw", "/readyz"]);
+        if !ready.status.success() {
+            return Err(format!("not ready: {}", String::from_utf8_lossy(&ready.stderr).trim()));
+        }
+        const SYSTEM: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+        let namespaces = self.kubectl(&["get", "namespaces", "-o", "name"]);
+        for ns in String::from_utf8_lossy(&namespaces.stdout).lines() {
+            let name = ns.trim_start_matches("namespace/");
+            if !SYSTEM.contains(&name) {
+                self.kubectl(&["delete", "namespace", name, "--wait=false"]);
+            }
+        }
+        let delete = |args: &[&str]| {
+            let out = self.kubectl(&[&["delete", "--ignore-not-found", "--wait=false"], args].concat());
+            if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_string()) }
+        };
+        delete(&["nodes,certificatesigningrequests", "--all"])?;
+        delete(&["clusterroles,clusterrolebindings", "-l", "!kubernetes.io/bootstrapping"])?;
+        for ns in SYSTEM {
+            let workloads = "deployments,replicasets,daemonsets,statefulsets,jobs,poddisruptionbudgets,events";
+            delete(&["-n", ns, workloads, "--all"])?;
+            delete(&["-n", ns, "pods", "--all", "--force", "--grace-period=0"])?;
+            delete(&["-n", ns, "roles,rolebindings", "-l", "!kubernetes.io/bootstrapping"])?;
+            // The API servers' own identity leases stay; a node's lease, the run's lock, go.
+            delete(&["-n", ns, "leases", "-l", "!apiserver.kubernetes.io/identity"])?;
+            let configmaps = self.kubectl(&["get", "-n", ns, "configmaps", "-o", "name"]);
+            for cm in String::from_utf8_lossy(&configmaps.stdout).lines() {
+                let name = cm.trim_start_matches("configmap/");
+                let of_the_api_server = ["kube-root-ca.crt", "extension-apiserver-authentication"].contains(&name)
+                    || name.starts_with("kube-apiserver-");
+                if !of_the_api_server {
+                    delete(&["-n", ns, "configmap", name])?;
+                }
+            }
+        }
+        // What the controllers remove after the deletes (pods of deleted workloads, terminating namespaces): gone
+        // within seconds, or the plane is not reused.
+        let started = Instant::now();
+        loop {
+            let left = self.kubectl(&[
+                "get",
+                "nodes,pods,deployments,replicasets,daemonsets,poddisruptionbudgets,\
+                certificatesigningrequests",
+                "--all-namespaces",
+                "-o",
+                "name",
+            ]);
+            let namespaces = self.kubectl(&["get", "namespaces", "-o", "name"]);
+            let mut what: Vec<String> = String::from_utf8_lossy(&left.stdout).lines().map(str::to_string).collect();
+            what.extend(
+                String::from_utf8_lossy(&namespaces.stdout)
+                    .lines()
+                    .filter(|ns| !SYSTEM.contains(&ns.trim_start_matches("namespace/")))
+                    .map(str::to_string),
+            );
+            if left.status.success() && namespaces.status.success() && what.is_empty() {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                return Err(format!("left after 30 s: {}", what.join(", ")));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        // A new kwok: the last one keeps what it knew of the nodes of the same names (their leases, their stages),
+        // and would play it onto this test's.
+        let _ = Command::new("kill").arg("-KILL").arg(kwok_pid.to_string()).status();
+        let kwok = self.kwok_args();
+        self.spawn_in("kwok", &binaries_dir().join("kwok"), &kwok, true);
+        let (_, child) = self.children.pop().expect("kwok");
+        Ok(child.id())
+    }
+
+    fn missing_binaries() -> bool {
+        let files: Vec<&str> = BINARIES.iter().copied().chain(["kwok-stages.yaml"]).collect();
+        skipped_for_missing(&binaries_dir(), &files, "scripts/build-k8s").is_some()
+    }
+
+    /// Boots a plane in `d` over the etcd at `etcd_endpoint`: `etcd`, this test's own, or a shared plane's (without
+    /// `etcd`), whose processes get a process group of their own so that they outlive the test process.
+    fn boot(
+        d: &Path,
+        own_dir: Option<tempfile::TempDir>,
+        etcd: Option<TestEtcd>,
+        etcd_endpoint: String,
+    ) -> KubeControlPlane {
+        let shared = etcd.is_none();
         openssl(&["genrsa", "-out", &d.join("sa.key").to_string_lossy(), "2048"]);
         openssl(&[
             "rsa",
@@ -136,14 +293,20 @@ impl KubeControlPlane {
             url: url.clone(),
             children: Vec::new(),
             _etcd: etcd,
-            dir,
+            etcd_endpoint,
+            dir: d.to_path_buf(),
+            _own_dir: own_dir,
+            slot: None,
         };
         write_kubeconfig(&plane.admin_kubeconfig, &url, "admin-token");
         write_kubeconfig(&plane.upgrade_kubeconfig, &url, "upgrade-token");
-        let d = plane.dir.path().to_path_buf();
+        let d = plane.dir.clone();
         let path = |name: &str| d.join(name).to_string_lossy().into_owned();
         let args = plane.api_server_args(port, "apiserver-certs");
-        plane.spawn("kube-apiserver", &binaries_dir().join("kube-apiserver"), &args);
+        let spawn = |plane: &mut KubeControlPlane, name: &str, program: &Path, args: &[String]| {
+            plane.spawn_in(name, program, args, shared)
+        };
+        spawn(&mut plane, "kube-apiserver", &binaries_dir().join("kube-apiserver"), &args);
         plane.wait_ready();
         let admin = plane.admin_kubeconfig.display().to_string();
         let mut controller_manager = component_args(&admin);
@@ -160,21 +323,30 @@ impl KubeControlPlane {
                  serviceaccount,serviceaccount-token,namespace"
                 .to_string(),
         ]);
-        plane.spawn_built("kube-controller-manager", &controller_manager);
-        let scheduler = component_args(&admin);
-        plane.spawn_built("kube-scheduler", &scheduler);
-        plane.spawn_built(
-            "kwok",
-            &[
-                format!("--kubeconfig={}", plane.admin_kubeconfig.display()),
-                format!("--config={}", binaries_dir().join("kwok-stages.yaml").display()),
-                "--manage-all-nodes=false".to_string(),
-                format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
-                format!("--server-address=127.0.0.1:{}", free_port()),
-                "--node-lease-duration-seconds=40".to_string(),
-            ],
+        spawn(
+            &mut plane,
+            "kube-controller-manager",
+            &binaries_dir().join("kube-controller-manager"),
+            &controller_manager,
         );
-        Some(plane)
+        let scheduler = component_args(&admin);
+        spawn(&mut plane, "kube-scheduler", &binaries_dir().join("kube-scheduler"), &scheduler);
+        let kwok = plane.kwok_args();
+        spawn(&mut plane, "kwok", &binaries_dir().join("kwok"), &kwok);
+        plane
+    }
+
+    /// kwok's flags: the nodes a test gives the annotation, kwok's own stages (Ready nodes with leases, pods
+    /// Running and Ready, deleted pods gone).
+    fn kwok_args(&self) -> Vec<String> {
+        vec![
+            format!("--kubeconfig={}", self.admin_kubeconfig.display()),
+            format!("--config={}", binaries_dir().join("kwok-stages.yaml").display()),
+            "--manage-all-nodes=false".to_string(),
+            format!("--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake"),
+            format!("--server-address=127.0.0.1:{}", free_port()),
+            "--node-lease-duration-seconds=40".to_string(),
+        ]
     }
 
     /// Another kube-apiserver, of `version` (`NEXT_K8S_VERSION`), over this control plane's etcd with its tokens,
@@ -189,8 +361,8 @@ impl KubeControlPlane {
         let port = free_port();
         let url = format!("https://127.0.0.1:{port}");
         let server = ApiServer {
-            admin_kubeconfig: self.dir.path().join(format!("admin-{version}.kubeconfig")),
-            upgrade_kubeconfig: self.dir.path().join(format!("upgrade-{version}.kubeconfig")),
+            admin_kubeconfig: self.dir.join(format!("admin-{version}.kubeconfig")),
+            upgrade_kubeconfig: self.dir.join(format!("upgrade-{version}.kubeconfig")),
             url: url.clone(),
         };
         write_kubeconfig(&server.admin_kubeconfig, &url, "admin-token");
@@ -222,9 +394,9 @@ impl KubeControlPlane {
     /// The flags of every kube-apiserver of this control plane: its etcd, its tokens (static: admin, upgrade, one
     /// kubelet per node name), RBAC,Node, its service-account keys; the serving certificate self-signed in `certs`.
     fn api_server_args(&self, port: u16, certs: &str) -> Vec<String> {
-        let path = |name: &str| self.dir.path().join(name).to_string_lossy().into_owned();
+        let path = |name: &str| self.dir.join(name).to_string_lossy().into_owned();
         vec![
-            format!("--etcd-servers={}", self._etcd.endpoints()),
+            format!("--etcd-servers={}", self.etcd_endpoint),
             format!("--secure-port={port}"),
             "--bind-address=127.0.0.1".into(),
             "--advertise-address=127.0.0.1".into(),
@@ -243,15 +415,20 @@ impl KubeControlPlane {
         ]
     }
 
-    /// Starts one of the binaries scripts/build-k8s built (K8S_VERSION's).
-    fn spawn_built(&mut self, binary: &str, args: &[String]) {
-        self.spawn(binary, &binaries_dir().join(binary), args);
+    /// Starts `program` as the component `name`, its output in `name.log`, stopped with this value.
+    fn spawn(&mut self, name: &str, program: &Path, args: &[String]) {
+        self.spawn_in(name, program, args, false);
     }
 
-    /// Starts `program` as the component `name`, its output in `name.log`.
-    fn spawn(&mut self, name: &str, program: &Path, args: &[String]) {
-        let log = std::fs::File::create(self.dir.path().join(format!("{name}.log"))).expect("log file");
-        let child = Command::new(program)
+    /// `spawn`, in a process group of its own when `own_group` (a shared plane's component, which outlives the test
+    /// process and whatever signals its group).
+    fn spawn_in(&mut self, name: &str, program: &Path, args: &[String], own_group: bool) {
+        let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).expect("log file");
+        let mut command = Command::new(program);
+        if own_group {
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        }
+        let child = command
             .args(args)
             // Debian's etcd (3.4.23) has no watch progress requests, so the API server serves no watch-list streams
             // ("the required storage feature RequestWatchProgress is disabled"): the clients (the controller manager,
@@ -288,7 +465,7 @@ impl KubeControlPlane {
 
     /// The last part of a component's log, for a failure message.
     pub fn log(&self, component: &str) -> String {
-        let text = std::fs::read_to_string(self.dir.path().join(format!("{component}.log"))).unwrap_or_default();
+        let text = std::fs::read_to_string(self.dir.join(format!("{component}.log"))).unwrap_or_default();
         let start = text.len().saturating_sub(3000);
         text[text.char_indices().map(|(i, _)| i).find(|i| *i >= start).unwrap_or(0)..].to_string()
     }
@@ -430,7 +607,7 @@ impl KubeControlPlane {
 
     /// The client URL of the control plane's own etcd (an etcd backup of the real cluster's data).
     pub fn etcd_endpoints(&self) -> &str {
-        self._etcd.endpoints()
+        &self.etcd_endpoint
     }
 
     /// The node's JSON as the API server has it.
@@ -448,7 +625,7 @@ impl KubeControlPlane {
     }
 
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.dir
     }
 }
 
@@ -484,7 +661,8 @@ impl ApiServer {
 
 impl Drop for KubeControlPlane {
     fn drop(&mut self) {
-        // The consumers first, the API server last (etcd goes with `_etcd`).
+        // The consumers first, the API server last (etcd goes with `_etcd`). A shared plane's own components are not
+        // among them: they wait for the slot's next test.
         for (_, child) in self.children.iter_mut().rev() {
             let _ = child.kill();
             let _ = child.wait();
