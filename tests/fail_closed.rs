@@ -81,16 +81,14 @@ fn with_certificate(printed: &str) -> TestCluster {
 fn a_certificate_end_date_that_cannot_be_read_stops_preflight_unless_told_to_warn() {
     // One shape end to end (with escapes, which the message must not print); every other unreadable shape is the
     // parser's unit test (phase::certificates: an openssl end date that cannot be read ...).
-    for printed in ["notAfter=\u{1b}[31m\u{1b}[0m"] {
-        let cluster = with_certificate(printed);
-        let run = cluster.upgrade(&[]).expect_code(1);
-        let run =
-            run.stderr_has("the expiry of 4 certificate(s) could not be read").stderr_has("ca.crt: could not read");
-        let run = run.stderr_has("upgrade_certificate_expiry_unreadable: warn");
-        assert!(!run.stderr.contains('\u{1b}'), "printed without escapes\n{run}");
-        assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched: {printed:?}");
-        assert_eq!(cluster.fake.upgrades("m1"), 0);
-    }
+    let printed = "notAfter=\u{1b}[31m\u{1b}[0m";
+    let cluster = with_certificate(printed);
+    let run = cluster.upgrade(&[]).expect_code(1);
+    let run = run.stderr_has("the expiry of 4 certificate(s) could not be read").stderr_has("ca.crt: could not read");
+    let run = run.stderr_has("upgrade_certificate_expiry_unreadable: warn");
+    assert!(!run.stderr.contains('\u{1b}'), "printed without escapes\n{run}");
+    assert!(cluster.fake.calls().iter().all(|c| c.action != "cordon"), "nothing was touched: {printed:?}");
+    assert_eq!(cluster.fake.upgrades("m1"), 0);
     // OpenSSL 3's `-dateopt iso_8601` shape is read: a certificate that expired in 2020 stops the run as expired.
     let cluster = with_certificate("notAfter=2020-01-01 00:00:00Z");
     cluster.upgrade(&[]).expect_code(1).stderr_has("ca.crt expires 2020-01-01 00:00:00 UTC (expired)");

@@ -250,17 +250,17 @@ fn a_hung_preflight_call_is_cut_at_the_end_of_the_grace_period(call: &str) {
     wait_until("the cluster call hangs", Duration::from_secs(60), || demo.path("hanging").exists());
     child.signal(libc::SIGTERM);
     let signalled = Instant::now();
-    let deadline = signalled + Duration::from_secs(13);
+    // The call stays hung until the test removes `stuck`: the run must end by itself, the call cut.
+    let deadline = signalled + Duration::from_secs(60);
     while child.try_wait().expect("poll").is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
+    let ended_by_itself = child.try_wait().expect("poll").is_some();
     let elapsed = signalled.elapsed();
     let _ = std::fs::remove_file(demo.path("stuck"));
     let out = child.finish_within(Duration::from_secs(60));
-    assert!(
-        elapsed < Duration::from_secs(13),
-        "exits within a few seconds of the 3 s grace period: {elapsed:?}\n{out}"
-    );
+    assert!(ended_by_itself, "the run ended while the call was still hung: it was cut\n{out}");
+    // A lower bound only (a loaded machine makes it later, never earlier): the grace period is given in full.
     assert!(elapsed >= Duration::from_secs(3), "not before the grace period: {elapsed:?}\n{out}");
     assert_eq!(out.code, 130, "{out}");
     let touched = calls_that_touch(&demo);

@@ -206,12 +206,11 @@ async fn a_host_that_never_answers_times_out() {
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut vars = sshd.vars_json("silent");
     vars.insert("ansible_port".into(), silent.local_addr().unwrap().port().into());
-    let started = Instant::now();
+    // Without the timeout this would wait for ever (and nextest stop it): that it returns, saying so, is the check.
     let quick = ConnectOptions { connect_timeout: Duration::from_secs(1), ..options() };
     let err = open("silent", &vars, &quick).await.err();
     let Some(ConnectionError::Unreachable(message)) = &err else { panic!("expected unreachable, got {err:?}") };
     assert!(message.to_lowercase().contains("timed out"), "{message}");
-    assert!(started.elapsed() < Duration::from_secs(15), "gave up after {:?}", started.elapsed());
 }
 
 /// Whether a process whose command line contains `pattern` runs on this machine (the test hosts are local).
@@ -238,10 +237,9 @@ async fn a_command_past_its_timeout_fails_and_stops_on_the_host() {
     let conn = connect(&sshd, "node1").await;
     let seconds = 100_000 + u32::from(sshd.port());
     let marker = format!("sleep {seconds}");
-    let started = Instant::now();
+    // The command would run for more than a day: the timeout is what ends it.
     let err = conn.exec(&format!("{marker}; echo never"), None, Some(Duration::from_secs(1))).await.unwrap_err();
     assert_eq!(err, ConnectionError::Timeout(Duration::from_secs(1)));
-    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
     assert!(gone_within(&marker, Duration::from_secs(3)).await, "`{marker}` still runs on the host");
     // The connection stays usable, and the run-wide default applies to commands without their own limit.
     assert_eq!(conn.exec("true", None, Some(Duration::from_secs(5))).await.unwrap().status, 0);

@@ -202,12 +202,11 @@ mod tests {
             sink.lock().unwrap().extend_from_slice(bytes);
             Ok(())
         });
-        let started = Instant::now();
+        // The reader is let go only after these writes: a writer that waited for it would never get past them.
         let mut out = queue.writer();
         for i in 0..1000 {
             writeln!(out, "line {i}").unwrap();
         }
-        assert!(started.elapsed() < Duration::from_secs(5), "writing never waits for the reader");
         assert!(queue.drain(Duration::from_millis(100)) > 0, "a reader that takes nothing is given up on");
         release.send(()).unwrap();
         assert_eq!(queue.drain(Duration::from_secs(30)), 0);

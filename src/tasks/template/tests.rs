@@ -259,11 +259,10 @@ fn a_list_variable_that_refers_to_itself_stops_at_once_instead_of_branching() {
     let t = Templar::new();
     let item = "{{ x }}";
     let vars = Vars::new(json!({"x": [item, item, item, item, item, item], "y": "{{ x }}"}));
-    let started = std::time::Instant::now();
-    // Inside itself, x reads as undefined: the items do not render x again (6^32 renders before this guard).
+    // Inside itself, x reads as undefined: the items do not render x again (6^32 renders before this guard, which a
+    // test run would not see the end of).
     let _ = t.render_str("{{ x }}", &vars);
     let _ = t.render_str("{{ y | length }}", &vars);
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "answered at once");
 }
 
 #[test]
