@@ -47,13 +47,13 @@ pub fn slot() -> Option<Slot> {
     };
     for i in 0..SLOTS {
         let (lock, dir) = open(i);
-        if lock.try_lock().is_ok() {
+        if flock(&lock, libc::LOCK_EX | libc::LOCK_NB) {
             return Some(Slot { _lock: lock, dir });
         }
     }
     // More tests than slots (a group raised, another runner's filter): wait for one.
     let (lock, dir) = open(std::process::id() as usize % SLOTS);
-    lock.lock().expect("lock a slot");
+    assert!(flock(&lock, libc::LOCK_EX), "lock a slot: {}", std::io::Error::last_os_error());
     Some(Slot { _lock: lock, dir })
 }
 
@@ -108,6 +108,13 @@ impl Slot {
     }
 }
 
+/// flock(2) on `file` (File::lock is newer than this crate's rust-version); true when taken. Released when the file
+/// is closed, so when the test process ends, however it ends.
+fn flock(file: &File, operation: libc::c_int) -> bool {
+    // SAFETY: the descriptor is open for as long as `file` is borrowed.
+    unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(file), operation) == 0 }
+}
+
 /// Whether `pid` is a live process (not gone, not a zombie).
 fn running(pid: u32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
@@ -144,5 +151,6 @@ fn stop_when_the_run_ends(slot: &Path) {
         0,
     )
     .spawn();
-    spawned.expect("start the control plane's watchdog");
+    // Never waited for: it outlives this test process by design, and init reaps it.
+    drop(spawned.expect("start the control plane's watchdog"));
 }
