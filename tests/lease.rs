@@ -349,25 +349,10 @@ fn stop_process_tree(root: u32) -> Vec<u32> {
     }
 }
 
-/// `root` and its descendants now, read from /proc (each process's parent is the fourth field of its stat).
+/// `root` and its descendants now.
 fn process_tree(root: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // The command name (second field) is in parentheses and may hold spaces: the fields after its last ')'.
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-            parents.push((pid, ppid));
-        }
-    }
     let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(parents.iter().filter(|(_, ppid)| *ppid == parent).map(|(pid, _)| *pid));
-        i += 1;
-    }
+    tree.extend(crate::support::sshd::descendants(root));
     tree
 }
 

@@ -345,7 +345,7 @@ pub fn kill_tree(pid: u32) {
 }
 
 /// Every process below `pid`, read from /proc.
-fn descendants(pid: u32) -> Vec<u32> {
+pub fn descendants(pid: u32) -> Vec<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for entry in entries.flatten() {
