@@ -1,6 +1,6 @@
 //! A real Kubernetes control plane for the end-to-end tests, as controller projects test against one (envtest):
-//! Debian's etcd, and kube-apiserver, kube-controller-manager and kube-scheduler built from k8s.io/kubernetes by
-//! scripts/build-k8s (testing/k8s), with kwok simulating the kubelets of the nodes the test creates (heartbeats, node
+//! etcd 3.6.5 (the one kubeadm v1.34 runs), kube-apiserver, kube-controller-manager and kube-scheduler, built from
+//! their modules by scripts/build-k8s (testing/k8s, testing/real-cluster/etcd-v3.6.5), with kwok simulating the kubelets of the nodes the test creates (heartbeats, node
 //! leases, pods Running, pods whose deletion was asked for gone). Everything on free loopback ports, in a temp dir,
 //! killed on drop. The real kubectl of the same version talks to it with a kubeconfig this writes. A second
 //! kube-apiserver of another minor (`start_api_server`) can join the same etcd, as a second master's during an HA
@@ -28,7 +28,7 @@ pub const K8S_VERSION: &str = "v1.34.4";
 /// The next minor's kube-apiserver (`scripts/build-k8s v1.35.4`, testing/k8s-v1.35.4), which a test runs beside
 /// K8S_VERSION's over one etcd, as an HA control plane is while its masters are upgraded one at a time.
 pub const NEXT_K8S_VERSION: &str = "v1.35.4";
-const BINARIES: [&str; 5] = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"];
+const BINARIES: [&str; 6] = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"];
 /// The node names a test may give (each has a kubelet token: `kubectl_as_node`).
 pub const NODE_NAMES: [&str; 12] = ["m1", "m2", "m3", "n1", "n2", "n3", "n4", "n5", "b1", "b2", "g1", "g2"];
 /// Nodes kwok simulates carry this annotation (kwok's --manage-nodes-with-annotation-selector).
@@ -102,7 +102,7 @@ impl KubeControlPlane {
         }
         let dir = tempfile::Builder::new().prefix("test-kube-").tempdir().expect("temp dir");
         let path = dir.path().to_path_buf();
-        let etcd = TestEtcd::start();
+        let etcd = TestEtcd::start_for_control_plane(&binaries_dir().join("etcd"), false);
         let endpoint = etcd.endpoints().to_string();
         Some(KubeControlPlane::boot(&path, Some(dir), Some(etcd), endpoint))
     }
@@ -146,7 +146,7 @@ impl KubeControlPlane {
         let dir = slot.plane_dir();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("the plane's directory");
-        let etcd = TestEtcd::start_in_own_process_group();
+        let etcd = TestEtcd::start_for_control_plane(&binaries_dir().join("etcd"), true);
         let (etcd_endpoint, etcd_pid, etcd_dir) =
             (etcd.endpoints().to_string(), etcd.pid(), etcd.scratch_dir().to_path_buf());
         // Left running for the next test: not stopped with this value.
@@ -430,10 +430,6 @@ impl KubeControlPlane {
         }
         let child = command
             .args(args)
-            // Debian's etcd (3.4.23) has no watch progress requests, so the API server serves no watch-list streams
-            // ("the required storage feature RequestWatchProgress is disabled"): the clients (the controller manager,
-            // the scheduler, kwok) list then watch, as they do against any etcd without it.
-            .env("KUBE_FEATURE_WatchListClient", "false")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

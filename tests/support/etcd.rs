@@ -56,9 +56,8 @@ impl MemberSpec {
         }
     }
 
-    /// Starts this member of the cluster `initial_cluster` (`name=peer,...`).
-    fn spawn(self, initial_cluster: &str, own_group: bool) -> TestEtcd {
-        let binary = etcd_binary();
+    /// Starts this member (the etcd `binary`) of the cluster `initial_cluster` (`name=peer,...`).
+    fn spawn(self, binary: &Path, initial_cluster: &str, own_group: bool) -> TestEtcd {
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log file");
         let args = vec![
             format!("--name={}", self.name),
@@ -73,7 +72,7 @@ impl MemberSpec {
             // writes do not wait on the disk that every other test thread shares (etcd 3.4.23 has the flag too).
             "--unsafe-no-fsync".to_string(),
         ];
-        let mut command = Command::new(&binary);
+        let mut command = Command::new(binary);
         if own_group {
             std::os::unix::process::CommandExt::process_group(&mut command, 0);
         }
@@ -117,10 +116,13 @@ impl TestEtcd {
         TestEtcd::start_cluster(1).pop().expect("one member")
     }
 
-    /// `start`, the process in a process group of its own: an etcd that outlives the test process that started it
-    /// (a shared control plane's, tests/support/control_plane_pool.rs), which stops it by its pid.
-    pub fn start_in_own_process_group() -> TestEtcd {
-        TestEtcd::start_members(1, true).pop().expect("one member")
+    /// A control plane's etcd: `binary` (the version kubeadm runs beside that API server: Debian's 3.4.23 has no
+    /// watch progress requests, so an API server on it serves no watch-list streams, and kwok, which asks for them
+    /// whatever its client's feature gates, sees a change only when it lists again, seconds to a minute later). In
+    /// a process group of its own when `own_group`: an etcd that outlives the test process that started it (a
+    /// shared control plane's, tests/support/control_plane_pool.rs), which stops it by its pid.
+    pub fn start_for_control_plane(binary: &Path, own_group: bool) -> TestEtcd {
+        TestEtcd::start_members(binary, 1, own_group).pop().expect("one member")
     }
 
     /// The etcd process's pid (0 for the stand-in).
@@ -132,11 +134,10 @@ impl TestEtcd {
     /// directory, stop and start commands, waits until every one answers `endpoint health`, then writes the sample
     /// keys. Panics with the logs when they do not come up.
     pub fn start_cluster(members: usize) -> Vec<TestEtcd> {
-        TestEtcd::start_members(members, false)
+        TestEtcd::start_members(&etcd_binary(), members, false)
     }
 
-    fn start_members(members: usize, own_group: bool) -> Vec<TestEtcd> {
-        let binary = etcd_binary();
+    fn start_members(binary: &Path, members: usize, own_group: bool) -> Vec<TestEtcd> {
         assert!(
             binary.exists(),
             "{} not found: install Debian's etcd-server and etcd-client (scripts/install-test-deps)",
@@ -150,7 +151,7 @@ impl TestEtcd {
                 .collect();
             let initial: Vec<String> = specs.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect();
             let initial = initial.join(",");
-            let mut cluster: Vec<TestEtcd> = specs.into_iter().map(|m| m.spawn(&initial, own_group)).collect();
+            let mut cluster: Vec<TestEtcd> = specs.into_iter().map(|m| m.spawn(binary, &initial, own_group)).collect();
             if cluster.iter_mut().all(|m| m.wait_healthy(Duration::from_secs(30))) {
                 cluster[0].put_sample_keys();
                 return cluster;
