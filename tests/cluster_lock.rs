@@ -162,3 +162,54 @@ fn status_from_anywhere_shows_the_run_in_progress_its_phase_batch_and_hosts_then
     let after = after.stdout_has(": success\n");
     drop(after.stdout_has("hosts: 6 done, 0 failed, 0 skipped, 0 left"));
 }
+
+/// A kubectl whose first `refusals` calls find no API server (kubectl's own words for a refused connection), as
+/// while the only master's API server is restarted by an upgrade an earlier, killed run left going on it.
+fn kubectl_refusing_at_first(cluster: &TestCluster, refusals: usize) -> String {
+    let count = cluster.path("kubectl-calls");
+    cluster.write(
+        "refusing-kubectl",
+        &format!(
+            "#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}\n\
+             if [ \"$n\" -lt {refusals} ]; then\n  echo 'The connection to the server 10.0.0.1:6443 was refused - did \
+             you specify the right host or port?' >&2\n  exit 1\nfi\nexec {kubectl} \"$@\"\n",
+            count = count.display(),
+            kubectl = cluster.fake.kubectl_command()
+        ),
+    );
+    format!("sh {}", cluster.path("refusing-kubectl").display())
+}
+
+#[test]
+fn a_run_started_while_the_api_server_does_not_answer_waits_for_it_then_upgrades() {
+    let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
+    let kubectl = kubectl_refusing_at_first(&cluster, 6);
+    let cluster = cluster.var(&format!("upgrade_kubectl: \"{kubectl}\""));
+    cluster
+        .upgrade(&[])
+        .expect_code(0)
+        .output_has("the API server does not answer (The connection to the server 10.0.0.1:6443 was refused")
+        .output_has("waiting up to 300s for it (upgrade_control_plane_ready_timeout)")
+        .output_has("result: success");
+}
+
+#[test]
+fn an_api_server_that_never_answers_fails_preflight_once_the_wait_is_over_with_nothing_touched() {
+    let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
+    let kubectl = kubectl_refusing_at_first(&cluster, usize::MAX / 2);
+    let cluster =
+        cluster.var(&format!("upgrade_kubectl: \"{kubectl}\"")).var("upgrade_control_plane_ready_timeout: 3");
+    cluster
+        .upgrade(&[])
+        .expect_code(1)
+        .output_has("waiting up to 3s for it")
+        .output_has("was refused - did you specify the right host or port?");
+    let moved: Vec<String> = cluster
+        .fake
+        .calls()
+        .into_iter()
+        .filter(|c| ["cordon", "drain", "uncordon"].contains(&c.action.as_str()))
+        .map(|c| c.argv)
+        .collect();
+    assert!(moved.is_empty(), "nothing is touched: {moved:?}");
+}

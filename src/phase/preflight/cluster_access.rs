@@ -35,33 +35,33 @@ pub(super) async fn check_permissions(run: &UpgradeRun) -> Result<()> {
         return Ok(());
     }
     let file = run.playbook("cluster_permissions.yml");
-    let facts =
-        run.run_step(Phase::Preflight, &run.first_master, Step::ReadCluster, &file, &[], None).await.map_err(|f| {
-            Error::hosts_failed(format!("preflight: cannot ask the cluster what the run may do: {}", f.reason))
-        })?;
-    let results = facts
-        .get("upgrade_cluster_permissions_checked")
-        .and_then(|r| r.get("results"))
-        .and_then(|r| r.as_array())
-        .cloned()
-        .unwrap_or_default();
-    let missing: Vec<String> = results
-        .iter()
-        .filter(|r| r.get("skipped").and_then(Value::as_bool) != Some(true))
-        .filter_map(|r| {
-            let question = r.get("item").and_then(Value::as_str).unwrap_or_default();
-            let answer = r.get("stdout").and_then(Value::as_str).unwrap_or_default().trim();
-            match answer {
-                "yes" => None,
-                "no" => Some(question.to_string()),
-                _ => {
-                    let stderr = r.get("stderr").and_then(Value::as_str).unwrap_or_default().trim();
-                    let why = if stderr.is_empty() { answer } else { stderr };
-                    Some(format!("{question} (no answer: {})", crate::redact::escapes::strip_terminal_escapes(why)))
+    // The first question the run asks the cluster: while the API server does not answer at all (the only master's
+    // is restarted by an upgrade an earlier, dead run left going on it), asked again for as long as the lock's
+    // first read waits (cluster_lock::read_once_the_api_answers), instead of failing the re-run.
+    let limit = std::time::Duration::from_secs(run.host_seconds(
+        &run.first_master,
+        "upgrade_control_plane_ready_timeout",
+        300,
+    ));
+    let started = std::time::Instant::now();
+    let mut told = false;
+    let missing = loop {
+        let facts = run.run_step(Phase::Preflight, &run.first_master, Step::ReadCluster, &file, &[], None).await.map_err(
+            |f| Error::hosts_failed(format!("preflight: cannot ask the cluster what the run may do: {}", f.reason)),
+        )?;
+        let (missing, away) = unanswered_permissions(&facts);
+        let waiting = started.elapsed() < limit && !run.stop.is_stopping();
+        match away {
+            Some(why) if waiting => {
+                if !told {
+                    told = true;
+                    run.notice(None, crate::phase::cluster_lock::waiting_for_the_api(&why, limit));
                 }
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
             }
-        })
-        .collect();
+            _ => break missing,
+        }
+    };
     if missing.is_empty() {
         return Ok(());
     }
@@ -73,6 +73,46 @@ pub(super) async fn check_permissions(run: &UpgradeRun) -> Result<()> {
         "grant them (examples/rbac/upgrade.yaml is a role with exactly what a run needs), or run with other \
          credentials; upgrade_cluster_permissions_check: false skips this check; nothing was changed",
     ))
+}
+
+/// The results of cluster_permissions.yml's questions that were asked (not skipped).
+fn permission_results(facts: &crate::phase::step_runner::StepFacts) -> Vec<Value> {
+    facts
+        .get("upgrade_cluster_permissions_checked")
+        .and_then(|r| r.get("results"))
+        .and_then(|r| r.as_array())
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.get("skipped").and_then(Value::as_bool) != Some(true))
+        .collect()
+}
+
+/// Every question whose answer is not `yes`, said for the operator; and, when the API server did not answer one
+/// of them at all, why (kubectl's words): the answers are then asked again.
+fn unanswered_permissions(facts: &crate::phase::step_runner::StepFacts) -> (Vec<String>, Option<String>) {
+    let mut away = None;
+    let missing: Vec<String> = permission_results(facts)
+        .iter()
+        .filter_map(|r| {
+            let question = r.get("item").and_then(Value::as_str).unwrap_or_default();
+            let answer = r.get("stdout").and_then(Value::as_str).unwrap_or_default().trim();
+            match answer {
+                "yes" => None,
+                "no" => Some(question.to_string()),
+                _ => {
+                    let stderr = r.get("stderr").and_then(Value::as_str).unwrap_or_default().trim();
+                    let why = if stderr.is_empty() { answer } else { stderr };
+                    let why = crate::redact::escapes::strip_terminal_escapes(why);
+                    if crate::phase::cluster_lock::api_unavailable(&why) {
+                        away.get_or_insert_with(|| why.lines().last().unwrap_or_default().to_string());
+                    }
+                    Some(format!("{question} (no answer: {why})"))
+                }
+            }
+        })
+        .collect();
+    (missing, away)
 }
 
 /// `kubeadm upgrade plan vX.Y.Z` on the first master (kubeadm_plan.yml): kubeadm's own checks before any node moves.
