@@ -108,37 +108,6 @@ pub(crate) async fn read(run: &impl ClusterCalls, quiet: bool) -> std::result::R
     Lease::parse(&read.stdout).map(Some).ok_or_else(|| format!("it cannot be read ({})", read.reason()))
 }
 
-/// Whether a kubectl failure says the API server did not answer at all (refused, unreachable, timed out, not yet
-/// serving), as opposed to an answer that refuses the request (Forbidden, NotFound, Conflict).
-pub(crate) fn api_unavailable(reason: &str) -> bool {
-    const AWAY: [&str; 12] = [
-        "connection refused",
-        // kubectl's own: "The connection to the server HOST:PORT was refused - did you specify the right host or port?"
-        "was refused - did you specify the right host",
-        "unable to connect to the server",
-        "tls handshake timeout",
-        "i/o timeout",
-        "connection reset by peer",
-        "no route to host",
-        "the server is currently unable to handle the request",
-        "serviceunavailable",
-        "the server was unable to return a response in the time allotted",
-        "context deadline exceeded",
-        "http2: server sent goaway",
-    ];
-    let reason = reason.to_lowercase();
-    AWAY.iter().any(|away| reason.contains(away))
-}
-
-/// What the operator is told when a run waits for the API server to answer.
-pub(crate) fn waiting_for_the_api(why: &str, limit: Duration) -> String {
-    format!(
-        "the API server does not answer ({why}): waiting up to {}s for it (upgrade_control_plane_ready_timeout), \
-         as it does while an upgrade of the only master restarts it",
-        limit.as_secs()
-    )
-}
-
 /// `read`, waiting while the API server does not answer, for at most the first master's
 /// `upgrade_control_plane_ready_timeout`: the only master's API server is away for a minute or two while a kubeadm
 /// upgrade restarts it, and when an earlier run died there its upgrade command goes on on the master (the SSH
@@ -150,14 +119,14 @@ async fn read_once_the_api_answers(run: &impl ClusterCalls) -> std::result::Resu
     let mut told = false;
     loop {
         match read(run, false).await {
-            Err(why) if api_unavailable(&why) && started.elapsed() < limit && !run.stop().is_stopping() => {
+            Err(why) if super::api_away::api_unavailable(&why) && started.elapsed() < limit && !run.stop().is_stopping() => {
                 if !told {
                     told = true;
-                    run.notice(None, waiting_for_the_api(&why, limit));
+                    run.notice(None, super::api_away::waiting_for_the_api(&why, limit));
                 }
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
-            Err(why) if api_unavailable(&why) && told => {
+            Err(why) if super::api_away::api_unavailable(&why) && told => {
                 return Err(format!("{why} (the API server did not answer for {}s)", started.elapsed().as_secs()));
             }
             other => return other,
@@ -701,26 +670,6 @@ mod tests {
             duration: Some(Duration::from_secs(duration_s)),
             renewed_ms: Some(renewed_s * 1000),
             ..Lease::default()
-        }
-    }
-
-    #[test]
-    fn only_an_api_server_that_does_not_answer_is_waited_for() {
-        for away in [
-            "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host or port?",
-            "Unable to connect to the server: net/http: TLS handshake timeout",
-            "Unable to connect to the server: dial tcp 10.0.0.1:6443: i/o timeout",
-            "Error from server (ServiceUnavailable): the server is currently unable to handle the request",
-        ] {
-            assert!(api_unavailable(away), "{away}");
-        }
-        for answered in [
-            "Error from server (Forbidden): configmaps \"upgrade-lock\" is forbidden: User \"u\" cannot get",
-            "Error from server (NotFound): configmaps \"upgrade-lock\" not found",
-            "error: error loading config file \"/nope\": open /nope: no such file or directory",
-            "Operation cannot be fulfilled on configmaps \"upgrade-lock\": the object has been modified",
-        ] {
-            assert!(!api_unavailable(answered), "{answered}");
         }
     }
 

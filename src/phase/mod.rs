@@ -1,6 +1,7 @@
 //! The phases of an upgrade, each a module, and what runs them: the run context, the host sequences, the batches.
 //! Their shared words (Step, HostOutcome, Summary...) are in `crate::vocabulary`.
 
+pub(crate) mod api_away;
 pub(crate) mod api_removals;
 pub(crate) mod batches;
 pub(crate) mod certificates;

@@ -37,7 +37,7 @@ pub(super) async fn check_permissions(run: &UpgradeRun) -> Result<()> {
     let file = run.playbook("cluster_permissions.yml");
     // The first question the run asks the cluster: while the API server does not answer at all (the only master's
     // is restarted by an upgrade an earlier, dead run left going on it), asked again for as long as the lock's
-    // first read waits (cluster_lock::read_once_the_api_answers), instead of failing the re-run.
+    // first read waits (cluster_lock.rs), instead of failing the re-run.
     let limit = std::time::Duration::from_secs(run.host_seconds(
         &run.first_master,
         "upgrade_control_plane_ready_timeout",
@@ -55,7 +55,7 @@ pub(super) async fn check_permissions(run: &UpgradeRun) -> Result<()> {
             Some(why) if waiting => {
                 if !told {
                     told = true;
-                    run.notice(None, crate::phase::cluster_lock::waiting_for_the_api(&why, limit));
+                    run.notice(None, crate::phase::api_away::waiting_for_the_api(&why, limit));
                 }
                 tokio::time::sleep(std::time::Duration::from_secs(2)).await;
             }
@@ -104,7 +104,7 @@ fn unanswered_permissions(facts: &crate::phase::step_runner::StepFacts) -> (Vec<
                     let stderr = r.get("stderr").and_then(Value::as_str).unwrap_or_default().trim();
                     let why = if stderr.is_empty() { answer } else { stderr };
                     let why = crate::redact::escapes::strip_terminal_escapes(why);
-                    if crate::phase::cluster_lock::api_unavailable(&why) {
+                    if crate::phase::api_away::api_unavailable(&why) {
                         away.get_or_insert_with(|| why.lines().last().unwrap_or_default().to_string());
                     }
                     Some(format!("{question} (no answer: {why})"))
