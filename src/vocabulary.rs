@@ -526,6 +526,8 @@ impl StopReason {
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // Most preflight errors already say where they come from ("preflight: ..."): said once.
+            StopReason::Preflight { message, .. } if message.starts_with("preflight:") => f.write_str(message),
             StopReason::Preflight { message, .. } => write!(f, "preflight: {message}"),
             StopReason::ClusterUnreadable { message, .. } => f.write_str(message),
             StopReason::DuringPreflight(halt) => write!(f, "{halt} during preflight: no later phase was started"),
@@ -764,5 +766,12 @@ mod tests {
         summary.stopped = Some(StopReason::Preflight { message: "bad".into(), exit_code: ExitCode::BadInput });
         assert_eq!(summary.exit_code(), ExitCode::BadInput);
         assert_eq!(summary.stopped.as_ref().unwrap().to_string(), "preflight: bad");
+    }
+
+    #[test]
+    fn a_preflight_stop_says_preflight_once() {
+        let stop = |message: &str| StopReason::Preflight { message: message.into(), exit_code: ExitCode::Failed };
+        assert_eq!(stop("preflight: etcdctl does not run on m1").to_string(), "preflight: etcdctl does not run on m1");
+        assert_eq!(stop("the window is closed").to_string(), "preflight: the window is closed");
     }
 }
