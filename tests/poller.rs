@@ -4,16 +4,6 @@
 
 use crate::upgrade::{TestCluster, nodes, spec};
 
-/// Seconds since midnight of a calls.log timestamp (`2026-11-23T11:12:13.123456789Z`).
-fn seconds(timestamp: &str) -> f64 {
-    let time = timestamp.split('T').nth(1).unwrap_or_default().trim_end_matches('Z');
-    let mut parts = time.split(':');
-    let h: f64 = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
-    let m: f64 = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
-    let s: f64 = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
-    h * 3600.0 + m * 60.0 + s
-}
-
 #[test]
 fn three_nodes_waiting_at_once_share_list_reads_that_back_off_up_to_the_interval() {
     let list = nodes(3, "region=a");
@@ -32,11 +22,8 @@ fn three_nodes_waiting_at_once_share_list_reads_that_back_off_up_to_the_interval
     assert!(reads.iter().any(|l| l[2] == "get-nodes"), "several nodes waiting: one list read serves them: {reads:?}");
     // Each node needs 3 NotReady reads then a Ready one: reading per node would be 12 reads or more.
     assert!(reads.len() < 12, "the nodes shared their reads: {} reads {reads:?}", reads.len());
-    // Never two reads closer than the back-off's first step (0.1 s; a little less for the log's own timing).
-    for pair in reads.windows(2) {
-        let gap = seconds(pair[1][0]) - seconds(pair[0][0]);
-        assert!(gap > 0.08, "reads at least 0.1 s apart: {gap:.2}s between {:?} and {:?}", pair[0], pair[1]);
-    }
+    // How far apart the reads are is the back-off's (poller.rs's unit test of its gaps): the times the fake cluster
+    // logs are when each kubectl process got to write, which a loaded machine delays by any amount.
 }
 
 /// Each node's wait-ready step, in seconds, from the JSON events.

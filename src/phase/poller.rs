@@ -239,3 +239,34 @@ pub(crate) async fn wait_ready(run: &impl ClusterCalls, poller: &NodePoller, hos
     poller.deregister(&node);
     outcome
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reads_are_a_first_gap_apart_for_a_new_waiter_then_back_off_doubling_up_to_the_interval() {
+        let interval = Duration::from_secs(1);
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        // Nothing read yet, or a waiter that came after the last read: looked at after the first gap.
+        assert_eq!(State::default().gap(interval), FIRST_GAP);
+        let unseen = State { last_read: Some(at(0)), newest_waiter: Some(at(5)), ..State::default() };
+        assert_eq!(unseen.gap(interval), FIRST_GAP);
+        // Every waiter seen: 0.2 s, 0.4 s, 0.8 s, then the interval.
+        let gaps: Vec<u64> = (1..=5)
+            .map(|reads| {
+                let seen = State {
+                    last_read: Some(at(10)),
+                    newest_waiter: Some(at(5)),
+                    reads_since_newest: reads,
+                    ..State::default()
+                };
+                seen.gap(interval).as_millis() as u64
+            })
+            .collect();
+        assert_eq!(gaps, [200, 400, 800, 1000, 1000]);
+        // Never shorter than the first gap, never longer than an interval below it.
+        assert_eq!(State::default().gap(Duration::from_millis(50)), Duration::from_millis(50));
+    }
+}
