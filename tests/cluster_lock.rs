@@ -197,8 +197,7 @@ fn a_run_started_while_the_api_server_does_not_answer_waits_for_it_then_upgrades
 fn an_api_server_that_never_answers_fails_preflight_once_the_wait_is_over_with_nothing_touched() {
     let cluster = TestCluster::new(&spec(&nodes(1, "region=a")));
     let kubectl = kubectl_refusing_at_first(&cluster, usize::MAX / 2);
-    let cluster =
-        cluster.var(&format!("upgrade_kubectl: \"{kubectl}\"")).var("upgrade_control_plane_ready_timeout: 3");
+    let cluster = cluster.var(&format!("upgrade_kubectl: \"{kubectl}\"")).var("upgrade_control_plane_ready_timeout: 3");
     cluster
         .upgrade(&[])
         .expect_code(1)

@@ -3,7 +3,51 @@
 //! and a run started then (a re-run after a controller died during that upgrade, whose kubeadm goes on on the
 //! master) waits for it instead of failing.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use super::cluster_calls::ClusterCalls;
+
+/// How long a run asks again while the API server does not answer: the first master's
+/// `upgrade_control_plane_ready_timeout` (the bound on the wait for its API server after its own upgrade), saying so
+/// once.
+pub(crate) struct ApiWait {
+    limit: Duration,
+    started: Instant,
+    told: bool,
+}
+
+impl ApiWait {
+    /// The pause between two tries.
+    const PAUSE: Duration = Duration::from_secs(2);
+
+    pub(crate) fn for_run(run: &impl ClusterCalls) -> ApiWait {
+        let limit = run.host_seconds(run.first_master(), "upgrade_control_plane_ready_timeout", 300);
+        ApiWait { limit: Duration::from_secs(limit), started: Instant::now(), told: false }
+    }
+
+    /// After a try the API server did not answer (`why`, kubectl's words): whether to try again, once the pause is
+    /// over. No when the wait is over or the run is stopping.
+    pub(crate) async fn again(&mut self, run: &impl ClusterCalls, why: &str) -> bool {
+        if self.started.elapsed() >= self.limit || run.stop().is_stopping() {
+            return false;
+        }
+        if !self.told {
+            self.told = true;
+            run.notice(None, waiting_for_the_api(why, self.limit));
+        }
+        tokio::time::sleep(Self::PAUSE).await;
+        true
+    }
+
+    /// `why` the last try failed, with how long the API server was waited for when it was.
+    pub(crate) fn given_up(&self, why: String) -> String {
+        if self.told {
+            format!("{why} (the API server did not answer for {}s)", self.started.elapsed().as_secs())
+        } else {
+            why
+        }
+    }
+}
 
 /// Whether a kubectl failure says the API server did not answer at all (refused, unreachable, timed out, not yet
 /// serving), as opposed to an answer that refuses the request (Forbidden, NotFound, Conflict).
@@ -28,7 +72,7 @@ pub(crate) fn api_unavailable(reason: &str) -> bool {
 }
 
 /// What the operator is told when a run waits for the API server to answer.
-pub(crate) fn waiting_for_the_api(why: &str, limit: Duration) -> String {
+fn waiting_for_the_api(why: &str, limit: Duration) -> String {
     format!(
         "the API server does not answer ({why}): waiting up to {}s for it (upgrade_control_plane_ready_timeout), \
          as it does while an upgrade of the only master restarts it",

@@ -114,20 +114,13 @@ pub(crate) async fn read(run: &impl ClusterCalls, quiet: bool) -> std::result::R
 /// session outlives the controller). A re-run then waits for it as the earlier run would have, instead of failing;
 /// an answer that refuses (Forbidden, a bad kubeconfig) fails at once, as does a stop.
 async fn read_once_the_api_answers(run: &impl ClusterCalls) -> std::result::Result<Option<Lease>, String> {
-    let limit = Duration::from_secs(run.host_seconds(run.first_master(), "upgrade_control_plane_ready_timeout", 300));
-    let started = Instant::now();
-    let mut told = false;
+    let mut wait = super::api_away::ApiWait::for_run(run);
     loop {
         match read(run, false).await {
-            Err(why) if super::api_away::api_unavailable(&why) && started.elapsed() < limit && !run.stop().is_stopping() => {
-                if !told {
-                    told = true;
-                    run.notice(None, super::api_away::waiting_for_the_api(&why, limit));
+            Err(why) if super::api_away::api_unavailable(&why) => {
+                if !wait.again(run, &why).await {
+                    return Err(wait.given_up(why));
                 }
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-            Err(why) if super::api_away::api_unavailable(&why) && told => {
-                return Err(format!("{why} (the API server did not answer for {}s)", started.elapsed().as_secs()));
             }
             other => return other,
         }

@@ -1,10 +1,10 @@
 //! A real Kubernetes control plane for the end-to-end tests, as controller projects test against one (envtest):
 //! etcd 3.6.5 (the one kubeadm v1.34 runs), kube-apiserver, kube-controller-manager and kube-scheduler, built from
-//! their modules by scripts/build-k8s (testing/k8s, testing/real-cluster/etcd-v3.6.5), with kwok simulating the kubelets of the nodes the test creates (heartbeats, node
-//! leases, pods Running, pods whose deletion was asked for gone). Everything on free loopback ports, in a temp dir,
-//! killed on drop. The real kubectl of the same version talks to it with a kubeconfig this writes. A second
-//! kube-apiserver of another minor (`start_api_server`) can join the same etcd, as a second master's during an HA
-//! upgrade.
+//! their modules by scripts/build-k8s (testing/k8s, testing/real-cluster/etcd-v3.6.5), with kwok simulating the
+//! kubelets of the nodes the test creates (heartbeats, node leases, pods Running, pods whose deletion was asked for
+//! gone). Everything on free loopback ports, in a temp dir, killed on drop. The real kubectl of the same version
+//! talks to it with a kubeconfig this writes. A second kube-apiserver of another minor (`start_api_server`) can join
+//! the same etcd, as a second master's during an HA upgrade.
 //!
 //! The API server authenticates with static tokens: `admin` (group system:masters) for the test's own setup and the
 //! control plane, and `upgrade` (no group: nothing until RBAC grants it) for runs that must work with the documented

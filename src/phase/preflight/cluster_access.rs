@@ -38,27 +38,15 @@ pub(super) async fn check_permissions(run: &UpgradeRun) -> Result<()> {
     // The first question the run asks the cluster: while the API server does not answer at all (the only master's
     // is restarted by an upgrade an earlier, dead run left going on it), asked again for as long as the lock's
     // first read waits (cluster_lock.rs), instead of failing the re-run.
-    let limit = std::time::Duration::from_secs(run.host_seconds(
-        &run.first_master,
-        "upgrade_control_plane_ready_timeout",
-        300,
-    ));
-    let started = std::time::Instant::now();
-    let mut told = false;
+    let mut wait = crate::phase::api_away::ApiWait::for_run(run);
     let missing = loop {
-        let facts = run.run_step(Phase::Preflight, &run.first_master, Step::ReadCluster, &file, &[], None).await.map_err(
-            |f| Error::hosts_failed(format!("preflight: cannot ask the cluster what the run may do: {}", f.reason)),
-        )?;
+        let facts =
+            run.run_step(Phase::Preflight, &run.first_master, Step::ReadCluster, &file, &[], None).await.map_err(
+                |f| Error::hosts_failed(format!("preflight: cannot ask the cluster what the run may do: {}", f.reason)),
+            )?;
         let (missing, away) = unanswered_permissions(&facts);
-        let waiting = started.elapsed() < limit && !run.stop.is_stopping();
         match away {
-            Some(why) if waiting => {
-                if !told {
-                    told = true;
-                    run.notice(None, crate::phase::api_away::waiting_for_the_api(&why, limit));
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-            }
+            Some(why) if wait.again(run, &why).await => continue,
             _ => break missing,
         }
     };
