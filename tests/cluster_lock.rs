@@ -45,9 +45,12 @@ fn unlock(cluster: &TestCluster, extra: &[&str]) -> Outcome {
 #[test]
 fn a_second_run_from_another_state_directory_is_refused_naming_the_first_which_renews_and_releases() {
     let list = nodes(2, "region=a");
-    let cluster = TestCluster::new(&spec(&list)).var("upgrade_cluster_lock_ttl: 6");
-    // Every drain and upgrade step takes 2 s: the first run is still going when the second starts.
-    std::fs::write(cluster.fake.state_dir().join("delay"), "2").unwrap();
+    // A lease of 20 s is renewed every 4 s, and a renewal may take up to 10 s (half the lease) before the run holds
+    // back: a loaded machine's slow kubectl is not mistaken for a lost lock.
+    let cluster = TestCluster::new(&spec(&list)).var("upgrade_cluster_lock_ttl: 20");
+    // Every drain and upgrade step takes 3 s: the first run is still going when the second starts, and lasts past a
+    // renewal.
+    std::fs::write(cluster.fake.state_dir().join("delay"), "3").unwrap();
     let first_state = cluster.path("first-state");
     let second_state = cluster.path("second-state");
     let first = cluster.scenario(&["--state-dir", &first_state.display().to_string()]).spawn();

@@ -269,4 +269,22 @@ mod tests {
         // Never shorter than the first gap, never longer than an interval below it.
         assert_eq!(State::default().gap(Duration::from_millis(50)), Duration::from_millis(50));
     }
+
+    /// A node restarted while the reads had backed off to the whole delay is looked at after the first gap, not a
+    /// delay after the last read: its first look does not hold its cordoned window open.
+    #[test]
+    fn a_node_that_starts_waiting_after_the_reads_backed_off_is_due_for_a_look_after_the_first_gap() {
+        let interval = Duration::from_secs(5);
+        let poller = NodePoller::default();
+        let last_read = Instant::now().checked_sub(Duration::from_millis(1)).unwrap_or_else(Instant::now);
+        if let Ok(mut state) = poller.state.lock() {
+            state.last_read = Some(last_read);
+            state.newest_waiter = last_read.checked_sub(Duration::from_millis(1));
+            state.reads_since_newest = 10;
+        }
+        let gap = || poller.state.lock().map(|s| s.gap(interval)).unwrap_or_default();
+        assert_eq!(gap(), interval, "nobody new waits: backed off to the interval");
+        poller.register("n1");
+        assert_eq!(gap(), FIRST_GAP, "n1 came after the last read");
+    }
 }
