@@ -16,7 +16,10 @@ d.get("_meta",{}).pop("profile",None)
 print(json.dumps(d,sort_keys=True,indent=1))'
 for inv in "$@"; do
     # Both failing counts as agreeing: the file is not a valid inventory for either.
-    if ANSIBLE_NOCOLOR=1 ANSIBLE_INVENTORY_UNPARSED_FAILED=1 "$ANSIBLE_INVENTORY" -i "$inv" --list >"$tmp/ansible.raw" 2>"$tmp/ansible.err"; then
+    # ansible-core reads the inventory and what sits beside it (group_vars/, host_vars/): its result, or the one it
+    # gave before on the same files (scripts/ansible-reference).
+    if ANSIBLE_NOCOLOR=1 ANSIBLE_INVENTORY_UNPARSED_FAILED=1 scripts/ansible-reference --place "$PWD" \
+        --input "$(dirname "$inv")" -- "$ANSIBLE_INVENTORY" -i "$inv" --list >"$tmp/ansible.raw" 2>"$tmp/ansible.err"; then
         python3 -c "$normalise" <"$tmp/ansible.raw" >"$tmp/ansible.json"
     else
         echo "failed" >"$tmp/ansible.json"

@@ -34,7 +34,9 @@ for arg in "$@"; do
             ours_flag=--subset
         fi
         # `hosts (N):` then one indented host a line; warnings go to stderr.
-        if ANSIBLE_NOCOLOR=1 "$ANSIBLE" -i "$inv" "$@" --list-hosts >"$tmp/ansible.raw" 2>"$tmp/ansible.err"; then
+        # ansible-core's hosts for the pattern, or those it gave before on the same files (scripts/ansible-reference).
+        if ANSIBLE_NOCOLOR=1 scripts/ansible-reference --place "$PWD" --input "$(dirname "$inv")" -- \
+            "$ANSIBLE" -i "$inv" "$@" --list-hosts >"$tmp/ansible.raw" 2>"$tmp/ansible.err"; then
             sed -n 's/^    //p' "$tmp/ansible.raw" >"$tmp/ansible.txt"
         elif grep -q 'leaves us with no hosts' "$tmp/ansible.err"; then
             : >"$tmp/ansible.txt" # a --limit that leaves nothing: the same as selecting nothing

@@ -17,9 +17,10 @@ ours="${CARGO_TARGET_DIR:-$root/target}/debug/examples/inventory_list"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 status=0
-# ansible-core's own decryption of what `ansible-inventory --list` leaves encrypted, then sorted keys.
+# ansible-core's own decryption of what `ansible-inventory --list` leaves encrypted, then sorted keys (through the
+# caller's `reference`, as ansible-inventory).
 normalise() {
-    "$VENV/bin/python" -c '
+    "${reference[@]}" --stdin -- "$VENV/bin/python" -c '
 import json, sys
 from ansible.cli import CLI
 from ansible.parsing.dataloader import DataLoader
@@ -45,8 +46,12 @@ compare() {
     local name="$1" inv="$2"; shift 2
     local args=() id
     for id in "$@"; do args+=(--vault-id "$id"); done
-    if (cd "$(dirname "$inv")" && ANSIBLE_NOCOLOR=1 "$VENV/bin/ansible-inventory" -i "$(basename "$inv")" --list "${args[@]}") \
-        >"$tmp/ansible.raw" 2>"$tmp/ansible.err"; then
+    # ansible-core's listing and decryption, or what they gave before on the same files (scripts/ansible-reference):
+    # the inventory's directory, the password files and scripts, the listing decrypted.
+    local reference=("$root/scripts/ansible-reference" --place "$root" --place "$tmp" --input "$(dirname "$inv")")
+    for id in "$@"; do reference+=(--input "${id#*@}"); done
+    if (cd "$(dirname "$inv")" && ANSIBLE_NOCOLOR=1 "${reference[@]}" -- \
+        "$VENV/bin/ansible-inventory" -i "$(basename "$inv")" --list "${args[@]}") >"$tmp/ansible.raw" 2>"$tmp/ansible.err"; then
         (cd "$(dirname "$inv")" && normalise "$@") <"$tmp/ansible.raw" >"$tmp/ansible.json"
     else
         echo failed >"$tmp/ansible.json"
@@ -94,6 +99,6 @@ value_b="b-$(head -c 12 /dev/urandom | base64 | tr -d '/+=') with spaces: and 'q
     printf 'whole_file: "%s"\nnumber: 42\nlist: [x, "%s"]\n' "$value_a" "$value_b" >group_vars/all.yml
     "$VENV/bin/ansible-vault" encrypt --vault-id team@pw-team group_vars/all.yml >/dev/null 2>&1
 )
-compare "vault: fresh ansible-vault texts (random password and values, ids default and team)" "$fresh/hosts.yml" \
+UPGRADE_ANSIBLE_REFERENCE=off compare "vault: fresh ansible-vault texts (random password and values, ids default and team)" "$fresh/hosts.yml" \
     "default@$fresh/pw-default" "team@$fresh/pw-team"
 exit $status
