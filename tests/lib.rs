@@ -2,6 +2,7 @@
 
 mod support;
 
+mod ansible_comparison;
 mod ansible_core;
 mod api_removals;
 mod artifacts;
@@ -37,6 +38,7 @@ mod pause;
 mod plan;
 mod poller;
 mod real_api;
+mod real_cluster;
 mod reboot;
 mod reliability;
 mod restore_cluster;
