@@ -1,6 +1,6 @@
 //! Modules `upgrade` does not implement, run through ansible-core itself (src/tasks/modules/ansible_core.rs), on
 //! real sshd hosts with the ansible-core of the test virtualenv (target/ansible-venv, made by
-//! scripts/compare-with-ansible; `UPGRADE_TEST_ANSIBLE` names another `ansible`). Without it these tests say SKIPPED,
+//! scripts/install-test-deps; `UPGRADE_TEST_ANSIBLE` names another `ansible`). Without it these tests say SKIPPED,
 //! and fail under CI.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ fn ansible() -> Option<PathBuf> {
     if path.with_file_name("ansible-playbook").exists() {
         return Some(path);
     }
-    let why = format!("no ansible-core at {} (run scripts/compare-with-ansible once)", path.display());
+    let why = format!("no ansible-core at {} (scripts/install-test-deps makes it)", path.display());
     if std::env::var_os("CI").is_some() {
         panic!("{why}");
     }
