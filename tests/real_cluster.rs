@@ -5,8 +5,9 @@
 //!
 //! The ci profile starts it first, beside the other tests (its own test group, one thread): the cluster spends about
 //! two thirds of its time waiting on itself (kubeadm, the kubelet and the pods starting), time the other tests use.
-//! It needs root (network and mount namespaces) and the cluster's builds; outside CI, without either, it says
-//! SKIPPED. With `CI` set the script builds what is missing first, and a missing part fails.
+//! It needs root (network and mount namespaces) and the cluster's builds. Outside CI it says SKIPPED without root,
+//! and the script says NOT RUN without the builds (it does not start them from a test); with `CI` set the script
+//! builds what is missing first, and a missing part fails.
 
 use std::path::Path;
 use std::process::Command;
@@ -34,6 +35,7 @@ fn a_real_kubeadm_cluster_crosses_a_minor_with_upgrade_killed_twice_and_no_workl
     let status = command.status().expect("run scripts/real-cluster");
     assert!(
         status.success(),
-        "scripts/real-cluster test failed ({status}): its report and logs are in /var/tmp/upgrade-real-cluster-last/"
+        "scripts/real-cluster test failed ({status}): its report and logs are in /var/tmp/upgrade-real-cluster-last/ \
+         (UPGRADE_REAL_CLUSTER_STATE moves it, with -last added)"
     );
 }
