@@ -21,7 +21,7 @@ use crate::redact::sink::Redacting;
 use crate::report::eta::Eta;
 use crate::report::notify::{self, Notifier, NotifySettings};
 use crate::report::output::OutputQueue;
-use crate::report::{FanOut, human::HumanReporter, json::JsonReporter, junit, log::HostLogReporter, summary_md};
+use crate::report::{FanOut, files::ReportFiles, human::HumanReporter, json::JsonReporter, log::HostLogReporter};
 use crate::session::{Remote, UpgradeRequest};
 use crate::settings::{OutputFormat, TargetVersion};
 use crate::strategy::final_soak;
@@ -37,7 +37,14 @@ const STALL_CHECK: Duration = Duration::from_secs(1);
 const NOTIFY_FINISH: Duration = Duration::from_secs(2 * notify::TIMEOUT.as_secs() + 5);
 
 /// `upgrade --inventory X`: the upgrade itself.
-pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Vars, remote: Remote) -> Result<i32> {
+/// `reports`: the report files, opened before the inventory was read; written here once the run has a summary.
+pub(crate) fn upgrade(
+    request: &UpgradeRequest,
+    inventory: Inventory,
+    extra: Vars,
+    remote: Remote,
+    reports: &ReportFiles,
+) -> Result<i32> {
     let Remote { runtime, connect, engine: engine_options } = remote;
     let started = std::time::Instant::now();
     let plan = Plan::build_for_run(&inventory, &extra, &request.plan)?;
@@ -93,13 +100,15 @@ pub(crate) fn upgrade(request: &UpgradeRequest, inventory: Inventory, extra: Var
     if let Some(notifier) = &notifier {
         notifier.finish(NOTIFY_FINISH);
     }
-    // The JUnit report is written whatever happened, a failed preflight included: CI reads it either way.
+    // The reports are written whatever happened, a failed preflight included: CI reads them either way.
     let redacted = redactor.summary(&summary);
-    let junit = request.junit.as_ref().map(|path| write_junit(path, &redacted)).transpose();
-    let markdown = write_summary_md(request, &redacted, started.elapsed(), &base.options.state_dir);
+    let warnings = reports.write(&redacted, started.elapsed(), &base.options.state_dir);
     drain_output(&stdout, OUTPUT_DRAIN_IDLE);
-    junit.map_err(|e| redactor.error(e))?;
-    markdown.map_err(|e| redactor.error(e))?;
+    // The exit code stays the summary's, which the output has already said: a report that could not be written
+    // (its file was opened before the run, so only a full disk does that) is a warning.
+    for warning in warnings {
+        errln!("warning: {}", redactor.text(&warning));
+    }
     match error {
         Some(e) => Err(redactor.error(e)),
         None => Ok(summary.exit_code().code()),
@@ -485,40 +494,6 @@ fn check_hook_files(plan: &Plan, ansible: &crate::tasks::modules::AnsibleCore) -
                 )));
             }
         }
-    }
-    Ok(())
-}
-
-fn write_junit(path: &PathBuf, summary: &Summary) -> Result<()> {
-    std::fs::write(path, junit::render(summary)).map_err(|e| {
-        Error::internal(format!("cannot write the JUnit report {}: {e}", path.display()))
-            .hint("check that its directory exists and is writable")
-    })
-}
-
-/// The Markdown summary, to `--summary-md FILE` (replaced) and, when CI set `GITHUB_STEP_SUMMARY`, appended to that
-/// file (GitHub gathers every step's summary there). Written whatever happened, as the JUnit report.
-fn write_summary_md(request: &UpgradeRequest, summary: &Summary, took: Duration, state_dir: &Path) -> Result<()> {
-    let markdown = summary_md::render(summary, took, state_dir);
-    if let Some(path) = &request.summary_md {
-        std::fs::write(path, &markdown).map_err(|e| {
-            Error::internal(format!("cannot write the Markdown summary {}: {e}", path.display()))
-                .hint("check that its directory exists and is writable")
-        })?;
-    }
-    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut file| file.write_all(format!("{markdown}\n").as_bytes()));
-        appended.map_err(|e| {
-            Error::internal(format!(
-                "cannot append the Markdown summary to GITHUB_STEP_SUMMARY ({}): {e}",
-                Path::new(&path).display()
-            ))
-            .hint("check that the file GITHUB_STEP_SUMMARY names is writable, or unset it")
-        })?;
     }
     Ok(())
 }

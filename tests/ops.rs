@@ -221,6 +221,44 @@ fn a_run_stopped_by_preflight_still_ends_the_json_stream_with_a_summary_and_writ
     }
 }
 
+#[test]
+fn a_report_path_that_cannot_be_written_is_bad_input_before_any_host_is_touched() {
+    let demo = Demo::new();
+    for flag in ["--junit", "--summary-md"] {
+        let out = demo.run(&[flag, "/nonexistent/x.xml"]);
+        assert_eq!(out.code, 2, "an unwritable {flag} is bad input\n{out}");
+        assert!(out.stderr.contains(&format!("{flag}: cannot write")), "{out}");
+        assert!(out.stderr.contains("/nonexistent/x.xml") && out.stderr.contains("hint:"), "{out}");
+        // Refused before the plan is even said: nothing that reads as a run, no host contacted.
+        assert!(!out.stdout.contains("result:"), "{out}");
+        assert!(demo.fake.calls().is_empty(), "no host is touched: {:?}", demo.fake.calls());
+    }
+    for host in HOSTS {
+        assert_eq!(demo.fake.upgrades(host), 0);
+    }
+}
+
+#[test]
+fn a_run_refused_while_its_inputs_are_read_still_writes_its_reports_saying_why() {
+    let demo = Demo::new();
+    let (junit, markdown) = (demo.path("report.xml"), demo.path("summary.md"));
+    let out = demo.run(&[
+        "--junit",
+        junit.to_str().expect("path"),
+        "--summary-md",
+        markdown.to_str().expect("path"),
+        "-e",
+        "@missing-vars.yml",
+    ]);
+    assert_eq!(out.code, 2, "a missing -e file is bad input\n{out}");
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report of a refused run");
+    junit_cases(&xml);
+    assert!(xml.contains("<failure message=\"preflight: ") && xml.contains("missing-vars.yml"), "{xml}");
+    let md = std::fs::read_to_string(&markdown).expect("the Markdown summary of a refused run");
+    assert!(md.contains("FAILED") && md.contains("exit code 2"), "{md}");
+    assert!(demo.fake.calls().is_empty(), "no host is touched: {:?}", demo.fake.calls());
+}
+
 /// Checks the XML is well formed enough for CI (one root, every tag closed in order, quoted attributes) and returns
 /// the test cases as (suite, name).
 fn junit_cases(xml: &str) -> Vec<(String, String)> {

@@ -1,6 +1,7 @@
 //! Reporters: they turn the executor's events and results into what people and CI read.
 
 pub(crate) mod eta;
+pub(crate) mod files;
 pub(crate) mod human;
 pub(crate) mod json;
 pub(crate) mod junit;
