@@ -325,8 +325,14 @@ mod tests {
         // wait for it, so it is still hanging, its file not there, after both.
         let dir = tempfile::tempdir().unwrap();
         let (gate, answered) = (dir.path().join("gate"), dir.path().join("answered"));
-        let command =
-            format!("while [ ! -e '{}' ]; do sleep 0.05; done; touch '{}'", gate.display(), answered.display());
+        // It also lets go once the directory has gone with the test: the notifications still queued start receivers
+        // after the gate opened, which would otherwise poll for ever, processes left behind by every run.
+        let command = format!(
+            "while [ ! -e '{gate}' ] && [ -d '{dir}' ]; do sleep 0.05; done; touch '{answered}' 2>/dev/null",
+            gate = gate.display(),
+            dir = dir.path().display(),
+            answered = answered.display()
+        );
         let notifier = Notifier::start(NotifySettings { command: Some(command), ..NotifySettings::default() });
         let said = Arc::new(crate::events::EventLog::default());
         let sink: Arc<dyn EventSink> = said.clone();
