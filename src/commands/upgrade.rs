@@ -4,6 +4,7 @@ use super::arguments::{Loaded, load, remote, upgrade_request};
 use crate::cli::UpgradeArgs;
 use crate::console::errln;
 use crate::error::Result;
+use crate::inventory::Inventory;
 use crate::journal::DEFAULT_STATE_DIR;
 use crate::report::files::ReportFiles;
 use crate::vocabulary::{StopReason, Summary};
@@ -28,11 +29,10 @@ pub(super) fn upgrade(args: &UpgradeArgs) -> Result<i32> {
         };
         let summary =
             Summary { stopped: Some(StopReason::Preflight { message, exit_code: e.code() }), ..Summary::empty(target) };
+        // Where the run would have kept its record, as it finds its inventory's directory.
         let state_dir = request.state_dir.clone().unwrap_or_else(|| {
             let inventory = args.inventory.inventory.clone().unwrap_or_default();
-            let dir =
-                if inventory.is_dir() { inventory } else { inventory.parent().map(Into::into).unwrap_or_default() };
-            dir.join(DEFAULT_STATE_DIR)
+            Inventory::dir_of(&inventory, inventory.is_dir()).join(DEFAULT_STATE_DIR)
         });
         for warning in reports.write_refused(&summary, &state_dir) {
             errln!("warning: {warning}");

@@ -39,6 +39,18 @@ impl Inventory {
         Inventory::load_with_vault(path, &VaultSecrets::none())
     }
 
+    /// The directory an inventory at `path` is read relative to (its `inventory_dir`, where `group_vars/` and the
+    /// state directory are): the path itself when it is a directory (`is_dir`), else the file's own directory.
+    pub fn dir_of(path: &Path, is_dir: bool) -> PathBuf {
+        if is_dir {
+            return path.to_path_buf();
+        }
+        match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
     /// [`Inventory::load`] with vault passwords: files encrypted whole (inventory files, `group_vars/`, `host_vars/`)
     /// and `!vault` values are decrypted, and every decrypted value is a secret for every output.
     pub fn load_with_vault(path: &Path, vault: &VaultSecrets) -> Result<Inventory> {
@@ -50,14 +62,7 @@ impl Inventory {
         } else {
             loader::read_source(&mut builder, path)?;
         }
-        let dir = if meta.is_dir() {
-            path.to_path_buf()
-        } else {
-            match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            }
-        };
+        let dir = Inventory::dir_of(path, meta.is_dir());
         let mut inventory = builder.finish(path.to_path_buf(), dir.clone())?;
         vars::load_vars_files(&mut inventory, &dir, vault)?;
         Ok(inventory)

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::error::{Error, Result, io_reason};
@@ -30,7 +30,7 @@ pub(crate) struct ReportFiles {
     junit: Option<Report>,
     markdown: Vec<Report>,
     /// Whether the reports were written: a refusal after the run wrote them leaves them as they are.
-    written: Mutex<bool>,
+    written: AtomicBool,
 }
 
 impl ReportFiles {
@@ -44,15 +44,13 @@ impl ReportFiles {
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
             markdown.push(open(Path::new(&path), "GITHUB_STEP_SUMMARY", "the Markdown summary", true)?);
         }
-        Ok(ReportFiles { junit, markdown, written: Mutex::new(false) })
+        Ok(ReportFiles { junit, markdown, written: AtomicBool::new(false) })
     }
 
     /// Writes the reports of a run that ended with `summary` (already masked), after `took`, its record in
     /// `state_dir`. Returns a warning for each report that could not be written.
     pub(crate) fn write(&self, summary: &Summary, took: Duration, state_dir: &Path) -> Vec<String> {
-        if let Ok(mut written) = self.written.lock() {
-            *written = true;
-        }
+        self.written.store(true, Ordering::Relaxed);
         let mut warnings = Vec::new();
         if let Some(report) = &self.junit {
             warnings.extend(report.write(&junit::render(summary)));
@@ -69,7 +67,7 @@ impl ReportFiles {
 
     /// Writes the reports of a run refused before it started (`summary` says why), unless the run wrote them.
     pub(crate) fn write_refused(&self, summary: &Summary, state_dir: &Path) -> Vec<String> {
-        if self.written.lock().map(|w| *w).unwrap_or(true) {
+        if self.written.load(Ordering::Relaxed) {
             return Vec::new();
         }
         self.write(summary, Duration::ZERO, state_dir)
