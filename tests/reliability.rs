@@ -339,6 +339,42 @@ fn a_state_filesystem_that_fills_up_mid_run_stops_new_hosts_and_fails_the_run() 
 }
 
 #[test]
+fn a_preflight_whose_api_server_goes_away_after_the_first_question_waits_for_it_and_reads_the_cluster() {
+    let demo = Demo::new();
+    // As when a re-run starts while the kubeadm upgrade of a dead run goes on on the only master: the API server
+    // answered the run's first question (may the credentials do what the run does), then restarts; its first two
+    // `get nodes` are refused as kubectl says it.
+    let count = demo.path("get-nodes-calls");
+    let script = demo.path("restarting-kubectl");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" get nodes -o json \"*) echo >>{count}; if [ \"$(wc -l <{count})\" -le 2 ]; then \
+             echo 'The connection to the server 10.0.0.1:6443 was refused - did you specify the right host or port?' >&2; \
+             exit 1; fi ;; esac\nexec \"$@\"\n",
+            count = count.display()
+        ),
+    )
+    .expect("write restarting-kubectl");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let vars = format!(
+        r#"{{"upgrade_kubectl": "{} {{{{ demo_fake_cluster }}}}/kubectl {{{{ demo_fake }}}}"}}"#,
+        script.display()
+    );
+
+    let out = demo.run(&["--phase", "preflight", "--output", "json", "-e", &vars]);
+    assert_eq!(out.code, 0, "the third read answers and preflight passes\n{out}");
+    let calls = std::fs::read_to_string(&count).expect("the reads were counted").lines().count();
+    assert!(calls >= 3, "the refused read was asked again until it answered ({calls} reads)\n{out}");
+    assert!(
+        out.stdout.lines().any(|l| l.contains("\"notice\"")
+            && l.contains("the API server does not answer (read the cluster's nodes")
+            && l.contains("10.0.0.1:6443 was refused")),
+        "the wait is said, with kubectl's words\n{out}"
+    );
+}
+
+#[test]
 fn when_the_cluster_cannot_be_read_at_the_end_the_summary_lists_the_nodes_the_hosts_left_cordoned() {
     let demo = Demo::new();
     // The cluster API stops answering `get nodes` once node-1 is done (its post hook says so), while node-2 waits in

@@ -102,14 +102,30 @@ pub(crate) async fn read_host_version(
 }
 
 /// Reads the cluster's nodes through the built-in `cluster_state.yml` on the first master.
+/// In preflight, while the API server does not answer at all, the read is asked again for as long as the first
+/// question's wait allows (preflight/cluster_access.rs): an upgrade an earlier, dead run left going on the only master
+/// restarts etcd and then the API server one after the other, so that the API server can be away again after it
+/// answered the run's first question.
 pub(crate) async fn read_cluster(run: &UpgradeRun, phase: Phase) -> Result<Vec<ClusterNode>> {
-    let facts = run
-        .run_step(phase, &run.first_master, Step::ReadCluster, &run.playbook("cluster_state.yml"), &[], None)
-        .await
-        .map_err(|f| {
-            Error::hosts_failed(format!("cannot read the cluster's nodes on {}: {}", run.first_master, f.reason))
-                .hint("check upgrade_kubectl and the cluster credentials on the first master")
-        })?;
+    let mut wait = super::api_away::ApiWait::for_run(run);
+    let file = run.playbook("cluster_state.yml");
+    let facts = loop {
+        match run.run_step(phase, &run.first_master, Step::ReadCluster, &file, &[], None).await {
+            Ok(facts) => break facts,
+            Err(f)
+                if phase == Phase::Preflight
+                    && super::api_away::api_unavailable(&f.reason)
+                    && wait.again(run, &f.reason).await => {}
+            Err(f) => {
+                let why = wait.given_up(f.reason);
+                return Err(Error::hosts_failed(format!(
+                    "cannot read the cluster's nodes on {}: {why}",
+                    run.first_master
+                ))
+                .hint("check upgrade_kubectl and the cluster credentials on the first master"));
+            }
+        }
+    };
     let stdout =
         facts.get("upgrade_cluster_nodes").and_then(|r| r.get("stdout")).and_then(Value::as_str).unwrap_or_default();
     let nodes = parse_node_list(stdout).map_err(|e| {
